@@ -1,0 +1,333 @@
+/*
+ * tessera — an archetype + chunk Entity Component System, C core.
+ *
+ * This header is the manual of the core. Everything public is prefixed `tes_`.
+ *
+ * MEMORY AND LIFETIMES
+ *   - A world owns all its memory. tes_world_destroy() frees everything the world ever
+ *     allocated (entities, archetypes, chunks, names). Several worlds may live side by side.
+ *   - Component data lives in chunks: fixed-size blocks holding up to `capacity` entities of
+ *     one archetype, one 16-byte aligned column per field. A pointer into a chunk (from
+ *     tes_field_ptr() or tes_chunk_info()) stays valid until the next structural change of the
+ *     world (spawn, despawn, add, remove, batch forms): those may move entities between slots.
+ *   - All allocations go through the world's allocator (tes_world_desc_t.allocator, default
+ *     malloc/free). Out of memory is reported as TES_ERR_OUT_OF_MEMORY and leaves the world as
+ *     it was before the call.
+ *
+ * ERRORS
+ *   Every function that can fail returns a tes_result_t. TES_OK is 0; every other value comes
+ *   from the TES_RESULTS X-macro below and has a stable name (tes_result_name) and message
+ *   (tes_result_message). A failed call leaves the world exactly as it was. User mistakes never
+ *   abort the process.
+ *
+ * ENTITY HANDLES
+ *   A tes_entity_t is a 30-bit number: the low TES_INDEX_BITS bits are a slot index in the
+ *   world's entity table, the next TES_GENERATION_BITS bits count how often that slot was
+ *   recycled. Every handle is below 2^30, so JavaScript engines keep it as a small integer.
+ *   Handle 0 is never a live entity. A handle whose entity was despawned is "stale": every call
+ *   that takes it fails with TES_ERR_STALE_ENTITY and touches nothing. Slots are recycled first
+ *   in, first out, and only once at least `min_free_indices` slots wait in the free queue, so a
+ *   stale handle can alias a newer entity only after its slot went through 2^9 = 512 recycles,
+ *   which takes at least 512 * (min_free_indices + 1) spawns (2.1 million with the default).
+ */
+#ifndef TESSERA_H
+#define TESSERA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__EMSCRIPTEN__)
+#define TES_API __attribute__((used, visibility("default")))
+#else
+#define TES_API __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Results                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* X(name, message). The order is the ABI: append only. */
+#define TES_RESULTS(X)                                                                   \
+    X(TES_OK, "ok")                                                                      \
+    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                      \
+    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                            \
+    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")         \
+    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                 \
+    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")            \
+    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")              \
+    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                            \
+    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")               \
+    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                    \
+    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")       \
+    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                  \
+    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")              \
+    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")           \
+    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                    \
+    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")      \
+    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")              \
+    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set does not fit in a chunk") \
+    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")
+
+typedef enum tes_result_t {
+#define TES_RESULT_ENUM(name, message) name,
+    TES_RESULTS(TES_RESULT_ENUM)
+#undef TES_RESULT_ENUM
+        TES_RESULT_COUNT
+} tes_result_t;
+
+/* Stable identifier of a result, e.g. "TES_ERR_STALE_ENTITY". Never NULL. */
+TES_API const char *tes_result_name(tes_result_t result);
+/* Human-readable message of a result. Never NULL. */
+TES_API const char *tes_result_message(tes_result_t result);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Handles and limits                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef uint32_t tes_entity_t;    /* 0 = no entity */
+typedef uint32_t tes_component_t; /* dense, 0 .. component_count-1 */
+typedef uint32_t tes_archetype_t; /* dense, 0 = the empty archetype */
+
+#define TES_INDEX_BITS       21u
+#define TES_GENERATION_BITS  9u
+#define TES_MAX_ENTITIES     ((1u << TES_INDEX_BITS) - 1u) /* 2,097,151 live entities */
+#define TES_MAX_COMPONENTS   4096u                         /* component types per world */
+#define TES_MAX_FIELDS       64u                           /* fields per component */
+#define TES_MAX_ARRAY_LENGTH 256u                          /* elements per array field */
+#define TES_MAX_NAME_LENGTH  127u                          /* bytes, component and field names */
+#define TES_EMPTY_ARCHETYPE  0u
+
+/* Index and generation of a handle (no validity check). */
+static inline uint32_t tes_entity_index(tes_entity_t e) {
+    return e & ((1u << TES_INDEX_BITS) - 1u);
+}
+static inline uint32_t tes_entity_generation(tes_entity_t e) {
+    return e >> TES_INDEX_BITS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Worlds                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct tes_world_t tes_world_t;
+
+/* Custom allocator. Both functions receive `user`. alloc must return 16-byte aligned memory
+ * or NULL; free receives the size that was asked for. */
+typedef struct tes_allocator_t {
+    void *(*alloc)(size_t size, void *user);
+    void (*free)(void *ptr, size_t size, void *user);
+    void *user;
+} tes_allocator_t;
+
+/* Zero means "default" for every field. */
+typedef struct tes_world_desc_t {
+    /* Bytes of one chunk block (entity column + field columns). Default 16384; rounded up to a
+     * multiple of 64, at least 1024. */
+    uint32_t chunk_bytes;
+    /* Freed entity slots are reused only once this many wait in the FIFO free queue, unless
+     * the table is full. Default 4096. Larger delays aliasing of stale handles further. */
+    uint32_t min_free_indices;
+    /* Allocator for everything the world owns. Default: malloc/free. */
+    tes_allocator_t allocator;
+} tes_world_desc_t;
+
+/* Creates a world. `desc` may be NULL for defaults. */
+TES_API tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_world);
+/* Frees the world and everything in it. NULL is ignored. */
+TES_API void tes_world_destroy(tes_world_t *world);
+
+typedef struct tes_world_stats_t {
+    uint32_t entity_count;       /* live entities */
+    uint32_t entity_capacity;    /* slots in the entity table (live + free + reserved 0) */
+    uint32_t free_queue_length;  /* despawned slots waiting for reuse */
+    uint32_t component_count;    /* registered component types */
+    uint32_t archetype_count;    /* including the empty archetype */
+    uint32_t chunk_count;        /* chunks holding entities */
+    uint32_t pooled_chunk_count; /* empty chunk blocks kept for reuse */
+    uint32_t chunk_bytes;        /* bytes of one standard chunk block */
+    uint32_t edge_count;         /* cached archetype graph transitions */
+    uint32_t graph_generation;   /* bumped each time an archetype is created */
+    uint64_t bytes_allocated;    /* everything the world holds from its allocator right now */
+} tes_world_stats_t;
+
+TES_API tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out);
+
+/* Checks every storage invariant (locations, chunk packing, free queue, graph edges) in
+ * O(entities + archetypes). Returns TES_OK or TES_ERR_CORRUPT. Meant for tests and debugging. */
+TES_API tes_result_t tes_world_validate(const tes_world_t *world);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Components                                                                                */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef enum tes_type_t {
+    TES_F32 = 1,
+    TES_F64,
+    TES_I8,
+    TES_U8,
+    TES_I16,
+    TES_U16,
+    TES_I32,
+    TES_U32,
+    TES_TYPE_LAST = TES_U32
+} tes_type_t;
+
+/* Size in bytes of one scalar of `type`, 0 for an invalid type. */
+TES_API uint32_t tes_type_size(tes_type_t type);
+
+typedef struct tes_field_desc_t {
+    const char *name; /* unique within the component, 1..TES_MAX_NAME_LENGTH bytes */
+    tes_type_t type;  /* scalar type */
+    uint32_t length;  /* 0 or 1: a scalar; n > 1: a fixed array of n scalars per entity */
+} tes_field_desc_t;
+
+typedef struct tes_component_desc_t {
+    const char *name;               /* unique within the world, 1..TES_MAX_NAME_LENGTH bytes */
+    const tes_field_desc_t *fields; /* may be NULL when field_count is 0 */
+    uint32_t field_count;           /* 0 makes a tag: no fields, no storage */
+} tes_component_desc_t;
+
+/* Registers a component type (or a tag when field_count == 0). Ids are dense, from 0. */
+TES_API tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc_t *desc,
+                                            tes_component_t *out_component);
+
+/* Finds a component by name. TES_ERR_UNKNOWN_COMPONENT when there is none. */
+TES_API tes_result_t tes_component_lookup(const tes_world_t *world, const char *name,
+                                          tes_component_t *out_component);
+
+typedef struct tes_component_info_t {
+    const char *name;     /* owned by the world */
+    uint32_t field_count; /* 0 for a tag */
+    uint32_t row_bytes;   /* bytes per entity over all fields */
+} tes_component_info_t;
+
+TES_API tes_result_t tes_component_info(const tes_world_t *world, tes_component_t component,
+                                        tes_component_info_t *out);
+
+typedef struct tes_field_info_t {
+    const char *name; /* owned by the world */
+    tes_type_t type;
+    uint32_t length; /* elements per entity (1 for a scalar) */
+    uint32_t bytes;  /* bytes per entity: tes_type_size(type) * length */
+} tes_field_info_t;
+
+TES_API tes_result_t tes_field_info(const tes_world_t *world, tes_component_t component,
+                                    uint32_t field, tes_field_info_t *out);
+/* Finds a field by name. TES_ERR_UNKNOWN_FIELD when there is none. */
+TES_API tes_result_t tes_field_lookup(const tes_world_t *world, tes_component_t component,
+                                      const char *name, uint32_t *out_field);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entities                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Spawns one entity straight into the archetype of `components` (any order, no duplicates;
+ * count 0 gives an empty entity). Field data starts zeroed. */
+TES_API tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components,
+                               uint32_t count, tes_entity_t *out_entity);
+/* Spawns `n` entities of one component set; writes their handles to out_entities[0..n-1]
+ * (may be NULL). They fill chunks contiguously. All or nothing. */
+TES_API tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components,
+                                     uint32_t count, uint32_t n, tes_entity_t *out_entities);
+TES_API tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity);
+/* Despawns every entity of the list. Fails, despawning none, if any is stale or listed twice. */
+TES_API tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
+                                       uint32_t n);
+/* True when the handle names a live entity. Never fails. */
+TES_API bool tes_is_alive(const tes_world_t *world, tes_entity_t entity);
+
+/* Adds a component (zeroed data) or tag. Adding one the entity already has does nothing. */
+TES_API tes_result_t tes_add(tes_world_t *world, tes_entity_t entity, tes_component_t component);
+/* Removes a component. Removing one the entity does not have does nothing. */
+TES_API tes_result_t tes_remove(tes_world_t *world, tes_entity_t entity, tes_component_t component);
+TES_API tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity,
+                             tes_component_t component, bool *out_has);
+
+/* Copies one field of one entity (all its array elements: `size` must equal the field's
+ * bytes per entity). */
+TES_API tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity,
+                             tes_component_t component, uint32_t field, void *out, size_t size);
+TES_API tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                             uint32_t field, const void *value, size_t size);
+/* One element of a field as a double (exact for every type). */
+TES_API tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entity,
+                                    tes_component_t component, uint32_t field, uint32_t element,
+                                    double *out);
+/* Stores a double into one element. Integer fields take only integral values in range, and
+ * every field rejects NaN into an integer: TES_ERR_BAD_VALUE, nothing written. f32 rounds. */
+TES_API tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity,
+                                    tes_component_t component, uint32_t field, uint32_t element,
+                                    double value);
+/* Address of an entity's field (its `length` elements are contiguous). Valid until the next
+ * structural change. */
+TES_API tes_result_t tes_field_ptr(tes_world_t *world, tes_entity_t entity,
+                                   tes_component_t component, uint32_t field, void **out_ptr);
+
+typedef struct tes_location_t {
+    tes_archetype_t archetype;
+    uint32_t chunk; /* index in the archetype's chunk list */
+    uint32_t row;   /* slot within the chunk */
+} tes_location_t;
+
+TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
+                                  tes_location_t *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Archetypes and chunks (introspection and bulk operations)                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct tes_archetype_info_t {
+    const tes_component_t *components; /* sorted ascending, owned by the world */
+    uint32_t component_count;
+    uint32_t entity_count;
+    uint32_t chunk_count; /* every chunk but the last is full */
+    uint32_t capacity;    /* entities per chunk */
+} tes_archetype_info_t;
+
+/* Number of archetypes; ids are 0 .. count-1 and never reused while the world lives. */
+TES_API uint32_t tes_archetype_count(const tes_world_t *world);
+TES_API tes_result_t tes_archetype_info(const tes_world_t *world, tes_archetype_t archetype,
+                                        tes_archetype_info_t *out);
+/* Finds (creating if needed) the archetype of a component set, any order, no duplicates. */
+TES_API tes_result_t tes_archetype_find(tes_world_t *world, const tes_component_t *components,
+                                        uint32_t count, tes_archetype_t *out_archetype);
+
+typedef struct tes_chunk_info_t {
+    const tes_entity_t *entities; /* entities[0..count-1], in slot order */
+    uint32_t count;
+    uint32_t capacity;
+} tes_chunk_info_t;
+
+TES_API tes_result_t tes_chunk_info(const tes_world_t *world, tes_archetype_t archetype,
+                                    uint32_t chunk, tes_chunk_info_t *out);
+/* Address of a field column in a chunk: capacity * length elements, 16-byte aligned. */
+TES_API tes_result_t tes_chunk_column(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
+                                      tes_component_t component, uint32_t field, void **out_column);
+
+/* Adds `component` to every entity of `archetype` (they all move to archetype + component).
+ * When only tags differ between the two archetypes, whole chunks change owner without copying
+ * a byte of field data. Doing nothing when the archetype already has the component. */
+TES_API tes_result_t tes_archetype_add(tes_world_t *world, tes_archetype_t archetype,
+                                       tes_component_t component);
+/* Removes `component` from every entity of `archetype`; the same chunk rule applies. */
+TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t archetype,
+                                          tes_component_t component);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory for hosts (JavaScript passes arrays through these)                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* 16-byte aligned, from the C heap (not a world's allocator). NULL on failure. */
+TES_API void *tes_malloc(size_t size);
+TES_API void tes_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_H */
