@@ -259,7 +259,8 @@ TES_API tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entit
                                     tes_component_t component, uint32_t field, uint32_t element,
                                     double *out);
 /* Stores a double into one element. Integer fields take only integral values in range, and
- * every field rejects NaN into an integer: TES_ERR_BAD_VALUE, nothing written. f32 rounds. */
+ * every field rejects NaN into an integer: TES_ERR_BAD_VALUE, nothing written. f32 rounds to
+ * nearest; a finite value beyond its range is rejected the same way (it would become infinity). */
 TES_API tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity,
                                     tes_component_t component, uint32_t field, uint32_t element,
                                     double value);

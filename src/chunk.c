@@ -1,0 +1,146 @@
+/* Chunks: fixed-size blocks of rows. Rows are taken from the archetype's first non-full chunk
+ * and given back by swap-remove from the archetype's very last row, so every chunk but the
+ * last stays full (the packing invariant) and the first non-full chunk is always
+ * chunks[entity_count / capacity]. Emptied chunks go to the world's pool for reuse. */
+#include "internal.h"
+
+static bool is_standard(const tes_world_t *world, const tesi_chunk_t *chunk) {
+    return chunk->block_bytes == world->chunk_bytes;
+}
+
+/* A chunk for the archetype: from the pool when its block is the standard size, else new. */
+static tesi_chunk_t *chunk_acquire(tes_world_t *world, const tesi_archetype_t *a) {
+    bool standard = a->block_bytes == world->chunk_bytes;
+    if (standard && world->pool_count) return world->pool[--world->pool_count];
+    /* The pool must be able to take back every standard chunk without allocating. */
+    if (standard && tesi_reserve(world, (void **)&world->pool, &world->pool_slots,
+                                 world->chunks_made + 1, sizeof *world->pool, 16) != TES_OK) {
+        return NULL;
+    }
+    tesi_chunk_t *chunk = tesi_alloc(world, sizeof *chunk);
+    uint8_t *data = chunk ? tesi_alloc(world, a->block_bytes) : NULL;
+    if (!data) {
+        tesi_free(world, chunk, sizeof *chunk);
+        return NULL;
+    }
+    *chunk = (tesi_chunk_t){.data = data, .block_bytes = a->block_bytes};
+    world->chunks_made += standard;
+    return chunk;
+}
+
+void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk) {
+    world->chunks_made -= is_standard(world, chunk);
+    tesi_free(world, chunk->data, chunk->block_bytes);
+    tesi_free(world, chunk, sizeof *chunk);
+}
+
+static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
+    chunk->archetype = NULL;
+    chunk->count = 0;
+    if (is_standard(world, chunk)) {
+        world->pool[world->pool_count++] = chunk;
+    } else {
+        tesi_chunk_destroy(world, chunk);
+    }
+}
+
+tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32_t rows) {
+    uint64_t needed = ((uint64_t)a->entity_count + rows + a->capacity - 1) / a->capacity;
+    if (needed <= a->chunk_count) return TES_OK;
+    if (needed > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = tesi_reserve(world, (void **)&a->chunks, &a->chunk_slots,
+                                       (uint32_t)needed, sizeof *a->chunks, 4);
+    if (result != TES_OK) return result;
+    uint32_t first_new = a->chunk_count;
+    while (a->chunk_count < needed) {
+        tesi_chunk_t *chunk = chunk_acquire(world, a);
+        if (!chunk) {
+            /* All or nothing: give back what this call took. */
+            while (a->chunk_count > first_new) {
+                chunk_release(world, a->chunks[--a->chunk_count]);
+                world->chunk_count--;
+            }
+            return TES_ERR_OUT_OF_MEMORY;
+        }
+        chunk->archetype = a;
+        chunk->index = a->chunk_count;
+        chunk->count = 0;
+        a->chunks[a->chunk_count++] = chunk;
+        world->chunk_count++;
+    }
+    return TES_OK;
+}
+
+void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *a) {
+    while (a->chunk_count && a->chunks[a->chunk_count - 1]->count == 0) {
+        chunk_release(world, a->chunks[--a->chunk_count]);
+        world->chunk_count--;
+    }
+}
+
+uint32_t tesi_chunk_take_rows(tesi_archetype_t *a, uint32_t want, tesi_chunk_t **out_chunk,
+                              uint32_t *out_row) {
+    tesi_chunk_t *chunk = a->chunks[a->entity_count / a->capacity];
+    uint32_t run = a->capacity - chunk->count;
+    if (run > want) run = want;
+    *out_chunk = chunk;
+    *out_row = chunk->count;
+    chunk->count += run;
+    a->entity_count += run;
+    return run;
+}
+
+static bool column_before(const tesi_column_t *a, const tesi_column_t *b) {
+    return a->component < b->component || (a->component == b->component && a->field < b->field);
+}
+
+void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
+                    uint32_t n) {
+    const tesi_archetype_t *da = dst->archetype, *sa = src->archetype;
+    memcpy(tesi_chunk_entities(dst) + dst_row, tesi_chunk_entities(src) + src_row,
+           n * sizeof(tes_entity_t));
+    if (da == sa) {
+        for (uint32_t i = 0; i < da->column_count; i++) {
+            const tesi_column_t *col = &da->columns[i];
+            memcpy(tesi_cell(dst, col, dst_row), tesi_cell(src, col, src_row),
+                   (size_t)n * col->bytes);
+        }
+        return;
+    }
+    /* Both column lists are sorted by (component, field): one merge walk pairs them. */
+    uint32_t s = 0;
+    for (uint32_t d = 0; d < da->column_count; d++) {
+        const tesi_column_t *dc = &da->columns[d];
+        while (s < sa->column_count && column_before(&sa->columns[s], dc))
+            s++;
+        const tesi_column_t *sc = s < sa->column_count ? &sa->columns[s] : NULL;
+        if (sc && sc->component == dc->component && sc->field == dc->field) {
+            memcpy(tesi_cell(dst, dc, dst_row), tesi_cell(src, sc, src_row), (size_t)n * dc->bytes);
+        } else {
+            memset(tesi_cell(dst, dc, dst_row), 0, (size_t)n * dc->bytes);
+        }
+    }
+}
+
+void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
+    const tesi_archetype_t *a = chunk->archetype;
+    for (uint32_t i = 0; i < a->column_count; i++) {
+        const tesi_column_t *col = &a->columns[i];
+        memset(tesi_cell(chunk, col, row), 0, (size_t)n * col->bytes);
+    }
+}
+
+void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
+    tesi_archetype_t *a = chunk->archetype;
+    tesi_chunk_t *last = a->chunks[(a->entity_count - 1) / a->capacity];
+    uint32_t last_row = last->count - 1;
+    if (last != chunk || last_row != row) {
+        tesi_copy_rows(chunk, row, last, last_row, 1);
+        tesi_record_t *moved = &world->records[tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK];
+        moved->chunk = chunk;
+        moved->row = row;
+    }
+    last->count--;
+    a->entity_count--;
+    if (last->count == 0) tesi_chunks_trim(world, a);
+}

@@ -1,0 +1,364 @@
+/* Entities: the table from handle index to (chunk, row), generations, the FIFO free queue,
+ * and every per-entity operation (spawn, despawn, add, remove, field access). Each public
+ * function validates everything and reserves every byte it may need before it changes
+ * anything, so a failed call leaves the world as it was. */
+#include "internal.h"
+
+#include <float.h>
+#include <math.h>
+
+static tes_entity_t make_handle(uint32_t index, uint32_t generation) {
+    return index | (generation << TES_INDEX_BITS);
+}
+
+/* ---- the entity table ------------------------------------------------------------------ */
+
+/* Grows the record table and the free queue (always the same length) to `slots`. */
+static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
+    tesi_record_t *records = tesi_alloc(world, (size_t)slots * sizeof *records);
+    uint32_t *queue = records ? tesi_alloc(world, (size_t)slots * sizeof *queue) : NULL;
+    if (!queue) {
+        tesi_free(world, records, (size_t)slots * sizeof *records);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    uint32_t old = world->record_slots;
+    if (old) memcpy(records, world->records, (size_t)world->record_count * sizeof *records);
+    for (uint32_t k = 0; k < world->free_length; k++) {
+        queue[k] = world->free_queue[(world->free_head + k) % old];
+    }
+    tesi_free(world, world->records, (size_t)old * sizeof *records);
+    tesi_free(world, world->free_queue, (size_t)old * sizeof *queue);
+    world->records = records;
+    world->free_queue = queue;
+    world->free_head = 0;
+    world->record_slots = slots;
+    return TES_OK;
+}
+
+/* Makes sure `n` more entities can get an index without allocating. */
+static tes_result_t entities_reserve(tes_world_t *world, uint32_t n) {
+    uint32_t fresh_left = TESI_INDEX_LIMIT - world->record_count;
+    if ((uint64_t)n > (uint64_t)fresh_left + world->free_length) {
+        return TES_ERR_TOO_MANY_ENTITIES;
+    }
+    uint32_t reusable =
+        world->free_length > world->min_free ? world->free_length - world->min_free : 0;
+    uint32_t fresh = n > reusable ? n - reusable : 0;
+    if (fresh > fresh_left) fresh = fresh_left;
+    uint32_t needed = world->record_count + fresh;
+    if (needed <= world->record_slots) return TES_OK;
+    uint64_t slots = world->record_slots ? world->record_slots : 1024;
+    while (slots < needed)
+        slots *= 2;
+    if (slots > TESI_INDEX_LIMIT) slots = TESI_INDEX_LIMIT;
+    return grow_table(world, (uint32_t)slots);
+}
+
+/* The index for a new entity, following the rule entities_reserve planned for: reuse the
+ * oldest freed index once more than min_free wait (or when no fresh index is left). */
+static uint32_t take_index(tes_world_t *world) {
+    if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
+        uint32_t index = world->free_queue[world->free_head];
+        world->free_head = (world->free_head + 1) % world->record_slots;
+        world->free_length--;
+        return index;
+    }
+    uint32_t index = world->record_count++;
+    world->records[index] = (tesi_record_t){0};
+    return index;
+}
+
+static void free_index(tes_world_t *world, uint32_t index) {
+    tesi_record_t *record = &world->records[index];
+    record->chunk = NULL;
+    record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
+    world->free_queue[(world->free_head + world->free_length) % world->record_slots] = index;
+    world->free_length++;
+}
+
+void tesi_entities_fini(tes_world_t *world) {
+    tesi_free(world, world->records, (size_t)world->record_slots * sizeof *world->records);
+    tesi_free(world, world->free_queue, (size_t)world->record_slots * sizeof *world->free_queue);
+}
+
+bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
+    return world && tesi_record_of(world, entity) != NULL;
+}
+
+/* ---- spawn and despawn ----------------------------------------------------------------- */
+
+tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
+                             uint32_t n, tes_entity_t *out_entities) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_archetype_t *a;
+    tes_result_t result = tesi_sort_set(world, components, count);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, count, &a);
+    if (result == TES_OK) result = entities_reserve(world, n);
+    if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
+    if (result != TES_OK) return result;
+    for (uint32_t done = 0; done < n;) {
+        tesi_chunk_t *chunk;
+        uint32_t row;
+        uint32_t run = tesi_chunk_take_rows(a, n - done, &chunk, &row);
+        tesi_zero_rows(chunk, row, run);
+        for (uint32_t k = 0; k < run; k++) {
+            uint32_t index = take_index(world);
+            tesi_record_t *record = &world->records[index];
+            record->chunk = chunk;
+            record->row = row + k;
+            tes_entity_t e = make_handle(index, record->generation);
+            tesi_chunk_entities(chunk)[row + k] = e;
+            if (out_entities) out_entities[done + k] = e;
+        }
+        done += run;
+    }
+    world->entity_count += n;
+    return TES_OK;
+}
+
+tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,
+                       tes_entity_t *out_entity) {
+    if (!out_entity) return TES_ERR_INVALID_ARGUMENT;
+    return tes_spawn_batch(world, components, count, 1, out_entity);
+}
+
+static void despawn(tes_world_t *world, tesi_record_t *record) {
+    tesi_remove_row(world, record->chunk, record->row);
+    free_index(world, (uint32_t)(record - world->records));
+    world->entity_count--;
+}
+
+tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return TES_ERR_STALE_ENTITY;
+    despawn(world, record);
+    return TES_OK;
+}
+
+tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities, uint32_t n) {
+    if (!world || (n && !entities)) return TES_ERR_INVALID_ARGUMENT;
+    /* Validate first: a mark bit on each record's row finds duplicates without memory. */
+    tes_result_t result = TES_OK;
+    uint32_t marked = 0;
+    for (; marked < n; marked++) {
+        tesi_record_t *record = tesi_record_of(world, entities[marked]);
+        if (!record) {
+            result = TES_ERR_STALE_ENTITY;
+            break;
+        }
+        if (record->row & TESI_ROW_MARK) {
+            result = TES_ERR_DUPLICATE_ENTITY;
+            break;
+        }
+        record->row |= TESI_ROW_MARK;
+    }
+    for (uint32_t i = 0; i < marked; i++) {
+        world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+    }
+    if (result != TES_OK) return result;
+    for (uint32_t i = 0; i < n; i++) {
+        despawn(world, &world->records[entities[i] & TESI_INDEX_MASK]);
+    }
+    return TES_OK;
+}
+
+/* ---- add and remove -------------------------------------------------------------------- */
+
+/* Moves the entity to the archetype one component away: a row is taken in the target, the
+ * shared columns are copied, and the old row is swap-removed. */
+static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                         bool removing) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return TES_ERR_STALE_ENTITY;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    tesi_archetype_t *from = record->chunk->archetype, *to;
+    if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
+    tes_result_t result = tesi_graph_step(world, from, component, removing, &to);
+    if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
+    if (result != TES_OK) return result;
+    tesi_chunk_t *chunk = record->chunk, *dst;
+    uint32_t row = record->row, dst_row;
+    tesi_chunk_take_rows(to, 1, &dst, &dst_row);
+    tesi_copy_rows(dst, dst_row, chunk, row, 1);
+    record->chunk = dst;
+    record->row = dst_row;
+    tesi_remove_row(world, chunk, row);
+    return TES_OK;
+}
+
+tes_result_t tes_add(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    return step(world, entity, component, false);
+}
+
+tes_result_t tes_remove(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    return step(world, entity, component, true);
+}
+
+tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                     bool *out_has) {
+    if (!world || !out_has) return TES_ERR_INVALID_ARGUMENT;
+    const tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return TES_ERR_STALE_ENTITY;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    *out_has = tesi_type_index(record->chunk->archetype, component) != TESI_NO_TYPE;
+    return TES_OK;
+}
+
+tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity, tes_location_t *out) {
+    if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
+    const tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return TES_ERR_STALE_ENTITY;
+    *out = (tes_location_t){record->chunk->archetype->id, record->chunk->index, record->row};
+    return TES_OK;
+}
+
+/* ---- field access ---------------------------------------------------------------------- */
+
+/* Address of an entity's field and its schema, after checking every argument. */
+static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
+                                  tes_component_t component, uint32_t field, uint8_t **out_ptr,
+                                  const tesi_field_t **out_field) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    const tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return TES_ERR_STALE_ENTITY;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    const tesi_component_t *c = &world->components[component];
+    if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
+    if (field >= c->field_count) return TES_ERR_UNKNOWN_FIELD;
+    const tesi_archetype_t *a = record->chunk->archetype;
+    uint32_t type = tesi_type_index(a, component);
+    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
+    *out_ptr = tesi_cell(record->chunk, &a->columns[a->first_column[type] + field], record->row);
+    *out_field = &c->fields[field];
+    return TES_OK;
+}
+
+tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                     uint32_t field, void *out, size_t size) {
+    uint8_t *ptr;
+    const tesi_field_t *f;
+    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (!out) return TES_ERR_INVALID_ARGUMENT;
+    if (size != f->bytes) return TES_ERR_BAD_SIZE;
+    memcpy(out, ptr, size);
+    return TES_OK;
+}
+
+tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                     uint32_t field, const void *value, size_t size) {
+    uint8_t *ptr;
+    const tesi_field_t *f;
+    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (!value) return TES_ERR_INVALID_ARGUMENT;
+    if (size != f->bytes) return TES_ERR_BAD_SIZE;
+    memcpy(ptr, value, size);
+    return TES_OK;
+}
+
+tes_result_t tes_field_ptr(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                           uint32_t field, void **out_ptr) {
+    uint8_t *ptr;
+    const tesi_field_t *f;
+    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (!out_ptr) return TES_ERR_INVALID_ARGUMENT;
+    *out_ptr = ptr;
+    return TES_OK;
+}
+
+tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entity,
+                            tes_component_t component, uint32_t field, uint32_t element,
+                            double *out) {
+    uint8_t *ptr;
+    const tesi_field_t *f;
+    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (!out) return TES_ERR_INVALID_ARGUMENT;
+    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    ptr += (size_t)element * tes_type_size(f->type);
+    switch (f->type) {
+    case TES_F32:
+        *out = *(const float *)(const void *)ptr;
+        break;
+    case TES_F64:
+        *out = *(const double *)(const void *)ptr;
+        break;
+    case TES_I8:
+        *out = *(const int8_t *)ptr;
+        break;
+    case TES_U8:
+        *out = *ptr;
+        break;
+    case TES_I16:
+        *out = *(const int16_t *)(const void *)ptr;
+        break;
+    case TES_U16:
+        *out = *(const uint16_t *)(const void *)ptr;
+        break;
+    case TES_I32:
+        *out = *(const int32_t *)(const void *)ptr;
+        break;
+    case TES_U32:
+        *out = *(const uint32_t *)(const void *)ptr;
+        break;
+    }
+    return TES_OK;
+}
+
+/* True when v is a whole number in [lo, hi] (false for NaN). */
+static bool integral_within(double v, double lo, double hi) {
+    return v >= lo && v <= hi && (double)(int64_t)v == v;
+}
+
+tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                            uint32_t field, uint32_t element, double value) {
+    uint8_t *ptr;
+    const tesi_field_t *f;
+    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    ptr += (size_t)element * tes_type_size(f->type);
+    bool ok = true;
+    switch (f->type) {
+    case TES_F32:
+        /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
+        ok = (value >= -FLT_MAX && value <= FLT_MAX) || value != value || value == INFINITY ||
+             value == -INFINITY;
+        if (ok) *(float *)(void *)ptr = (float)value;
+        break;
+    case TES_F64:
+        *(double *)(void *)ptr = value;
+        break;
+    case TES_I8:
+        if ((ok = integral_within(value, INT8_MIN, INT8_MAX))) *(int8_t *)ptr = (int8_t)value;
+        break;
+    case TES_U8:
+        if ((ok = integral_within(value, 0, UINT8_MAX))) *ptr = (uint8_t)value;
+        break;
+    case TES_I16:
+        if ((ok = integral_within(value, INT16_MIN, INT16_MAX))) {
+            *(int16_t *)(void *)ptr = (int16_t)value;
+        }
+        break;
+    case TES_U16:
+        if ((ok = integral_within(value, 0, UINT16_MAX))) {
+            *(uint16_t *)(void *)ptr = (uint16_t)value;
+        }
+        break;
+    case TES_I32:
+        if ((ok = integral_within(value, INT32_MIN, INT32_MAX))) {
+            *(int32_t *)(void *)ptr = (int32_t)value;
+        }
+        break;
+    case TES_U32:
+        if ((ok = integral_within(value, 0, UINT32_MAX))) {
+            *(uint32_t *)(void *)ptr = (uint32_t)value;
+        }
+        break;
+    }
+    return ok ? TES_OK : TES_ERR_BAD_VALUE;
+}

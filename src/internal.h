@@ -1,0 +1,234 @@
+/*
+ * Private umbrella header: every .c in src/ includes it first. Names shared between files
+ * are prefixed `tesi_`; file-local helpers are `static` without prefix.
+ *
+ * The storage in one paragraph: a world owns component schemas, archetypes and an entity
+ * table. An archetype (one sorted component set) owns a list of chunks; every chunk but the
+ * last is full, so an archetype of n entities holds ceil(n / capacity) chunks. A chunk is one
+ * fixed-size block: the entity column at offset 0, then one 16-byte aligned column per field.
+ * The entity table maps an index to (chunk, row); a chunk knows its archetype. The archetype
+ * graph caches "+C" and "-C" transitions in a hash map keyed by (archetype, component, sign).
+ */
+#ifndef TESSERA_INTERNAL_H
+#define TESSERA_INTERNAL_H
+
+#include "tessera.h"
+
+#include <string.h>
+
+#define TESI_ALIGN               16u
+#define TESI_INDEX_MASK          ((1u << TES_INDEX_BITS) - 1u)
+#define TESI_GENERATION_MASK     ((1u << TES_GENERATION_BITS) - 1u)
+#define TESI_INDEX_LIMIT         (1u << TES_INDEX_BITS) /* indices are 1 .. TESI_INDEX_LIMIT-1 */
+#define TESI_NO_TYPE             0xFFFFu     /* type_index entry of an absent component */
+#define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
+#define TESI_DEFAULT_CHUNK_BYTES 16384u
+#define TESI_DEFAULT_MIN_FREE    4096u
+#define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
+#define TESI_MAX_BLOCK_BYTES     (64u * 1024u * 1024u)
+
+static inline uint32_t tesi_align_up(uint32_t n, uint32_t a) {
+    return (n + a - 1u) & ~(a - 1u);
+}
+
+/* ---- components ------------------------------------------------------------------------ */
+
+typedef struct tesi_field_t {
+    char *name;
+    tes_type_t type;
+    uint32_t length; /* elements per entity */
+    uint32_t bytes;  /* bytes per entity */
+} tesi_field_t;
+
+typedef struct tesi_component_t {
+    char *name;
+    tesi_field_t *fields;
+    uint32_t field_count;
+    uint32_t row_bytes;
+} tesi_component_t;
+
+/* ---- archetypes and chunks ------------------------------------------------------------- */
+
+typedef struct tesi_archetype_t tesi_archetype_t;
+
+/* One field column inside a chunk block. An archetype's columns are sorted by (component,
+ * field), so two archetypes can be matched column by column in one merge walk. */
+typedef struct tesi_column_t {
+    uint32_t offset; /* from the start of the block; 16-byte aligned */
+    uint32_t bytes;  /* per entity */
+    tes_component_t component;
+    uint32_t field;
+} tesi_column_t;
+
+typedef struct tesi_chunk_t {
+    uint8_t *data; /* the block; entity column at offset 0 */
+    tesi_archetype_t *archetype;
+    uint32_t count; /* rows 0 .. count-1 are occupied */
+    uint32_t index; /* position in archetype->chunks */
+    uint32_t block_bytes;
+} tesi_chunk_t;
+
+struct tesi_archetype_t {
+    tes_archetype_t id;
+    uint64_t hash; /* of the sorted component set */
+    tes_component_t *components;
+    uint32_t component_count;
+    uint16_t *type_index;   /* by component id < lookup_length: position in components */
+    uint32_t lookup_length; /* highest component id + 1 */
+    uint16_t *first_column; /* by position in components: its first column */
+    tesi_column_t *columns;
+    uint32_t column_count;
+    uint32_t capacity;    /* rows per chunk */
+    uint32_t block_bytes; /* world->chunk_bytes, or larger for very wide rows */
+    tesi_chunk_t **chunks;
+    uint32_t chunk_count;
+    uint32_t chunk_slots; /* allocated length of chunks */
+    uint32_t entity_count;
+};
+
+/* ---- entity table ---------------------------------------------------------------------- */
+
+typedef struct tesi_record_t {
+    tesi_chunk_t *chunk; /* NULL while the index is free */
+    uint32_t row;
+    uint32_t generation;
+} tesi_record_t;
+
+/* ---- hash maps (graph.c) --------------------------------------------------------------- */
+
+typedef struct tesi_edge_t {
+    uint64_t key; /* archetype << 32 | component << 1 | removing, plus one (0 = empty) */
+    tes_archetype_t target;
+} tesi_edge_t;
+
+typedef struct tesi_graph_t {
+    uint32_t *types;     /* archetype id + 1 per slot, 0 = empty; probed by set hash */
+    uint32_t type_slots; /* power of two */
+    tesi_edge_t *edges;
+    uint32_t edge_slots; /* power of two */
+    uint32_t edge_count;
+    uint32_t generation; /* bumped on every new archetype */
+} tesi_graph_t;
+
+/* ---- world ----------------------------------------------------------------------------- */
+
+struct tes_world_t {
+    tes_allocator_t allocator;
+    uint64_t bytes_allocated;
+    uint32_t chunk_bytes;
+    uint32_t min_free;
+
+    tesi_component_t *components;
+    uint32_t component_count;
+    uint32_t component_slots;
+
+    tesi_archetype_t **archetypes;
+    uint32_t archetype_count;
+    uint32_t archetype_slots;
+    tesi_graph_t graph;
+
+    tesi_record_t *records; /* by entity index; index 0 is never used */
+    uint32_t record_count;  /* indices handed out so far, + 1 for index 0 */
+    uint32_t record_slots;
+    uint32_t *free_queue; /* ring of despawned indices, FIFO; as long as records */
+    uint32_t free_head;
+    uint32_t free_length;
+    uint32_t entity_count;
+
+    tesi_chunk_t **pool; /* empty standard chunks; as long as all chunks ever made */
+    uint32_t pool_count;
+    uint32_t pool_slots;
+    uint32_t chunk_count; /* chunks that hold entities */
+    uint32_t chunks_made; /* standard chunks alive (in use or pooled) */
+
+    tes_component_t *scratch; /* a sorted component set being built */
+    uint32_t scratch_slots;
+};
+
+/* ---- world.c: memory ------------------------------------------------------------------- */
+
+void *tesi_alloc(tes_world_t *world, size_t size);
+void tesi_free(tes_world_t *world, void *ptr, size_t size);
+/* Makes `*array` hold at least `needed` elements of `elem` bytes (doubling, from `minimum`).
+ * On failure nothing changes. */
+tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                          size_t elem, uint32_t minimum);
+
+/* ---- component.c ----------------------------------------------------------------------- */
+
+void tesi_components_fini(tes_world_t *world);
+/* Copies `components` into world->scratch sorted ascending; rejects unknown ids and duplicates. */
+tes_result_t tesi_sort_set(tes_world_t *world, const tes_component_t *components, uint32_t count);
+
+/* ---- entity.c -------------------------------------------------------------------------- */
+
+/* The record of a live entity, or NULL for anything else (0, stale, never spawned). */
+static inline tesi_record_t *tesi_record_of(const tes_world_t *world, tes_entity_t entity) {
+    uint32_t index = entity & TESI_INDEX_MASK;
+    if (index == 0 || index >= world->record_count) return NULL;
+    tesi_record_t *record = &world->records[index];
+    if (!record->chunk || record->generation != (entity >> TES_INDEX_BITS)) return NULL;
+    return record;
+}
+void tesi_entities_fini(tes_world_t *world);
+
+/* ---- archetype.c ----------------------------------------------------------------------- */
+
+/* The archetype of the set in world->scratch[0..count-1] (sorted), created if missing. */
+tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_archetype_t **out);
+void tesi_archetypes_fini(tes_world_t *world);
+/* Position of `component` in the archetype's set, or TESI_NO_TYPE. */
+static inline uint32_t tesi_type_index(const tesi_archetype_t *archetype,
+                                       tes_component_t component) {
+    return component < archetype->lookup_length ? archetype->type_index[component] : TESI_NO_TYPE;
+}
+/* Moves every entity of `from` into `to` (which differs by one component). */
+tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
+                                     tesi_archetype_t *to);
+
+/* ---- chunk.c --------------------------------------------------------------------------- */
+
+static inline tes_entity_t *tesi_chunk_entities(const tesi_chunk_t *chunk) {
+    return (tes_entity_t *)(void *)chunk->data;
+}
+static inline uint8_t *tesi_cell(const tesi_chunk_t *chunk, const tesi_column_t *column,
+                                 uint32_t row) {
+    return chunk->data + column->offset + (size_t)row * column->bytes;
+}
+/* Makes room for `rows` more entities in the archetype: allocates (or takes from the pool)
+ * every chunk needed and appends the empty ones to its list. All or nothing. */
+tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *archetype, uint32_t rows);
+/* Takes up to `want` consecutive free rows of the first non-full chunk (after
+ * tesi_chunks_reserve made room) and returns how many it took (at least 1). The caller fills
+ * them. */
+uint32_t tesi_chunk_take_rows(tesi_archetype_t *archetype, uint32_t want, tesi_chunk_t **out_chunk,
+                              uint32_t *out_row);
+/* Copies `n` rows of every column `dst` shares with `src` (and the entities); zeroes dst
+ * columns that src lacks. Records are not touched. */
+void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
+                    uint32_t n);
+void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
+/* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
+ * entity's record, and releases the last chunk when it empties. Never allocates. */
+void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row);
+/* Drops empty chunks at the end of the archetype's list (back to the pool). */
+void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
+void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
+
+/* ---- graph.c --------------------------------------------------------------------------- */
+
+uint64_t tesi_hash_set(const tes_component_t *components, uint32_t count);
+/* The archetype whose set equals the given sorted set, or NULL. */
+tesi_archetype_t *tesi_graph_find(const tes_world_t *world, const tes_component_t *components,
+                                  uint32_t count, uint64_t hash);
+/* Makes room in the type map for one more archetype. */
+tes_result_t tesi_graph_reserve(tes_world_t *world);
+void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype);
+/* The archetype reached by adding (removing) `component`: the cached edge, else built from
+ * the set and cached both ways. */
+tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
+                             bool removing, tesi_archetype_t **out);
+tes_result_t tesi_graph_validate(const tes_world_t *world);
+void tesi_graph_fini(tes_world_t *world);
+
+#endif /* TESSERA_INTERNAL_H */

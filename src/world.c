@@ -1,0 +1,207 @@
+/* Worlds: creation, destruction, the allocator every other file goes through, statistics, the
+ * invariant checker, and the result names. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+/* ---- results --------------------------------------------------------------------------- */
+
+static const char *const result_names[] = {
+#define TES_RESULT_NAME(name, message) #name,
+    TES_RESULTS(TES_RESULT_NAME)
+#undef TES_RESULT_NAME
+};
+
+static const char *const result_messages[] = {
+#define TES_RESULT_MESSAGE(name, message) message,
+    TES_RESULTS(TES_RESULT_MESSAGE)
+#undef TES_RESULT_MESSAGE
+};
+
+const char *tes_result_name(tes_result_t result) {
+    return (unsigned)result < TES_RESULT_COUNT ? result_names[result] : "TES_ERR_UNKNOWN_RESULT";
+}
+
+const char *tes_result_message(tes_result_t result) {
+    return (unsigned)result < TES_RESULT_COUNT ? result_messages[result] : "unknown result code";
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+static void *default_alloc(size_t size, void *user) {
+    (void)user;
+    /* aligned_alloc wants a multiple of the alignment; chunk columns rely on 16 bytes. */
+    return aligned_alloc(TESI_ALIGN, (size + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1));
+}
+
+static void default_free(void *ptr, size_t size, void *user) {
+    (void)size;
+    (void)user;
+    free(ptr);
+}
+
+void *tesi_alloc(tes_world_t *world, size_t size) {
+    void *ptr = world->allocator.alloc(size, world->allocator.user);
+    if (ptr) world->bytes_allocated += size;
+    return ptr;
+}
+
+void tesi_free(tes_world_t *world, void *ptr, size_t size) {
+    if (!ptr) return;
+    world->allocator.free(ptr, size, world->allocator.user);
+    world->bytes_allocated -= size;
+}
+
+tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                          size_t elem, uint32_t minimum) {
+    if (needed <= *slots) return TES_OK;
+    uint64_t grown = *slots ? (uint64_t)*slots * 2u : minimum;
+    while (grown < needed)
+        grown *= 2u;
+    if (grown > UINT32_MAX) grown = needed;
+    void *fresh = tesi_alloc(world, (size_t)grown * elem);
+    if (!fresh) return TES_ERR_OUT_OF_MEMORY;
+    if (*array) {
+        memcpy(fresh, *array, (size_t)*slots * elem);
+        tesi_free(world, *array, (size_t)*slots * elem);
+    }
+    *array = fresh;
+    *slots = (uint32_t)grown;
+    return TES_OK;
+}
+
+void *tes_malloc(size_t size) {
+    return default_alloc(size ? size : 1, NULL);
+}
+
+void tes_free(void *ptr) {
+    free(ptr);
+}
+
+/* ---- lifetime -------------------------------------------------------------------------- */
+
+tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_world) {
+    if (!out_world) return TES_ERR_INVALID_ARGUMENT;
+    *out_world = NULL;
+    tes_world_desc_t d = desc ? *desc : (tes_world_desc_t){0};
+    if (!d.allocator.alloc != !d.allocator.free) return TES_ERR_INVALID_ARGUMENT;
+    if (!d.allocator.alloc) d.allocator = (tes_allocator_t){default_alloc, default_free, NULL};
+    if (d.chunk_bytes > TESI_MAX_BLOCK_BYTES) return TES_ERR_INVALID_ARGUMENT;
+    d.chunk_bytes = d.chunk_bytes ? tesi_align_up(d.chunk_bytes, 64) : TESI_DEFAULT_CHUNK_BYTES;
+    if (d.chunk_bytes < 1024) d.chunk_bytes = 1024;
+    if (!d.min_free_indices) d.min_free_indices = TESI_DEFAULT_MIN_FREE;
+
+    tes_world_t *world = d.allocator.alloc(sizeof *world, d.allocator.user);
+    if (!world) return TES_ERR_OUT_OF_MEMORY;
+    *world = (tes_world_t){
+        .allocator = d.allocator,
+        .chunk_bytes = d.chunk_bytes,
+        .min_free = d.min_free_indices,
+        .record_count = 1, /* index 0 is reserved so that handle 0 is never alive */
+    };
+    world->bytes_allocated = sizeof *world;
+
+    tesi_archetype_t *empty;
+    tes_result_t result = tesi_archetype_ensure(world, 0, &empty);
+    if (result != TES_OK) {
+        tes_world_destroy(world);
+        return result;
+    }
+    *out_world = world;
+    return TES_OK;
+}
+
+void tes_world_destroy(tes_world_t *world) {
+    if (!world) return;
+    tesi_archetypes_fini(world);
+    for (uint32_t i = 0; i < world->pool_count; i++)
+        tesi_chunk_destroy(world, world->pool[i]);
+    tesi_free(world, world->pool, (size_t)world->pool_slots * sizeof *world->pool);
+    tesi_graph_fini(world);
+    tesi_entities_fini(world);
+    tesi_components_fini(world);
+    tesi_free(world, world->scratch, (size_t)world->scratch_slots * sizeof *world->scratch);
+    tes_allocator_t allocator = world->allocator;
+    allocator.free(world, sizeof *world, allocator.user);
+}
+
+/* ---- introspection --------------------------------------------------------------------- */
+
+tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out) {
+    if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
+    *out = (tes_world_stats_t){
+        .entity_count = world->entity_count,
+        .entity_capacity = world->record_count,
+        .free_queue_length = world->free_length,
+        .component_count = world->component_count,
+        .archetype_count = world->archetype_count,
+        .chunk_count = world->chunk_count,
+        .pooled_chunk_count = world->pool_count,
+        .chunk_bytes = world->chunk_bytes,
+        .edge_count = world->graph.edge_count,
+        .graph_generation = world->graph.generation,
+        .bytes_allocated = world->bytes_allocated,
+    };
+    return TES_OK;
+}
+
+#define CHECK(cond)                          \
+    do {                                     \
+        if (!(cond)) return TES_ERR_CORRUPT; \
+    } while (0)
+
+static tes_result_t validate_archetype(const tes_world_t *world, const tesi_archetype_t *a,
+                                       uint32_t *chunks_seen) {
+    uint32_t entities = 0;
+    for (uint32_t c = 0; c < a->chunk_count; c++) {
+        const tesi_chunk_t *chunk = a->chunks[c];
+        CHECK(chunk->archetype == a && chunk->index == c);
+        /* Packing: every chunk but the last is full, and no chunk is empty. */
+        CHECK(chunk->count >= 1 && chunk->count <= a->capacity);
+        CHECK(c + 1 == a->chunk_count || chunk->count == a->capacity);
+        CHECK(chunk->block_bytes == a->block_bytes);
+        for (uint32_t row = 0; row < chunk->count; row++) {
+            const tesi_record_t *record = tesi_record_of(world, tesi_chunk_entities(chunk)[row]);
+            CHECK(record && record->chunk == chunk && record->row == row);
+        }
+        entities += chunk->count;
+    }
+    CHECK(entities == a->entity_count);
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        CHECK(i == 0 || a->components[i - 1] < a->components[i]);
+        CHECK(tesi_type_index(a, a->components[i]) == i);
+    }
+    for (uint32_t i = 0; i < a->column_count; i++) {
+        const tesi_column_t *col = &a->columns[i];
+        CHECK(col->offset % TESI_ALIGN == 0);
+        CHECK(col->offset + (uint64_t)col->bytes * a->capacity <= a->block_bytes);
+    }
+    *chunks_seen += a->chunk_count;
+    return TES_OK;
+}
+
+tes_result_t tes_world_validate(const tes_world_t *world) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t entities = 0, chunks = 0;
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        const tesi_archetype_t *a = world->archetypes[i];
+        CHECK(a->id == i);
+        tes_result_t result = validate_archetype(world, a, &chunks);
+        if (result != TES_OK) return result;
+        entities += a->entity_count;
+    }
+    CHECK(entities == world->entity_count && chunks == world->chunk_count);
+
+    /* Entity table: every index is either live (counted above) or waiting in the free queue. */
+    uint32_t live = 0;
+    for (uint32_t i = 1; i < world->record_count; i++)
+        live += world->records[i].chunk != NULL;
+    CHECK(live == world->entity_count);
+    CHECK(live + world->free_length + 1 == world->record_count);
+    for (uint32_t k = 0; k < world->free_length; k++) {
+        uint32_t index = world->free_queue[(world->free_head + k) % world->record_slots];
+        CHECK(index >= 1 && index < world->record_count && !world->records[index].chunk);
+    }
+    CHECK(world->pool_count <= world->chunks_made && world->chunks_made <= world->pool_slots);
+    return tesi_graph_validate(world);
+}
