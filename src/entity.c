@@ -1,4 +1,5 @@
-/* Entities: the table from handle index to (chunk, row), generations, the FIFO free queue,
+/* Entities: the table from handle index to (chunk, row), generations, the FIFO free queue
+ * (a list linked through the free records themselves, so despawn never allocates),
  * and every per-entity operation (spawn, despawn, add, remove, field access). Each public
  * function validates everything and reserves every byte it may need before it changes
  * anything, so a failed call leaves the world as it was. */
@@ -13,24 +14,14 @@ static tes_entity_t make_handle(uint32_t index, uint32_t generation) {
 
 /* ---- the entity table ------------------------------------------------------------------ */
 
-/* Grows the record table and the free queue (always the same length) to `slots`. */
 static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
     tesi_record_t *records = tesi_alloc(world, (size_t)slots * sizeof *records);
-    uint32_t *queue = records ? tesi_alloc(world, (size_t)slots * sizeof *queue) : NULL;
-    if (!queue) {
-        tesi_free(world, records, (size_t)slots * sizeof *records);
-        return TES_ERR_OUT_OF_MEMORY;
+    if (!records) return TES_ERR_OUT_OF_MEMORY;
+    if (world->records) {
+        memcpy(records, world->records, (size_t)world->record_count * sizeof *records);
+        tesi_free(world, world->records, (size_t)world->record_slots * sizeof *records);
     }
-    uint32_t old = world->record_slots;
-    if (old) memcpy(records, world->records, (size_t)world->record_count * sizeof *records);
-    for (uint32_t k = 0; k < world->free_length; k++) {
-        queue[k] = world->free_queue[(world->free_head + k) % old];
-    }
-    tesi_free(world, world->records, (size_t)old * sizeof *records);
-    tesi_free(world, world->free_queue, (size_t)old * sizeof *queue);
     world->records = records;
-    world->free_queue = queue;
-    world->free_head = 0;
     world->record_slots = slots;
     return TES_OK;
 }
@@ -58,8 +49,8 @@ static tes_result_t entities_reserve(tes_world_t *world, uint32_t n) {
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
 static uint32_t take_index(tes_world_t *world) {
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
-        uint32_t index = world->free_queue[world->free_head];
-        world->free_head = (world->free_head + 1) % world->record_slots;
+        uint32_t index = world->free_head;
+        world->free_head = world->records[index].row;
         world->free_length--;
         return index;
     }
@@ -72,13 +63,17 @@ static void free_index(tes_world_t *world, uint32_t index) {
     tesi_record_t *record = &world->records[index];
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
-    world->free_queue[(world->free_head + world->free_length) % world->record_slots] = index;
-    world->free_length++;
+    record->row = 0;
+    if (world->free_length++) {
+        world->records[world->free_tail].row = index;
+    } else {
+        world->free_head = index;
+    }
+    world->free_tail = index;
 }
 
 void tesi_entities_fini(tes_world_t *world) {
     tesi_free(world, world->records, (size_t)world->record_slots * sizeof *world->records);
-    tesi_free(world, world->free_queue, (size_t)world->record_slots * sizeof *world->free_queue);
 }
 
 bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {

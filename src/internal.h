@@ -90,7 +90,7 @@ struct tesi_archetype_t {
 
 typedef struct tesi_record_t {
     tesi_chunk_t *chunk; /* NULL while the index is free */
-    uint32_t row;
+    uint32_t row;        /* while free: the next index in the free queue (0 = none) */
     uint32_t generation;
 } tesi_record_t;
 
@@ -130,7 +130,7 @@ struct tes_world_t {
     tesi_record_t *records; /* by entity index; index 0 is never used */
     uint32_t record_count;  /* indices handed out so far, + 1 for index 0 */
     uint32_t record_slots;
-    uint32_t *free_queue; /* ring of despawned indices, FIFO; as long as records */
+    uint32_t free_tail; /* FIFO of despawned indices, linked through record.row */
     uint32_t free_head;
     uint32_t free_length;
     uint32_t entity_count;

@@ -198,9 +198,11 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         live += world->records[i].chunk != NULL;
     CHECK(live == world->entity_count);
     CHECK(live + world->free_length + 1 == world->record_count);
+    uint32_t index = world->free_head;
     for (uint32_t k = 0; k < world->free_length; k++) {
-        uint32_t index = world->free_queue[(world->free_head + k) % world->record_slots];
         CHECK(index >= 1 && index < world->record_count && !world->records[index].chunk);
+        CHECK(k + 1 < world->free_length || index == world->free_tail);
+        index = world->records[index].row;
     }
     CHECK(world->pool_count <= world->chunks_made && world->chunks_made <= world->pool_slots);
     return tesi_graph_validate(world);
