@@ -81,7 +81,7 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
         a->type_index[set[i]] = (uint16_t)i;
         a->first_column[i] = (uint16_t)column;
         for (uint32_t f = 0; f < c->field_count; f++) {
-            a->columns[column++] = (tesi_column_t){0, c->fields[f].bytes, set[i], f};
+            a->columns[column++] = (tesi_column_t){0, c->fields[f].bytes, set[i] << 8 | f};
         }
     }
     tes_result_t result = layout(world, a);
@@ -129,7 +129,7 @@ void tesi_archetypes_fini(tes_world_t *world) {
 static bool same_columns(const tesi_archetype_t *a, const tesi_archetype_t *b) {
     if (a->column_count != b->column_count || a->block_bytes != b->block_bytes) return false;
     for (uint32_t i = 0; i < a->column_count; i++) {
-        if (a->columns[i].component != b->columns[i].component) return false;
+        if (a->columns[i].key != b->columns[i].key) return false;
     }
     return true; /* same columns in the same order: same capacity and offsets */
 }
@@ -289,7 +289,8 @@ static tes_result_t bulk_step(tes_world_t *world, tes_archetype_t archetype,
     if (result != TES_OK) return result;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
-    result = tesi_graph_step(world, from, component, removing, &to);
+    const tesi_move_t *moves;
+    result = tesi_graph_step(world, from, component, removing, &to, &moves);
     if (result != TES_OK) return result;
     return tesi_archetype_move_all(world, from, to);
 }

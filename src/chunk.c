@@ -45,6 +45,7 @@ static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
 }
 
 tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32_t rows) {
+    if ((uint64_t)a->chunk_count * a->capacity - a->entity_count >= rows) return TES_OK;
     uint64_t needed = ((uint64_t)a->entity_count + rows + a->capacity - 1) / a->capacity;
     if (needed <= a->chunk_count) return TES_OK;
     if (needed > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
@@ -90,49 +91,96 @@ uint32_t tesi_chunk_take_rows(tesi_archetype_t *a, uint32_t want, tesi_chunk_t *
     return run;
 }
 
-static bool column_before(const tesi_column_t *a, const tesi_column_t *b) {
-    return a->component < b->component || (a->component == b->component && a->field < b->field);
+/* Copies one cell. Single rows are the hot case (every add, remove and swap-remove): most
+ * fields are 4 bytes, which becomes one load and one store. */
+static inline void copy_cell(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
+    if (bytes == 4) {
+        memcpy(dst, src, 4);
+    } else if (bytes == 8) {
+        memcpy(dst, src, 8);
+    } else {
+        memcpy(dst, src, bytes);
+    }
+}
+
+/* Pairs dst's columns with src's (both sorted by key, one merge walk) and copies `n` rows of
+ * each shared column; zeroes dst columns src lacks. When the archetypes differ only in tags
+ * every key matches and the walk never searches. */
+static void copy_columns(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
+                         uint32_t src_row, uint32_t n) {
+    const tesi_archetype_t *da = dst->archetype, *sa = src->archetype;
+    const tesi_column_t *sc = sa->columns, *send = sa->columns + sa->column_count;
+    const tesi_column_t *dc = da->columns, *dend = da->columns + da->column_count;
+    for (; dc < dend; dc++) {
+        while (sc < send && sc->key < dc->key)
+            sc++;
+        uint8_t *cell = tesi_cell(dst, dc, dst_row);
+        if (sc < send && sc->key == dc->key) {
+            const uint8_t *from = tesi_cell(src, sc, src_row);
+            if (n == 1) {
+                copy_cell(cell, from, dc->bytes);
+            } else {
+                memcpy(cell, from, (size_t)n * dc->bytes);
+            }
+        } else {
+            memset(cell, 0, (size_t)n * dc->bytes);
+        }
+    }
 }
 
 void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
                     uint32_t n) {
-    const tesi_archetype_t *da = dst->archetype, *sa = src->archetype;
-    memcpy(tesi_chunk_entities(dst) + dst_row, tesi_chunk_entities(src) + src_row,
-           n * sizeof(tes_entity_t));
-    if (da == sa) {
-        for (uint32_t i = 0; i < da->column_count; i++) {
-            const tesi_column_t *col = &da->columns[i];
-            memcpy(tesi_cell(dst, col, dst_row), tesi_cell(src, col, src_row),
-                   (size_t)n * col->bytes);
-        }
+    if (n != 1) {
+        memcpy(tesi_chunk_entities(dst) + dst_row, tesi_chunk_entities(src) + src_row,
+               (size_t)n * sizeof(tes_entity_t));
+        copy_columns(dst, dst_row, src, src_row, n);
         return;
     }
-    /* Both column lists are sorted by (component, field): one merge walk pairs them. */
-    uint32_t s = 0;
-    for (uint32_t d = 0; d < da->column_count; d++) {
-        const tesi_column_t *dc = &da->columns[d];
-        while (s < sa->column_count && column_before(&sa->columns[s], dc))
-            s++;
-        const tesi_column_t *sc = s < sa->column_count ? &sa->columns[s] : NULL;
-        if (sc && sc->component == dc->component && sc->field == dc->field) {
-            memcpy(tesi_cell(dst, dc, dst_row), tesi_cell(src, sc, src_row), (size_t)n * dc->bytes);
+    tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
+    if (dst->archetype != src->archetype) {
+        copy_columns(dst, dst_row, src, src_row, 1);
+        return;
+    }
+    const tesi_archetype_t *a = dst->archetype;
+    for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
+        copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
+    }
+}
+
+void tesi_move_row(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
+                   const tesi_move_t *moves) {
+    if (!moves) {
+        tesi_copy_rows(dst, dst_row, src, src_row, 1);
+        return;
+    }
+    tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
+    const tesi_move_t *end = moves + dst->archetype->column_count;
+    for (const tesi_move_t *m = moves; m < end; m++) {
+        uint8_t *cell = dst->data + m->dst_offset + (size_t)dst_row * m->bytes;
+        if (m->src_offset != TESI_NEW_COLUMN) {
+            copy_cell(cell, src->data + m->src_offset + (size_t)src_row * m->bytes, m->bytes);
         } else {
-            memset(tesi_cell(dst, dc, dst_row), 0, (size_t)n * dc->bytes);
+            memset(cell, 0, m->bytes);
         }
     }
 }
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
     const tesi_archetype_t *a = chunk->archetype;
-    for (uint32_t i = 0; i < a->column_count; i++) {
-        const tesi_column_t *col = &a->columns[i];
-        memset(tesi_cell(chunk, col, row), 0, (size_t)n * col->bytes);
+    for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
+        uint8_t *cell = tesi_cell(chunk, c, row);
+        if (n == 1 && c->bytes == 4) {
+            memset(cell, 0, 4); /* one store: the common single spawn of a 4-byte field */
+        } else {
+            memset(cell, 0, (size_t)n * c->bytes);
+        }
     }
 }
 
 void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     tesi_archetype_t *a = chunk->archetype;
-    tesi_chunk_t *last = a->chunks[(a->entity_count - 1) / a->capacity];
+    /* Rows are only removed from archetypes with no reserved (empty) chunks at the end. */
+    tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
     uint32_t last_row = last->count - 1;
     if (last != chunk || last_row != row) {
         tesi_copy_rows(chunk, row, last, last_row, 1);

@@ -82,13 +82,10 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 
 /* ---- spawn and despawn ----------------------------------------------------------------- */
 
-tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
-                             uint32_t n, tes_entity_t *out_entities) {
-    if (!world) return TES_ERR_INVALID_ARGUMENT;
-    tesi_archetype_t *a;
-    tes_result_t result = tesi_sort_set(world, components, count);
-    if (result == TES_OK) result = tesi_archetype_ensure(world, count, &a);
-    if (result == TES_OK) result = entities_reserve(world, n);
+/* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
+static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
+                               tes_entity_t *out_entities) {
+    tes_result_t result = entities_reserve(world, n);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
@@ -109,6 +106,23 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     }
     world->entity_count += n;
     return TES_OK;
+}
+
+tes_result_t tes_archetype_spawn(tes_world_t *world, tes_archetype_t archetype, uint32_t n,
+                                 tes_entity_t *out_entities) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (archetype >= world->archetype_count) return TES_ERR_UNKNOWN_ARCHETYPE;
+    return spawn_into(world, world->archetypes[archetype], n, out_entities);
+}
+
+tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
+                             uint32_t n, tes_entity_t *out_entities) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_archetype_t *a;
+    tes_result_t result = tesi_sort_set(world, components, count);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, count, &a);
+    if (result != TES_OK) return result;
+    return spawn_into(world, a, n, out_entities);
 }
 
 tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,
@@ -170,13 +184,14 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     tesi_archetype_t *from = record->chunk->archetype, *to;
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
-    tes_result_t result = tesi_graph_step(world, from, component, removing, &to);
+    const tesi_move_t *moves;
+    tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &moves);
     if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
     if (result != TES_OK) return result;
     tesi_chunk_t *chunk = record->chunk, *dst;
     uint32_t row = record->row, dst_row;
     tesi_chunk_take_rows(to, 1, &dst, &dst_row);
-    tesi_copy_rows(dst, dst_row, chunk, row, 1);
+    tesi_move_row(dst, dst_row, chunk, row, moves);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);

@@ -85,16 +85,45 @@ static const tesi_edge_t *edge_find(const tesi_graph_t *g, uint64_t key) {
     }
 }
 
-static void edge_put(tesi_edge_t *edges, uint32_t slots, uint64_t key, tes_archetype_t target) {
+/* Inserts an entry whose key is not in the table yet. */
+static void edge_put(tesi_edge_t *edges, uint32_t slots, tesi_edge_t edge) {
     uint32_t mask = slots - 1;
-    uint32_t i = (uint32_t)mix64(key) & mask;
-    while (edges[i].key && edges[i].key != key)
+    uint32_t i = (uint32_t)mix64(edge.key) & mask;
+    while (edges[i].key)
         i = (i + 1) & mask;
-    edges[i] = (tesi_edge_t){key, target};
+    edges[i] = edge;
 }
 
-/* Caches a -> b for "+c" and b -> a for "-c". The cache is an optimisation: when memory for
- * it cannot be had, the transition still happens, it is just not remembered. */
+/* The move plan from `src` rows to `dst` rows: for each dst column, the matching src column
+ * (found by one merge walk over the two key-sorted lists) or TESI_NEW_COLUMN. */
+static tesi_move_t *plan_moves(tes_world_t *world, const tesi_archetype_t *dst,
+                               const tesi_archetype_t *src) {
+    if (!dst->column_count) return NULL;
+    tesi_move_t *moves = tesi_alloc(world, dst->column_count * sizeof *moves);
+    if (!moves) return NULL;
+    const tesi_column_t *sc = src->columns, *send = src->columns + src->column_count;
+    for (uint32_t d = 0; d < dst->column_count; d++) {
+        const tesi_column_t *dc = &dst->columns[d];
+        while (sc < send && sc->key < dc->key)
+            sc++;
+        bool shared = sc < send && sc->key == dc->key;
+        moves[d] = (tesi_move_t){dc->offset, shared ? sc->offset : TESI_NEW_COLUMN, dc->bytes};
+    }
+    return moves;
+}
+
+static void edge_add(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
+                     tes_component_t c, bool removing) {
+    tesi_graph_t *g = &world->graph;
+    uint64_t key = edge_key(from->id, c, removing);
+    if (edge_find(g, key)) return;
+    edge_put(g->edges, g->edge_slots, (tesi_edge_t){key, to->id, plan_moves(world, to, from)});
+    g->edge_count++;
+}
+
+/* Caches a -> b for "+c" and b -> a for "-c", each with its move plan. The cache is an
+ * optimisation: when memory for it cannot be had, the transition still happens, it is just
+ * not remembered (or rows move by the general merge walk). */
 static void edge_cache(tes_world_t *world, tesi_archetype_t *a, tesi_archetype_t *b,
                        tes_component_t c) {
     tesi_graph_t *g = &world->graph;
@@ -104,23 +133,23 @@ static void edge_cache(tes_world_t *world, tesi_archetype_t *a, tesi_archetype_t
         if (!edges) return;
         memset(edges, 0, (size_t)slots * sizeof *edges);
         for (uint32_t i = 0; i < g->edge_slots; i++) {
-            if (g->edges[i].key) edge_put(edges, slots, g->edges[i].key, g->edges[i].target);
+            if (g->edges[i].key) edge_put(edges, slots, g->edges[i]);
         }
         tesi_free(world, g->edges, (size_t)g->edge_slots * sizeof *g->edges);
         g->edges = edges;
         g->edge_slots = slots;
     }
-    uint64_t add = edge_key(a->id, c, false), remove = edge_key(b->id, c, true);
-    g->edge_count += !edge_find(g, add) + !edge_find(g, remove);
-    edge_put(g->edges, g->edge_slots, add, b->id);
-    edge_put(g->edges, g->edge_slots, remove, a->id);
+    edge_add(world, a, b, c, false);
+    edge_add(world, b, a, c, true);
 }
 
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
-                             bool removing, tesi_archetype_t **out) {
-    const tesi_edge_t *edge = edge_find(&world->graph, edge_key(from->id, component, removing));
+                             bool removing, tesi_archetype_t **out, const tesi_move_t **out_moves) {
+    uint64_t key = edge_key(from->id, component, removing);
+    const tesi_edge_t *edge = edge_find(&world->graph, key);
     if (edge) {
         *out = world->archetypes[edge->target];
+        *out_moves = edge->moves;
         return TES_OK;
     }
     tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
@@ -146,7 +175,9 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
     } else {
         edge_cache(world, from, to, component);
     }
+    edge = edge_find(&world->graph, key);
     *out = to;
+    *out_moves = edge ? edge->moves : NULL;
     return TES_OK;
 }
 
@@ -189,6 +220,13 @@ tes_result_t tesi_graph_validate(const tes_world_t *world) {
 
 void tesi_graph_fini(tes_world_t *world) {
     tesi_graph_t *g = &world->graph;
+    for (uint32_t i = 0; i < g->edge_slots; i++) {
+        const tesi_edge_t *e = &g->edges[i];
+        if (e->key && e->moves) {
+            tesi_free(world, e->moves,
+                      world->archetypes[e->target]->column_count * sizeof *e->moves);
+        }
+    }
     tesi_free(world, g->types, (size_t)g->type_slots * sizeof *g->types);
     tesi_free(world, g->edges, (size_t)g->edge_slots * sizeof *g->edges);
 }

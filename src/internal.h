@@ -56,8 +56,7 @@ typedef struct tesi_archetype_t tesi_archetype_t;
 typedef struct tesi_column_t {
     uint32_t offset; /* from the start of the block; 16-byte aligned */
     uint32_t bytes;  /* per entity */
-    tes_component_t component;
-    uint32_t field;
+    uint32_t key;    /* component << 8 | field (fields < 256): the sort order */
 } tesi_column_t;
 
 typedef struct tesi_chunk_t {
@@ -96,9 +95,20 @@ typedef struct tesi_record_t {
 
 /* ---- hash maps (graph.c) --------------------------------------------------------------- */
 
+/* Where one destination column of a move gets its data: the edge's move plan, computed once
+ * per cached edge so that moving a row is a straight loop with no column matching. */
+typedef struct tesi_move_t {
+    uint32_t dst_offset;
+    uint32_t src_offset; /* TESI_NEW_COLUMN: the source lacks it, the cell is zeroed */
+    uint32_t bytes;
+} tesi_move_t;
+
+#define TESI_NEW_COLUMN 0xFFFFFFFFu
+
 typedef struct tesi_edge_t {
     uint64_t key; /* archetype << 32 | component << 1 | removing, plus one (0 = empty) */
     tes_archetype_t target;
+    tesi_move_t *moves; /* one per target column; NULL if it could not be allocated */
 } tesi_edge_t;
 
 typedef struct tesi_graph_t {
@@ -207,6 +217,9 @@ uint32_t tesi_chunk_take_rows(tesi_archetype_t *archetype, uint32_t want, tesi_c
  * columns that src lacks. Records are not touched. */
 void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
                     uint32_t n);
+/* Moves one row along a graph edge using its plan (tesi_copy_rows when `moves` is NULL). */
+void tesi_move_row(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
+                   const tesi_move_t *moves);
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
  * entity's record, and releases the last chunk when it empties. Never allocates. */
@@ -227,7 +240,7 @@ void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype);
 /* The archetype reached by adding (removing) `component`: the cached edge, else built from
  * the set and cached both ways. */
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
-                             bool removing, tesi_archetype_t **out);
+                             bool removing, tesi_archetype_t **out, const tesi_move_t **out_moves);
 tes_result_t tesi_graph_validate(const tes_world_t *world);
 void tesi_graph_fini(tes_world_t *world);
 

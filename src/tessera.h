@@ -310,6 +310,11 @@ TES_API tes_result_t tes_chunk_info(const tes_world_t *world, tes_archetype_t ar
 TES_API tes_result_t tes_chunk_column(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
                                       tes_component_t component, uint32_t field, void **out_column);
 
+/* Spawns `n` entities into an archetype (from tes_archetype_find or tes_location): the same as
+ * tes_spawn_batch without resolving the component set, for hosts that spawn one set often. */
+TES_API tes_result_t tes_archetype_spawn(tes_world_t *world, tes_archetype_t archetype, uint32_t n,
+                                         tes_entity_t *out_entities);
+
 /* Adds `component` to every entity of `archetype` (they all move to archetype + component).
  * When only tags differ between the two archetypes, whole chunks change owner without copying
  * a byte of field data. Doing nothing when the archetype already has the component. */
