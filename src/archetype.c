@@ -117,8 +117,10 @@ tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_arch
 void tesi_archetypes_fini(tes_world_t *world) {
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         tesi_archetype_t *a = world->archetypes[i];
-        for (uint32_t c = 0; c < a->chunk_count; c++)
+        for (uint32_t c = 0; c < a->chunk_count; c++) {
             tesi_chunk_destroy(world, a->chunks[c]);
+        }
+        tesi_edges_fini(world, a);
         archetype_free(world, a);
     }
     tesi_free(world, world->archetypes, (size_t)world->archetype_slots * sizeof *world->archetypes);

@@ -166,7 +166,9 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
         world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
     }
     if (result != TES_OK) return result;
-    for (uint32_t i = 0; i < n; i++) {
+    /* Back to front: despawning a list in the order it was spawned then removes rows from
+     * the archetype's end, where swap-remove has nothing to move. */
+    for (uint32_t i = n; i-- > 0;) {
         despawn(world, &world->records[entities[i] & TESI_INDEX_MASK]);
     }
     return TES_OK;

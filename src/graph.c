@@ -1,6 +1,7 @@
 /* The archetype graph: archetypes found by their sorted component set (an open-addressing map
- * probed by the set's hash), and "+C" / "-C" transitions cached as edges both ways, so that a
- * repeated add or remove costs one hash probe. */
+ * probed by the set's hash), and "+C" / "-C" transitions cached as edges both ways. Edges
+ * live in a flat array per archetype indexed by component id, each with the move plan that
+ * copies a row across it, so a repeated add or remove costs one array load. */
 #include "internal.h"
 
 static uint64_t mix64(uint64_t x) {
@@ -58,9 +59,8 @@ tes_result_t tesi_graph_reserve(tes_world_t *world) {
     tesi_free(world, g->types, (size_t)g->type_slots * sizeof *g->types);
     g->types = types;
     g->type_slots = slots;
-    for (uint32_t i = 0; i < world->archetype_count; i++) {
+    for (uint32_t i = 0; i < world->archetype_count; i++)
         type_put(g, world->archetypes[i]);
-    }
     return TES_OK;
 }
 
@@ -70,29 +70,6 @@ void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype) {
 }
 
 /* ---- edges ----------------------------------------------------------------------------- */
-
-static uint64_t edge_key(tes_archetype_t from, tes_component_t component, bool removing) {
-    return (((uint64_t)from << 32) | ((uint64_t)component << 1) | (uint64_t)removing) + 1u;
-}
-
-static const tesi_edge_t *edge_find(const tesi_graph_t *g, uint64_t key) {
-    if (!g->edge_slots) return NULL;
-    uint32_t mask = g->edge_slots - 1;
-    for (uint32_t i = (uint32_t)mix64(key) & mask;; i = (i + 1) & mask) {
-        const tesi_edge_t *e = &g->edges[i];
-        if (e->key == key) return e;
-        if (!e->key) return NULL;
-    }
-}
-
-/* Inserts an entry whose key is not in the table yet. */
-static void edge_put(tesi_edge_t *edges, uint32_t slots, tesi_edge_t edge) {
-    uint32_t mask = slots - 1;
-    uint32_t i = (uint32_t)mix64(edge.key) & mask;
-    while (edges[i].key)
-        i = (i + 1) & mask;
-    edges[i] = edge;
-}
 
 /* The move plan from `src` rows to `dst` rows: for each dst column, the matching src column
  * (found by one merge walk over the two key-sorted lists) or TESI_NEW_COLUMN. */
@@ -112,44 +89,33 @@ static tesi_move_t *plan_moves(tes_world_t *world, const tesi_archetype_t *dst,
     return moves;
 }
 
-static void edge_add(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
-                     tes_component_t c, bool removing) {
-    tesi_graph_t *g = &world->graph;
-    uint64_t key = edge_key(from->id, c, removing);
-    if (edge_find(g, key)) return;
-    edge_put(g->edges, g->edge_slots, (tesi_edge_t){key, to->id, plan_moves(world, to, from)});
-    g->edge_count++;
+/* Caches from --c--> to with its move plan, when from's edge array covers c (edges_cover).
+ * The cache is an optimisation: when memory for it cannot be had, the transition still
+ * happens, it is just not remembered (or rows move by the general merge walk). */
+static void edge_cache(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
+                       tes_component_t c) {
+    if (c >= from->edge_slots || from->edges[c].target) return;
+    tesi_move_t *moves = plan_moves(world, to, from);
+    from->edges[c] = (tesi_edge_t){to, moves, moves ? to->column_count : 0};
+    world->graph.edge_count++;
 }
 
-/* Caches a -> b for "+c" and b -> a for "-c", each with its move plan. The cache is an
- * optimisation: when memory for it cannot be had, the transition still happens, it is just
- * not remembered (or rows move by the general merge walk). */
-static void edge_cache(tes_world_t *world, tesi_archetype_t *a, tesi_archetype_t *b,
-                       tes_component_t c) {
-    tesi_graph_t *g = &world->graph;
-    if ((g->edge_count + 2) * 2 > g->edge_slots) {
-        uint32_t slots = g->edge_slots ? g->edge_slots * 2 : 256;
-        tesi_edge_t *edges = tesi_alloc(world, (size_t)slots * sizeof *edges);
-        if (!edges) return;
-        memset(edges, 0, (size_t)slots * sizeof *edges);
-        for (uint32_t i = 0; i < g->edge_slots; i++) {
-            if (g->edges[i].key) edge_put(edges, slots, g->edges[i]);
-        }
-        tesi_free(world, g->edges, (size_t)g->edge_slots * sizeof *g->edges);
-        g->edges = edges;
-        g->edge_slots = slots;
+/* Grows the archetype's edge array to cover `component`, zeroing the new slots. */
+static void edges_cover(tes_world_t *world, tesi_archetype_t *a, tes_component_t component) {
+    uint32_t old = a->edge_slots;
+    if (component < old) return;
+    if (tesi_reserve(world, (void **)&a->edges, &a->edge_slots, component + 1, sizeof *a->edges,
+                     16) != TES_OK) {
+        return;
     }
-    edge_add(world, a, b, c, false);
-    edge_add(world, b, a, c, true);
+    memset(a->edges + old, 0, (size_t)(a->edge_slots - old) * sizeof *a->edges);
 }
 
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
                              bool removing, tesi_archetype_t **out, const tesi_move_t **out_moves) {
-    uint64_t key = edge_key(from->id, component, removing);
-    const tesi_edge_t *edge = edge_find(&world->graph, key);
-    if (edge) {
-        *out = world->archetypes[edge->target];
-        *out_moves = edge->moves;
+    if (component < from->edge_slots && from->edges[component].target) {
+        *out = from->edges[component].target;
+        *out_moves = from->edges[component].moves;
         return TES_OK;
     }
     tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
@@ -170,63 +136,51 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
     tesi_archetype_t *to;
     result = tesi_archetype_ensure(world, n, &to);
     if (result != TES_OK) return result;
-    if (removing) {
-        edge_cache(world, to, from, component);
-    } else {
-        edge_cache(world, from, to, component);
-    }
-    edge = edge_find(&world->graph, key);
+    edges_cover(world, from, component);
+    edges_cover(world, to, component);
+    edge_cache(world, from, to, component);
+    edge_cache(world, to, from, component);
     *out = to;
-    *out_moves = edge ? edge->moves : NULL;
+    *out_moves = component < from->edge_slots ? from->edges[component].moves : NULL;
     return TES_OK;
 }
 
+void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *a) {
+    for (uint32_t c = 0; c < a->edge_slots; c++) {
+        tesi_edge_t *e = &a->edges[c];
+        if (e->moves) tesi_free(world, e->moves, e->move_count * sizeof *e->moves);
+    }
+    tesi_free(world, a->edges, (size_t)a->edge_slots * sizeof *a->edges);
+}
+
 tes_result_t tesi_graph_validate(const tes_world_t *world) {
-    const tesi_graph_t *g = &world->graph;
     uint32_t edges = 0;
-    for (uint32_t i = 0; i < g->edge_slots; i++) {
-        const tesi_edge_t *e = &g->edges[i];
-        if (!e->key) continue;
-        edges++;
-        uint64_t key = e->key - 1;
-        tes_archetype_t from_id = (tes_archetype_t)(key >> 32);
-        tes_component_t c = (tes_component_t)((key >> 1) & 0x7fffffffu);
-        bool removing = key & 1u;
-        if (from_id >= world->archetype_count || e->target >= world->archetype_count) {
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        const tesi_archetype_t *from = world->archetypes[i];
+        if (tesi_graph_find(world, from->components, from->component_count, from->hash) != from) {
             return TES_ERR_CORRUPT;
         }
-        const tesi_archetype_t *from = world->archetypes[from_id];
-        const tesi_archetype_t *to = world->archetypes[e->target];
-        /* "+c" leads to a set with c and one more member; "-c" to one without c, one fewer. */
-        bool has_c = tesi_type_index(to, c) != TESI_NO_TYPE;
-        uint32_t expected = removing ? from->component_count - 1 : from->component_count + 1;
-        if (has_c == removing || to->component_count != expected) return TES_ERR_CORRUPT;
-        const tesi_archetype_t *small = removing ? to : from, *big = removing ? from : to;
-        for (uint32_t k = 0; k < small->component_count; k++) {
-            if (tesi_type_index(big, small->components[k]) == TESI_NO_TYPE) {
-                return TES_ERR_CORRUPT;
+        for (tes_component_t c = 0; c < from->edge_slots; c++) {
+            const tesi_archetype_t *to = from->edges[c].target;
+            if (!to) continue;
+            edges++;
+            /* "+c" leads to a superset with one more member, "-c" to a subset with one fewer. */
+            bool removing = tesi_type_index(from, c) != TESI_NO_TYPE;
+            bool to_has = tesi_type_index(to, c) != TESI_NO_TYPE;
+            uint32_t expected = removing ? from->component_count - 1 : from->component_count + 1;
+            if (to_has == removing || to->component_count != expected) return TES_ERR_CORRUPT;
+            const tesi_archetype_t *small = removing ? to : from, *big = removing ? from : to;
+            for (uint32_t k = 0; k < small->component_count; k++) {
+                if (tesi_type_index(big, small->components[k]) == TESI_NO_TYPE) {
+                    return TES_ERR_CORRUPT;
+                }
             }
         }
     }
-    if (edges != g->edge_count) return TES_ERR_CORRUPT;
-    for (uint32_t i = 0; i < world->archetype_count; i++) {
-        const tesi_archetype_t *a = world->archetypes[i];
-        if (tesi_graph_find(world, a->components, a->component_count, a->hash) != a) {
-            return TES_ERR_CORRUPT;
-        }
-    }
-    return TES_OK;
+    return edges == world->graph.edge_count ? TES_OK : TES_ERR_CORRUPT;
 }
 
 void tesi_graph_fini(tes_world_t *world) {
     tesi_graph_t *g = &world->graph;
-    for (uint32_t i = 0; i < g->edge_slots; i++) {
-        const tesi_edge_t *e = &g->edges[i];
-        if (e->key && e->moves) {
-            tesi_free(world, e->moves,
-                      world->archetypes[e->target]->column_count * sizeof *e->moves);
-        }
-    }
     tesi_free(world, g->types, (size_t)g->type_slots * sizeof *g->types);
-    tesi_free(world, g->edges, (size_t)g->edge_slots * sizeof *g->edges);
 }

@@ -7,7 +7,7 @@
  * last is full, so an archetype of n entities holds ceil(n / capacity) chunks. A chunk is one
  * fixed-size block: the entity column at offset 0, then one 16-byte aligned column per field.
  * The entity table maps an index to (chunk, row); a chunk knows its archetype. The archetype
- * graph caches "+C" and "-C" transitions in a hash map keyed by (archetype, component, sign).
+ * graph caches "+C" and "-C" transitions in a flat array per archetype, indexed by component.
  */
 #ifndef TESSERA_INTERNAL_H
 #define TESSERA_INTERNAL_H
@@ -22,7 +22,7 @@
 #define TESI_INDEX_LIMIT         (1u << TES_INDEX_BITS) /* indices are 1 .. TESI_INDEX_LIMIT-1 */
 #define TESI_NO_TYPE             0xFFFFu     /* type_index entry of an absent component */
 #define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
-#define TESI_DEFAULT_CHUNK_BYTES 16384u
+#define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
 #define TESI_MAX_BLOCK_BYTES     (64u * 1024u * 1024u)
@@ -59,6 +59,24 @@ typedef struct tesi_column_t {
     uint32_t key;    /* component << 8 | field (fields < 256): the sort order */
 } tesi_column_t;
 
+/* Where one destination column of a move gets its data: an edge's move plan, computed once
+ * per cached edge so that moving a row is a straight loop with no column matching. */
+typedef struct tesi_move_t {
+    uint32_t dst_offset;
+    uint32_t src_offset; /* TESI_NEW_COLUMN: the source lacks it, the cell is zeroed */
+    uint32_t bytes;
+} tesi_move_t;
+
+#define TESI_NEW_COLUMN 0xFFFFFFFFu
+
+/* A cached transition from an archetype by one component: "+C" when the archetype lacks C,
+ * "-C" when it has it (membership says which, so one slot per component id suffices). */
+typedef struct tesi_edge_t {
+    tesi_archetype_t *target; /* NULL: not cached yet */
+    tesi_move_t *moves;       /* target->column_count entries; NULL if not allocated */
+    uint32_t move_count;
+} tesi_edge_t;
+
 typedef struct tesi_chunk_t {
     uint8_t *data; /* the block; entity column at offset 0 */
     tesi_archetype_t *archetype;
@@ -83,6 +101,8 @@ struct tesi_archetype_t {
     uint32_t chunk_count;
     uint32_t chunk_slots; /* allocated length of chunks */
     uint32_t entity_count;
+    tesi_edge_t *edges; /* by component id < edge_slots: a flat array, no hashing */
+    uint32_t edge_slots;
 };
 
 /* ---- entity table ---------------------------------------------------------------------- */
@@ -93,30 +113,12 @@ typedef struct tesi_record_t {
     uint32_t generation;
 } tesi_record_t;
 
-/* ---- hash maps (graph.c) --------------------------------------------------------------- */
-
-/* Where one destination column of a move gets its data: the edge's move plan, computed once
- * per cached edge so that moving a row is a straight loop with no column matching. */
-typedef struct tesi_move_t {
-    uint32_t dst_offset;
-    uint32_t src_offset; /* TESI_NEW_COLUMN: the source lacks it, the cell is zeroed */
-    uint32_t bytes;
-} tesi_move_t;
-
-#define TESI_NEW_COLUMN 0xFFFFFFFFu
-
-typedef struct tesi_edge_t {
-    uint64_t key; /* archetype << 32 | component << 1 | removing, plus one (0 = empty) */
-    tes_archetype_t target;
-    tesi_move_t *moves; /* one per target column; NULL if it could not be allocated */
-} tesi_edge_t;
+/* ---- archetype graph (graph.c) --------------------------------------------------------- */
 
 typedef struct tesi_graph_t {
     uint32_t *types;     /* archetype id + 1 per slot, 0 = empty; probed by set hash */
     uint32_t type_slots; /* power of two */
-    tesi_edge_t *edges;
-    uint32_t edge_slots; /* power of two */
-    uint32_t edge_count;
+    uint32_t edge_count; /* cached transitions, over all archetypes */
     uint32_t generation; /* bumped on every new archetype */
 } tesi_graph_t;
 
@@ -242,6 +244,8 @@ void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype);
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
                              bool removing, tesi_archetype_t **out, const tesi_move_t **out_moves);
 tes_result_t tesi_graph_validate(const tes_world_t *world);
+/* Frees the archetype's edges and their move plans. */
+void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *archetype);
 void tesi_graph_fini(tes_world_t *world);
 
 #endif /* TESSERA_INTERNAL_H */

@@ -126,7 +126,7 @@ typedef struct tes_allocator_t {
 
 /* Zero means "default" for every field. */
 typedef struct tes_world_desc_t {
-    /* Bytes of one chunk block (entity column + field columns). Default 16384; rounded up to a
+    /* Bytes of one chunk block (entity column + field columns). Default 65536; rounded up to a
      * multiple of 64, at least 1024. */
     uint32_t chunk_bytes;
     /* Freed entity slots are reused only once this many wait in the FIFO free queue, unless

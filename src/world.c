@@ -113,12 +113,12 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
 
 void tes_world_destroy(tes_world_t *world) {
     if (!world) return;
-    tesi_graph_fini(world); /* before the archetypes: move plans are sized by them */
     tesi_archetypes_fini(world);
     for (uint32_t i = 0; i < world->pool_count; i++) {
         tesi_chunk_destroy(world, world->pool[i]);
     }
     tesi_free(world, world->pool, (size_t)world->pool_slots * sizeof *world->pool);
+    tesi_graph_fini(world);
     tesi_entities_fini(world);
     tesi_components_fini(world);
     tesi_free(world, world->scratch, (size_t)world->scratch_slots * sizeof *world->scratch);
