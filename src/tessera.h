@@ -17,8 +17,11 @@
  * ERRORS
  *   Every function that can fail returns a tes_result_t. TES_OK is 0; every other value comes
  *   from the TES_RESULTS X-macro below and has a stable name (tes_result_name) and message
- *   (tes_result_message). A failed call leaves the world exactly as it was. User mistakes never
- *   abort the process.
+ *   (tes_result_message). User mistakes never abort the process. A failed call leaves every
+ *   entity, component and field value exactly as it was, and never corrupts anything. It may
+ *   keep internal capacity it grew before failing, and a call that ran out of memory part way
+ *   may keep an archetype it created for the call (empty, usable like any other). Only
+ *   tes_world_stats and tes_archetype_count can tell.
  *
  * ENTITY HANDLES
  *   A tes_entity_t is a 30-bit number: the low TES_INDEX_BITS bits are a slot index in the
@@ -26,9 +29,10 @@
  *   recycled. Every handle is below 2^30, so JavaScript engines keep it as a small integer.
  *   Handle 0 is never a live entity. A handle whose entity was despawned is "stale": every call
  *   that takes it fails with TES_ERR_STALE_ENTITY and touches nothing. Slots are recycled first
- *   in, first out, and only once at least `min_free_indices` slots wait in the free queue, so a
- *   stale handle can alias a newer entity only after its slot went through 2^9 = 512 recycles,
- *   which takes at least 512 * (min_free_indices + 1) spawns (2.1 million with the default).
+ *   in, first out, and only while more than `min_free_indices` slots wait in the free queue, so
+ *   a stale handle can alias a newer entity only after its slot went through 2^9 = 512
+ *   recycles, which takes at least 512 * (min_free_indices + 1) spawns (2.1 million with the
+ *   default).
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -52,25 +56,25 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 /* X(name, message). The order is the ABI: append only. */
-#define TES_RESULTS(X)                                                                   \
-    X(TES_OK, "ok")                                                                      \
-    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                      \
-    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                            \
-    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")         \
-    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                 \
-    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")            \
-    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")              \
-    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                            \
-    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")               \
-    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                    \
-    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")       \
-    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                  \
-    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")              \
-    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")           \
-    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                    \
-    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")      \
-    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")              \
-    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set does not fit in a chunk") \
+#define TES_RESULTS(X)                                                                 \
+    X(TES_OK, "ok")                                                                    \
+    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                    \
+    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                          \
+    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")       \
+    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                               \
+    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")          \
+    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")            \
+    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                          \
+    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")             \
+    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                  \
+    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")     \
+    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                \
+    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")            \
+    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")         \
+    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                  \
+    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")    \
+    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")            \
+    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB") \
     X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")
 
 typedef enum tes_result_t {
@@ -127,10 +131,13 @@ typedef struct tes_allocator_t {
 /* Zero means "default" for every field. */
 typedef struct tes_world_desc_t {
     /* Bytes of one chunk block (entity column + field columns). Default 65536; rounded up to a
-     * multiple of 64, at least 1024. */
+     * multiple of 64, at least 1024. An archetype whose rows are so wide that fewer than 8 fit
+     * gets blocks of a larger power-of-two multiple of this size (up to 64 MiB); those are
+     * freed when empty instead of pooled. */
     uint32_t chunk_bytes;
-    /* Freed entity slots are reused only once this many wait in the FIFO free queue, unless
-     * the table is full. Default 4096. Larger delays aliasing of stale handles further. */
+    /* Freed entity slots are reused only while more than this many wait in the FIFO free
+     * queue, unless the table is full. Default 4096. Larger delays aliasing of stale handles
+     * further. */
     uint32_t min_free_indices;
     /* Allocator for everything the world owns. Default: malloc/free. */
     tes_allocator_t allocator;
@@ -260,7 +267,7 @@ TES_API tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entit
                                     double *out);
 /* Stores a double into one element. Integer fields take only integral values in range, and
  * every field rejects NaN into an integer: TES_ERR_BAD_VALUE, nothing written. f32 rounds to
- * nearest; a finite value beyond its range is rejected the same way (it would become infinity). */
+ * nearest; a finite value whose magnitude exceeds FLT_MAX is rejected the same way. */
 TES_API tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity,
                                     tes_component_t component, uint32_t field, uint32_t element,
                                     double value);

@@ -101,8 +101,12 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
     };
     world->bytes_allocated = sizeof *world;
 
+    /* The scratch set is sized up front, so that rejecting a bad component set (up to 63
+     * ids) never allocates. */
     tesi_archetype_t *empty;
-    tes_result_t result = tesi_archetype_ensure(world, 0, &empty);
+    tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots, 64,
+                                       sizeof *world->scratch, 64);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, 0, &empty);
     if (result != TES_OK) {
         tes_world_destroy(world);
         return result;

@@ -1,0 +1,454 @@
+/*
+ * Shared helpers for the tessera C tests (header-only: CMake links each test file with
+ * harness.c and the library only). Everything here uses the public API and standard C.
+ *
+ *   fx_world           a world destroyed after the case, pass or fail
+ *   fx_component/tag   registration that must succeed
+ *   fx_alloc_t         counting allocator: live blocks and bytes, size checks, injected failure
+ *   fx_snapshot_t      everything observable about a world, to prove a call changed nothing
+ *   fx_check_*         invariants checked through the public API
+ *   fx_rng_t           splitmix64, reproducible from a printed seed
+ */
+#ifndef TESSERA_TEST_FIXTURES_H
+#define TESSERA_TEST_FIXTURES_H
+
+#include "harness.h"
+#include "tessera.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* Worlds and components                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+static inline void fx_destroy_world(void *world) {
+    tes_world_destroy((tes_world_t *)world);
+}
+
+static inline tes_world_t *fx_world(const tes_world_desc_t *desc) {
+    tes_world_t *world = NULL;
+    CHECK_OK(tes_world_create(desc, &world));
+    CHECK(world != NULL);
+    harness_defer(fx_destroy_world, world);
+    return world;
+}
+
+/* Destroys a world made by fx_world now (to check what its destruction gives back). */
+static inline void fx_world_destroy_now(tes_world_t *world) {
+    harness_run_deferred_now(fx_destroy_world, world);
+}
+
+static inline tes_component_t fx_component(tes_world_t *world, const char *name,
+                                           const tes_field_desc_t *fields, uint32_t field_count) {
+    tes_component_desc_t desc = {.name = name, .fields = fields, .field_count = field_count};
+    tes_component_t id = UINT32_MAX;
+    CHECK_OK(tes_component_register(world, &desc, &id));
+    return id;
+}
+
+static inline tes_component_t fx_tag(tes_world_t *world, const char *name) {
+    return fx_component(world, name, NULL, 0);
+}
+
+/* malloc that is released after the case. */
+static inline void *fx_malloc(size_t size) {
+    void *p = calloc(1, size ? size : 1);
+    CHECK(p != NULL);
+    harness_defer(free, p);
+    return p;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Counting allocator                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+#define FX_ALLOC_MAGIC 0x7e55e7a11c0c0a11ull
+#define FX_LIVE_MAGIC  0x11fe11fe11fe11feull
+#define FX_DEAD_MAGIC  0xdeaddeaddeaddeadull
+
+typedef struct fx_alloc_t {
+    uint64_t magic;
+    uint64_t allocs;      /* successful alloc calls */
+    uint64_t frees;       /* free calls with a non-NULL pointer */
+    uint64_t failures;    /* alloc calls answered with NULL */
+    uint64_t live_blocks; /* allocs - frees */
+    uint64_t live_bytes;  /* sum of sizes of live blocks */
+    uint64_t bad_frees;   /* wrong size, unknown or already freed pointer */
+    uint64_t misaligned;  /* never expected: our own blocks are 16-byte aligned */
+    int64_t fail_after;   /* < 0: never fail; else allocations after this many successes fail */
+    bool fail_once;       /* only the first injected failure fails, then allocations succeed */
+} fx_alloc_t;
+
+/* Each block carries its size and a state word in front of it. */
+typedef struct fx_block_header_t {
+    uint64_t size;
+    uint64_t state;
+} fx_block_header_t;
+
+static inline void *fx_alloc_fn(size_t size, void *user) {
+    fx_alloc_t *a = (fx_alloc_t *)user;
+    if (a == NULL || a->magic != FX_ALLOC_MAGIC) return NULL;
+    if (a->fail_after >= 0 && a->allocs >= (uint64_t)a->fail_after) {
+        a->failures++;
+        if (a->fail_once) a->fail_after = -1;
+        return NULL;
+    }
+    size_t total = (sizeof(fx_block_header_t) + size + 15u) & ~(size_t)15u;
+    fx_block_header_t *h = (fx_block_header_t *)aligned_alloc(16, total);
+    if (h == NULL) return NULL;
+    h->size = size;
+    h->state = FX_LIVE_MAGIC;
+    a->allocs++;
+    a->live_blocks++;
+    a->live_bytes += size;
+    void *p = h + 1;
+    if (((uintptr_t)p & 15u) != 0) a->misaligned++;
+    return p;
+}
+
+static inline void fx_free_fn(void *ptr, size_t size, void *user) {
+    fx_alloc_t *a = (fx_alloc_t *)user;
+    if (ptr == NULL) return;
+    if (a == NULL || a->magic != FX_ALLOC_MAGIC) return; /* leaks: reported by the test */
+    fx_block_header_t *h = (fx_block_header_t *)ptr - 1;
+    if (h->state != FX_LIVE_MAGIC) {
+        a->bad_frees++;
+        return;
+    }
+    if (h->size != size) a->bad_frees++;
+    h->state = FX_DEAD_MAGIC;
+    a->frees++;
+    a->live_blocks--;
+    a->live_bytes -= h->size;
+    free(h);
+}
+
+static inline void fx_alloc_init(fx_alloc_t *a) {
+    memset(a, 0, sizeof *a);
+    a->magic = FX_ALLOC_MAGIC;
+    a->fail_after = -1;
+}
+
+/* A counting allocator that outlives every world of the case (register it before them). */
+static inline fx_alloc_t *fx_alloc_new(void) {
+    fx_alloc_t *a = (fx_alloc_t *)fx_malloc(sizeof *a);
+    fx_alloc_init(a);
+    return a;
+}
+
+static inline tes_allocator_t fx_allocator(fx_alloc_t *a) {
+    tes_allocator_t allocator = {.alloc = fx_alloc_fn, .free = fx_free_fn, .user = a};
+    return allocator;
+}
+
+/* Everything handed out came back, each with the size that was asked for. */
+#define FX_CHECK_ALLOC_CLEAN(a)            \
+    do {                                   \
+        CHECK_EQ((a)->live_blocks, 0);     \
+        CHECK_EQ((a)->live_bytes, 0);      \
+        CHECK_EQ((a)->bad_frees, 0);       \
+        CHECK_EQ((a)->allocs, (a)->frees); \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Snapshots: everything observable through the public API                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fx_snapshot_t {
+    tes_world_stats_t stats;
+    unsigned char *bytes;
+    size_t length;
+    size_t capacity;
+} fx_snapshot_t;
+
+static inline void fx_snapshot_release(fx_snapshot_t *s) {
+    free(s->bytes);
+    s->bytes = NULL;
+    s->length = s->capacity = 0;
+}
+
+static inline void fx_snapshot_delete(void *snapshot) {
+    fx_snapshot_release((fx_snapshot_t *)snapshot);
+    free(snapshot);
+}
+
+static inline void fx_snapshot_take(fx_snapshot_t *s, const tes_world_t *world);
+
+/* A snapshot on the heap, released after the case; take() may refresh it any number of times. */
+static inline fx_snapshot_t *fx_snapshot_new(void) {
+    fx_snapshot_t *s = (fx_snapshot_t *)calloc(1, sizeof *s);
+    CHECK(s != NULL);
+    harness_defer(fx_snapshot_delete, s);
+    return s;
+}
+
+static inline fx_snapshot_t *fx_snapshot_of(const tes_world_t *world) {
+    fx_snapshot_t *s = fx_snapshot_new();
+    fx_snapshot_take(s, world);
+    return s;
+}
+
+static inline void fx_snapshot_put(fx_snapshot_t *s, const void *data, size_t n) {
+    if (s->length + n > s->capacity) {
+        size_t capacity = s->capacity ? s->capacity : 4096;
+        while (capacity < s->length + n)
+            capacity *= 2;
+        unsigned char *bytes = (unsigned char *)realloc(s->bytes, capacity);
+        CHECK(bytes != NULL);
+        s->bytes = bytes;
+        s->capacity = capacity;
+    }
+    memcpy(s->bytes + s->length, data, n);
+    s->length += n;
+}
+
+static inline void fx_snapshot_put_u32(fx_snapshot_t *s, uint32_t v) {
+    fx_snapshot_put(s, &v, sizeof v);
+}
+
+static inline void fx_snapshot_put_string(fx_snapshot_t *s, const char *text) {
+    CHECK(text != NULL);
+    size_t n = strlen(text);
+    fx_snapshot_put_u32(s, (uint32_t)n);
+    fx_snapshot_put(s, text, n);
+}
+
+/* Records: stats, the component registry, every archetype (components, counts), every chunk
+ * (entities in slot order) and, per entity, its location and every field of every component
+ * it has. Uses only const calls, so taking a snapshot changes nothing. */
+static inline void fx_snapshot_take(fx_snapshot_t *s, const tes_world_t *world) {
+    s->length = 0;
+    CHECK_OK(tes_world_stats(world, &s->stats));
+    for (tes_component_t c = 0; c < s->stats.component_count; c++) {
+        tes_component_info_t info;
+        CHECK_OK(tes_component_info(world, c, &info));
+        fx_snapshot_put_string(s, info.name);
+        fx_snapshot_put_u32(s, info.field_count);
+        fx_snapshot_put_u32(s, info.row_bytes);
+        for (uint32_t f = 0; f < info.field_count; f++) {
+            tes_field_info_t field;
+            CHECK_OK(tes_field_info(world, c, f, &field));
+            fx_snapshot_put_string(s, field.name);
+            fx_snapshot_put_u32(s, (uint32_t)field.type);
+            fx_snapshot_put_u32(s, field.length);
+            fx_snapshot_put_u32(s, field.bytes);
+        }
+    }
+    /* Empty archetypes are internal structure (a call that ran out of memory may keep one it
+     * created, see tessera.h "ERRORS"): only archetypes holding entities are compared here;
+     * the strict check compares archetype_count. */
+    uint32_t archetype_count = tes_archetype_count(world);
+    for (tes_archetype_t a = 0; a < archetype_count; a++) {
+        tes_archetype_info_t info;
+        CHECK_OK(tes_archetype_info(world, a, &info));
+        if (info.entity_count == 0) continue;
+        fx_snapshot_put_u32(s, a);
+        fx_snapshot_put_u32(s, info.component_count);
+        if (info.component_count > 0) {
+            fx_snapshot_put(s, info.components, info.component_count * sizeof(tes_component_t));
+        }
+        fx_snapshot_put_u32(s, info.entity_count);
+        fx_snapshot_put_u32(s, info.chunk_count);
+        fx_snapshot_put_u32(s, info.capacity);
+        for (uint32_t k = 0; k < info.chunk_count; k++) {
+            tes_chunk_info_t chunk;
+            CHECK_OK(tes_chunk_info(world, a, k, &chunk));
+            fx_snapshot_put_u32(s, chunk.count);
+            fx_snapshot_put_u32(s, chunk.capacity);
+            for (uint32_t row = 0; row < chunk.count; row++) {
+                tes_entity_t e = chunk.entities[row];
+                tes_location_t loc;
+                fx_snapshot_put_u32(s, e);
+                fx_snapshot_put_u32(s, tes_is_alive(world, e) ? 1u : 0u);
+                CHECK_OK(tes_location(world, e, &loc));
+                fx_snapshot_put(s, &loc, sizeof loc);
+                for (uint32_t i = 0; i < info.component_count; i++) {
+                    tes_component_info_t component;
+                    CHECK_OK(tes_component_info(world, info.components[i], &component));
+                    for (uint32_t f = 0; f < component.field_count; f++) {
+                        unsigned char value[TES_MAX_ARRAY_LENGTH * 8];
+                        tes_field_info_t field;
+                        CHECK_OK(tes_field_info(world, info.components[i], f, &field));
+                        CHECK(field.bytes <= sizeof value);
+                        CHECK_OK(tes_get(world, e, info.components[i], f, value, field.bytes));
+                        fx_snapshot_put(s, value, field.bytes);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Writes the first difference into message; true when equal. What tessera.h lets a failed
+ * call keep (grown capacity, pooled chunks, an archetype created on the way, its cached
+ * edges, bytes_allocated) is compared only when `strict` is set. */
+static inline bool fx_snapshot_equal_ex(const fx_snapshot_t *a, const fx_snapshot_t *b, bool strict,
+                                        char *message, size_t message_size) {
+#define FX_STAT(field)                                                                    \
+    if (a->stats.field != b->stats.field) {                                               \
+        snprintf(message, message_size, "stats." #field " %llu -> %llu",                  \
+                 (unsigned long long)a->stats.field, (unsigned long long)b->stats.field); \
+        return false;                                                                     \
+    }
+    FX_STAT(entity_count)
+    FX_STAT(entity_capacity)
+    FX_STAT(free_queue_length)
+    FX_STAT(component_count)
+    FX_STAT(chunk_count)
+    FX_STAT(chunk_bytes)
+    if (strict) {
+        FX_STAT(archetype_count)
+        FX_STAT(pooled_chunk_count)
+        FX_STAT(edge_count)
+        FX_STAT(graph_generation)
+        FX_STAT(bytes_allocated)
+    }
+#undef FX_STAT
+    size_t n = a->length < b->length ? a->length : b->length;
+    for (size_t i = 0; i < n; i++) {
+        if (a->bytes[i] != b->bytes[i]) {
+            snprintf(message, message_size, "registry/archetype/entity data differ at byte %zu", i);
+            return false;
+        }
+    }
+    if (a->length != b->length) {
+        snprintf(message, message_size, "snapshot length %zu -> %zu", a->length, b->length);
+        return false;
+    }
+    return true;
+}
+
+static inline bool fx_snapshot_equal(const fx_snapshot_t *a, const fx_snapshot_t *b, char *message,
+                                     size_t message_size) {
+    return fx_snapshot_equal_ex(a, b, false, message, message_size);
+}
+
+/* Fails (at the caller's line) unless the world looks exactly like `before`. */
+static inline void fx_check_unchanged_at(const char *file, int line, const fx_snapshot_t *before,
+                                         const tes_world_t *world, bool strict) {
+    fx_snapshot_t after;
+    char message[160];
+    memset(&after, 0, sizeof after);
+    fx_snapshot_take(&after, world);
+    bool same = fx_snapshot_equal_ex(before, &after, strict, message, sizeof message);
+    fx_snapshot_release(&after);
+    if (!same) harness_fail(file, line, "world changed: %s", message);
+}
+/* Entities, components, field values and the archetypes that hold entities: what a failed
+ * call must leave exactly as it was. */
+#define FX_CHECK_UNCHANGED(before, world) \
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, false)
+/* Everything, internal structure and bytes_allocated included: what bad input (as opposed to
+ * running out of memory) must leave as it was. */
+#define FX_CHECK_UNCHANGED_STRICT(before, world) \
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, true)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Invariants through the public API                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The entity's location names a slot whose chunk holds the entity's handle. */
+static inline tes_location_t fx_check_location(const tes_world_t *world, tes_entity_t e) {
+    tes_location_t loc;
+    tes_archetype_info_t archetype;
+    tes_chunk_info_t chunk;
+    CHECK_OK(tes_location(world, e, &loc));
+    CHECK_OK(tes_archetype_info(world, loc.archetype, &archetype));
+    CHECK(loc.chunk < archetype.chunk_count);
+    CHECK_OK(tes_chunk_info(world, loc.archetype, loc.chunk, &chunk));
+    CHECK(loc.row < chunk.count);
+    CHECK_EQ(chunk.entities[loc.row], e);
+    return loc;
+}
+
+/* Every chunk but the last is full, none is empty, counts add up, every slot's entity is
+ * alive and located there. */
+static inline void fx_check_packed(const tes_world_t *world, tes_archetype_t archetype) {
+    tes_archetype_info_t info;
+    CHECK_OK(tes_archetype_info(world, archetype, &info));
+    CHECK(info.capacity >= 1);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < info.chunk_count; k++) {
+        tes_chunk_info_t chunk;
+        CHECK_OK(tes_chunk_info(world, archetype, k, &chunk));
+        CHECK_EQ(chunk.capacity, info.capacity);
+        CHECK(chunk.count >= 1);
+        if (k + 1 < info.chunk_count) CHECK_EQ(chunk.count, chunk.capacity);
+        CHECK(chunk.count <= chunk.capacity);
+        for (uint32_t row = 0; row < chunk.count; row++) {
+            tes_location_t loc;
+            CHECK(tes_is_alive(world, chunk.entities[row]));
+            CHECK_OK(tes_location(world, chunk.entities[row], &loc));
+            CHECK_EQ(loc.archetype, archetype);
+            CHECK_EQ(loc.chunk, k);
+            CHECK_EQ(loc.row, row);
+        }
+        total += chunk.count;
+    }
+    CHECK_EQ(total, info.entity_count);
+}
+
+static inline void fx_check_all_packed(const tes_world_t *world) {
+    uint32_t count = tes_archetype_count(world);
+    for (tes_archetype_t a = 0; a < count; a++)
+        fx_check_packed(world, a);
+}
+
+static inline tes_world_stats_t fx_stats(const tes_world_t *world) {
+    tes_world_stats_t stats;
+    CHECK_OK(tes_world_stats(world, &stats));
+    return stats;
+}
+
+static inline tes_archetype_info_t fx_archetype(const tes_world_t *world, tes_archetype_t a) {
+    tes_archetype_info_t info;
+    CHECK_OK(tes_archetype_info(world, a, &info));
+    return info;
+}
+
+static inline tes_archetype_t fx_archetype_of(const tes_world_t *world, tes_entity_t e) {
+    tes_location_t loc;
+    CHECK_OK(tes_location(world, e, &loc));
+    return loc.archetype;
+}
+
+static inline bool fx_has(const tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    bool has = false;
+    CHECK_OK(tes_has(world, e, c, &has));
+    return has;
+}
+
+static inline double fx_get_number(const tes_world_t *world, tes_entity_t e, tes_component_t c,
+                                   uint32_t field, uint32_t element) {
+    double value = -12345.0;
+    CHECK_OK(tes_get_number(world, e, c, field, element, &value));
+    return value;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Reproducible randomness                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fx_rng_t {
+    uint64_t state;
+} fx_rng_t;
+
+static inline uint64_t fx_rng_next(fx_rng_t *rng) {
+    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n), n > 0. */
+static inline uint32_t fx_rng_below(fx_rng_t *rng, uint32_t n) {
+    return (uint32_t)(((fx_rng_next(rng) >> 32) * (uint64_t)n) >> 32);
+}
+
+static inline bool fx_rng_chance(fx_rng_t *rng, uint32_t percent) {
+    return fx_rng_below(rng, 100) < percent;
+}
+
+#endif /* TESSERA_TEST_FIXTURES_H */

@@ -1,0 +1,207 @@
+/* Out of memory: an allocator that fails the k-th allocation, for every k. Each call of a
+ * fixed sequence must then succeed or report TES_ERR_OUT_OF_MEMORY, and a failed call must
+ * leave a valid world exactly as it was; nothing may leak. */
+#include "fixtures.h"
+
+static const tes_field_desc_t position_fields[] = {{"x", TES_F32, 0}, {"y", TES_F32, 0}};
+static const tes_field_desc_t array_fields[] = {{"b", TES_U8, 5}, {"d", TES_F64, 0}};
+static const tes_field_desc_t value_fields[] = {{"v", TES_I32, 0}};
+
+typedef struct oom_run_t {
+    fx_alloc_t *alloc;
+    tes_world_t *world;
+    fx_snapshot_t *before;
+    bool sticky;     /* every allocation after the first failure fails too */
+    bool stopped;    /* sticky: the first failed call ends the sequence */
+    uint32_t failed; /* calls that reported TES_ERR_OUT_OF_MEMORY */
+    int failed_line; /* where */
+} oom_run_t;
+
+/* Runs `call`; on TES_ERR_OUT_OF_MEMORY checks the world is valid and unchanged, then either
+ * stops (sticky) or retries once, when the allocator works again. */
+#define STEP(call)                                         \
+    do {                                                   \
+        if (run->stopped) return;                          \
+        fx_snapshot_take(run->before, run->world);         \
+        uint64_t failures_before = run->alloc->failures;   \
+        tes_result_t step_r = (call);                      \
+        if (step_r == TES_ERR_OUT_OF_MEMORY) {             \
+            CHECK(run->alloc->failures > failures_before); \
+            CHECK_OK(tes_world_validate(run->world));      \
+            FX_CHECK_UNCHANGED(run->before, run->world);   \
+            run->failed++;                                 \
+            run->failed_line = __LINE__;                   \
+            if (run->sticky) {                             \
+                run->stopped = true;                       \
+                return;                                    \
+            }                                              \
+            step_r = (call);                               \
+        }                                                  \
+        CHECK_OK(step_r);                                  \
+    } while (0)
+
+static tes_component_t reg(oom_run_t *run, const char *name, const tes_field_desc_t *fields,
+                           uint32_t count, tes_result_t *result) {
+    tes_component_desc_t desc = {name, fields, count};
+    tes_component_t id = UINT32_MAX;
+    *result = tes_component_register(run->world, &desc, &id);
+    return id;
+}
+
+/* The world is created by the caller; this is everything after. */
+static void sequence(oom_run_t *run) {
+    tes_world_t *w = run->world;
+    tes_result_t r;
+    tes_component_t p = 0, arr = 0, t = 0, q = 0, extra = 0;
+    STEP((p = reg(run, "Position", position_fields, 2, &r), r));
+    STEP((arr = reg(run, "Arrays", array_fields, 2, &r), r));
+    STEP((t = reg(run, "Frozen", NULL, 0, &r), r));
+    STEP((q = reg(run, "Value", value_fields, 1, &r), r));
+    tes_component_t pa[] = {p, arr}, pat[] = {p, arr, t}, qt[] = {q, t};
+    tes_entity_t e0 = 0, e1 = 0, batch[300], more[50], queue[200];
+
+    STEP(tes_spawn(w, &p, 1, &e0));
+    CHECK_OK(tes_set_number(w, e0, p, 0, 0, 1.5));
+    STEP(tes_spawn(w, pat, 3, &e1));
+    CHECK_OK(tes_set_number(w, e1, arr, 1, 0, -2.25));
+    STEP(tes_spawn_batch(w, pa, 2, 300, batch));
+    for (uint32_t i = 0; i < 300; i++) {
+        CHECK_OK(tes_set_number(w, batch[i], p, 1, 0, i));
+        CHECK_OK(tes_set_number(w, batch[i], arr, 0, i % 5, i % 256));
+    }
+    STEP(tes_add(w, e0, q));
+    STEP(tes_add(w, batch[5], t));
+    STEP(tes_remove(w, batch[7], p));
+    tes_archetype_t a_pa = 0, a_pat = 0, a_qt = 0;
+    STEP(tes_archetype_find(w, pa, 2, &a_pa));
+    STEP(tes_archetype_add(w, a_pa, t)); /* onto {P,A,T}, which holds e1 and batch[5] */
+    STEP(tes_archetype_find(w, pat, 3, &a_pat));
+    STEP(tes_archetype_remove(w, a_pat, arr)); /* to a new archetype {P,T} */
+    STEP(tes_despawn_batch(w, batch + 100, 100));
+    STEP(tes_despawn(w, e1));
+    for (int i = 0; i < 50; i++)
+        STEP(tes_spawn(w, &q, 1, &more[i]));
+    STEP(tes_archetype_find(w, qt, 2, &a_qt));
+    STEP(tes_spawn_batch(w, &q, 1, 200, queue));
+    STEP(tes_archetype_spawn(w, a_qt, 150, NULL));
+    STEP((extra = reg(run, "Extra", array_fields, 2, &r), r));
+    STEP(tes_add(w, e0, extra));
+    STEP(tes_remove(w, e0, q));
+    STEP(tes_archetype_add(w, fx_archetype_of(w, queue[0]), extra));
+    STEP(tes_despawn_batch(w, queue, 200));
+    STEP(tes_spawn_batch(w, pat, 3, 120, NULL));
+    CHECK_NUM_EQ(fx_get_number(w, e0, p, 0, 0), 1.5);
+    CHECK_NUM_EQ(fx_get_number(w, batch[299], p, 1, 0), 299); /* Arrays was removed from it */
+    CHECK_NUM_EQ(fx_get_number(w, batch[7], arr, 0, 2), 7);   /* {Arrays} since P was removed */
+    CHECK_OK(tes_world_validate(w));
+}
+
+/* One run with the (k+1)-th allocation failing (or every one after it when sticky). Returns
+ * the number of failed calls; leaves the final state in `final` when given. */
+static uint32_t run_once(fx_alloc_t *alloc, fx_snapshot_t *scratch, int64_t k, bool sticky,
+                         fx_snapshot_t *final) {
+    oom_run_t run_state = {.alloc = alloc, .before = scratch, .sticky = sticky};
+    oom_run_t *run = &run_state;
+    fx_alloc_init(alloc);
+    alloc->fail_after = k;
+    alloc->fail_once = !sticky;
+    tes_world_desc_t desc = {
+        .chunk_bytes = 1024, .min_free_indices = 4, .allocator = fx_allocator(alloc)};
+    tes_world_t *world = NULL;
+    tes_result_t r = tes_world_create(&desc, &world);
+    if (r == TES_ERR_OUT_OF_MEMORY) {
+        CHECK_EQ(alloc->live_blocks, 0);
+        CHECK_EQ(alloc->bad_frees, 0);
+        if (sticky) return 1;
+        run->failed++;
+        r = tes_world_create(&desc, &world);
+    }
+    CHECK_OK(r);
+    harness_defer(fx_destroy_world, world);
+    run->world = world;
+    sequence(run);
+    if (final != NULL && !run->stopped) fx_snapshot_take(final, world);
+    fx_world_destroy_now(world);
+    FX_CHECK_ALLOC_CLEAN(alloc);
+    return run->failed;
+}
+
+static void check_every_failure_point(bool sticky) {
+    fx_alloc_t *alloc = fx_alloc_new();
+    fx_snapshot_t *scratch = fx_snapshot_new();
+    fx_snapshot_t *reference = fx_snapshot_new();
+    fx_snapshot_t *final = fx_snapshot_new();
+    CHECK_EQ(run_once(alloc, scratch, -1, sticky, reference), 0);
+    uint64_t total_allocations = alloc->allocs;
+    CHECK(total_allocations > 20);
+    int64_t k = 0;
+    for (;; k++) {
+        CHECK(k <= (int64_t)total_allocations + 1);
+        uint32_t failed = run_once(alloc, scratch, k, sticky, final);
+        if (alloc->failures == 0) break; /* the sequence needed no more than k allocations */
+        CHECK(failed <= 1);
+        if (!sticky) {
+            /* Every failed call was undone, so the retried run ends where the clean one did. */
+            char message[160];
+            if (!fx_snapshot_equal(reference, final, message, sizeof message)) {
+                harness_fail(__FILE__, __LINE__, "k = %lld: final state differs: %s", (long long)k,
+                             message);
+            }
+        }
+    }
+    CHECK(k >= (int64_t)total_allocations);
+    printf("  %lld failure points checked (%s)\n", (long long)k, sticky ? "sticky" : "once");
+}
+
+TEST(world_create_out_of_memory_leaks_nothing) {
+    fx_alloc_t *alloc = fx_alloc_new();
+    for (int64_t k = 0;; k++) {
+        CHECK(k < 1000);
+        fx_alloc_init(alloc);
+        alloc->fail_after = k;
+        tes_world_desc_t desc = {.allocator = fx_allocator(alloc)};
+        tes_world_t *world = NULL;
+        tes_result_t r = tes_world_create(&desc, &world);
+        if (r == TES_OK) {
+            CHECK(world != NULL);
+            CHECK_OK(tes_world_validate(world));
+            tes_world_destroy(world);
+            FX_CHECK_ALLOC_CLEAN(alloc);
+            CHECK(k > 0); /* a world needs at least one allocation */
+            break;
+        }
+        CHECK_ERR(r, TES_ERR_OUT_OF_MEMORY);
+        FX_CHECK_ALLOC_CLEAN(alloc);
+    }
+}
+
+TEST(every_single_allocation_failure_is_reported_and_undone) {
+    check_every_failure_point(false);
+}
+
+TEST(allocator_that_stays_broken_leaves_a_valid_world_and_no_leaks) {
+    check_every_failure_point(true);
+}
+
+TEST(world_keeps_working_after_out_of_memory) {
+    fx_alloc_t *alloc = fx_alloc_new();
+    tes_world_desc_t desc = {.chunk_bytes = 1024, .allocator = fx_allocator(alloc)};
+    tes_world_t *world = fx_world(&desc);
+    tes_component_t p = fx_component(world, "Position", position_fields, 2);
+    tes_entity_t e[400];
+    CHECK_OK(tes_spawn_batch(world, &p, 1, 100, e));
+    fx_snapshot_t *before = fx_snapshot_of(world);
+    alloc->fail_after = (int64_t)alloc->allocs; /* everything fails from now on */
+    CHECK_ERR(tes_spawn_batch(world, &p, 1, 300, e + 100), TES_ERR_OUT_OF_MEMORY);
+    FX_CHECK_UNCHANGED(before, world);
+    CHECK_OK(tes_world_validate(world));
+    /* Calls that need no memory still work. */
+    CHECK_OK(tes_set_number(world, e[50], p, 0, 0, 4));
+    CHECK_OK(tes_despawn(world, e[99]));
+    alloc->fail_after = -1;
+    CHECK_OK(tes_spawn_batch(world, &p, 1, 300, e + 100));
+    CHECK_EQ(fx_stats(world).entity_count, 399);
+    CHECK_NUM_EQ(fx_get_number(world, e[50], p, 0, 0), 4);
+    fx_check_all_packed(world);
+    CHECK_OK(tes_world_validate(world));
+}
