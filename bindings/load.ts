@@ -1,0 +1,248 @@
+/**
+ * Loads `tessera.wasm` and hands out its raw exports: the `tes_*` functions of
+ * `src/tessera.h`, compiled with `-sSTANDALONE_WASM --no-entry`.
+ *
+ * The raw API speaks wasm32 C: every pointer, `size_t` and `uint32_t` is a JS number, `bool`
+ * is 0 or 1, and structs live in `memory` (write them through `tes_malloc`ed blocks). Exports
+ * return `i32`, so a pointer or `uint32_t` above 2^31 arrives negative: normalise with `>>> 0`.
+ * Memory may grow during any call that allocates; every typed-array view made before then is
+ * detached (`byteLength === 0`). Re-derive views when `view.buffer !== memory.buffer`.
+ *
+ * @module
+ */
+
+/** Address in the module's linear memory (byte offset). 0 is NULL. */
+export type Pointer = number;
+
+/**
+ * The raw exports of `tessera.wasm`, one per `TES_API` function of `src/tessera.h` (see the
+ * header for the meaning of each). `tes_result_t` results are numbers, 0 = `TES_OK`, in the
+ * order of the header's `TES_RESULTS` list.
+ */
+export interface TesseraExports {
+    /** The module's linear memory. */
+    readonly memory: WebAssembly.Memory;
+    /** Runs the C runtime's constructors. Called once by {@link loadTessera}. */
+    _initialize(): void;
+
+    /** `const char *tes_result_name(tes_result_t)`: pointer to a NUL-terminated string. */
+    tes_result_name(result: number): Pointer;
+    /** `const char *tes_result_message(tes_result_t)`: pointer to a NUL-terminated string. */
+    tes_result_message(result: number): Pointer;
+
+    /** `tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_world)`. */
+    tes_world_create(desc: Pointer, outWorld: Pointer): number;
+    /** `tes_world_destroy(tes_world_t *world)`. */
+    tes_world_destroy(world: Pointer): void;
+    /** `tes_world_stats(const tes_world_t *world, tes_world_stats_t *out)` (48 bytes). */
+    tes_world_stats(world: Pointer, out: Pointer): number;
+    /** `tes_world_validate(const tes_world_t *world)`. */
+    tes_world_validate(world: Pointer): number;
+
+    /** `uint32_t tes_type_size(tes_type_t type)`. */
+    tes_type_size(type: number): number;
+    /** `tes_component_register(world, const tes_component_desc_t *desc, tes_component_t *out)`. */
+    tes_component_register(world: Pointer, desc: Pointer, outComponent: Pointer): number;
+    /** `tes_component_lookup(world, const char *name, tes_component_t *out)`. */
+    tes_component_lookup(world: Pointer, name: Pointer, outComponent: Pointer): number;
+    /** `tes_component_info(world, component, tes_component_info_t *out)`. */
+    tes_component_info(world: Pointer, component: number, out: Pointer): number;
+    /** `tes_field_info(world, component, field, tes_field_info_t *out)`. */
+    tes_field_info(world: Pointer, component: number, field: number, out: Pointer): number;
+    /** `tes_field_lookup(world, component, const char *name, uint32_t *out_field)`. */
+    tes_field_lookup(world: Pointer, component: number, name: Pointer, outField: Pointer): number;
+
+    /** `tes_spawn(world, const tes_component_t *components, count, tes_entity_t *out)`. */
+    tes_spawn(world: Pointer, components: Pointer, count: number, outEntity: Pointer): number;
+    /** `tes_spawn_batch(world, components, count, n, tes_entity_t *out_entities)`. */
+    tes_spawn_batch(
+        world: Pointer,
+        components: Pointer,
+        count: number,
+        n: number,
+        outEntities: Pointer,
+    ): number;
+    /** `tes_despawn(world, entity)`. */
+    tes_despawn(world: Pointer, entity: number): number;
+    /** `tes_despawn_batch(world, const tes_entity_t *entities, n)`. */
+    tes_despawn_batch(world: Pointer, entities: Pointer, n: number): number;
+    /** `bool tes_is_alive(world, entity)`: 1 or 0. */
+    tes_is_alive(world: Pointer, entity: number): number;
+
+    /** `tes_add(world, entity, component)`. */
+    tes_add(world: Pointer, entity: number, component: number): number;
+    /** `tes_remove(world, entity, component)`. */
+    tes_remove(world: Pointer, entity: number, component: number): number;
+    /** `tes_has(world, entity, component, bool *out_has)` (1 byte). */
+    tes_has(world: Pointer, entity: number, component: number, outHas: Pointer): number;
+
+    /** `tes_get(world, entity, component, field, void *out, size_t size)`. */
+    tes_get(
+        world: Pointer,
+        entity: number,
+        component: number,
+        field: number,
+        out: Pointer,
+        size: number,
+    ): number;
+    /** `tes_set(world, entity, component, field, const void *value, size_t size)`. */
+    tes_set(
+        world: Pointer,
+        entity: number,
+        component: number,
+        field: number,
+        value: Pointer,
+        size: number,
+    ): number;
+    /** `tes_get_number(world, entity, component, field, element, double *out)`. */
+    tes_get_number(
+        world: Pointer,
+        entity: number,
+        component: number,
+        field: number,
+        element: number,
+        out: Pointer,
+    ): number;
+    /** `tes_set_number(world, entity, component, field, element, double value)`. */
+    tes_set_number(
+        world: Pointer,
+        entity: number,
+        component: number,
+        field: number,
+        element: number,
+        value: number,
+    ): number;
+    /** `tes_field_ptr(world, entity, component, field, void **out_ptr)`. */
+    tes_field_ptr(
+        world: Pointer,
+        entity: number,
+        component: number,
+        field: number,
+        outPtr: Pointer,
+    ): number;
+    /** `tes_location(world, entity, tes_location_t *out)` (12 bytes). */
+    tes_location(world: Pointer, entity: number, out: Pointer): number;
+
+    /** `uint32_t tes_archetype_count(world)`. */
+    tes_archetype_count(world: Pointer): number;
+    /** `tes_archetype_info(world, archetype, tes_archetype_info_t *out)` (20 bytes). */
+    tes_archetype_info(world: Pointer, archetype: number, out: Pointer): number;
+    /** `tes_archetype_find(world, const tes_component_t *components, count, *out)`. */
+    tes_archetype_find(
+        world: Pointer,
+        components: Pointer,
+        count: number,
+        outArchetype: Pointer,
+    ): number;
+    /** `tes_chunk_info(world, archetype, chunk, tes_chunk_info_t *out)` (12 bytes). */
+    tes_chunk_info(world: Pointer, archetype: number, chunk: number, out: Pointer): number;
+    /** `tes_chunk_column(world, archetype, chunk, component, field, void **out_column)`. */
+    tes_chunk_column(
+        world: Pointer,
+        archetype: number,
+        chunk: number,
+        component: number,
+        field: number,
+        outColumn: Pointer,
+    ): number;
+    /** `tes_archetype_spawn(world, archetype, n, tes_entity_t *out_entities)`. */
+    tes_archetype_spawn(world: Pointer, archetype: number, n: number, outEntities: Pointer): number;
+    /** `tes_archetype_add(world, archetype, component)`. */
+    tes_archetype_add(world: Pointer, archetype: number, component: number): number;
+    /** `tes_archetype_remove(world, archetype, component)`. */
+    tes_archetype_remove(world: Pointer, archetype: number, component: number): number;
+
+    /** `void *tes_malloc(size_t size)`: 16-byte aligned, 0 on failure. */
+    tes_malloc(size: number): Pointer;
+    /** `void tes_free(void *ptr)`. */
+    tes_free(ptr: Pointer): void;
+}
+
+/** A loaded, initialised tessera module. */
+export interface Tessera {
+    /** The raw `tes_*` exports. */
+    readonly exports: TesseraExports;
+    /** The module's linear memory (the same object as `exports.memory`). */
+    readonly memory: WebAssembly.Memory;
+}
+
+/** Where {@link loadTessera} gets the module from. */
+export interface LoadOptions {
+    /** The bytes of `tessera.wasm`; when given, `url` is ignored. */
+    bytes?: BufferSource;
+    /**
+     * Location of `tessera.wasm`. Default: `tessera.wasm` next to this file
+     * (`new URL('./tessera.wasm', import.meta.url)`). In Node, `file:` URLs and plain paths are
+     * read from disk; anything else is fetched.
+     */
+    url?: string | URL;
+}
+
+/**
+ * Loads, instantiates and initialises `tessera.wasm`. Each call makes an independent module
+ * instance with its own memory.
+ *
+ * @example
+ * const { exports, memory } = await loadTessera();
+ * const worldSlot = exports.tes_malloc(4);
+ * exports.tes_world_create(0, worldSlot);
+ */
+export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
+    const imports: WebAssembly.Imports = {
+        env: {
+            // Memory growth needs no host action: views are re-derived by their users.
+            emscripten_notify_memory_growth() {},
+        },
+    };
+    let instance: WebAssembly.Instance;
+    if (options.bytes !== undefined) {
+        instance = (await WebAssembly.instantiate(options.bytes, imports)).instance;
+    } else {
+        const url = options.url ?? new URL('./tessera.wasm', import.meta.url);
+        instance = await instantiateFrom(url, imports);
+    }
+    const exports = instance.exports as unknown as TesseraExports;
+    if (!(exports.memory instanceof WebAssembly.Memory) || typeof exports._initialize !== 'function') {
+        throw new Error('tessera: the module does not export memory and _initialize');
+    }
+    exports._initialize();
+    return { exports, memory: exports.memory };
+}
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
+
+async function instantiateFrom(
+    url: string | URL,
+    imports: WebAssembly.Imports,
+): Promise<WebAssembly.Instance> {
+    try {
+        const diskPath = isNode ? toDiskPath(url) : undefined;
+        if (diskPath !== undefined) {
+            const { readFile } = await import('node:fs/promises');
+            const bytes = await readFile(diskPath);
+            return (await WebAssembly.instantiate(bytes, imports)).instance;
+        }
+        const response = await fetch(url);
+        if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
+        if (typeof WebAssembly.instantiateStreaming === 'function') {
+            try {
+                return (await WebAssembly.instantiateStreaming(response.clone(), imports)).instance;
+            } catch {
+                // Usually a server without the application/wasm MIME type: compile from bytes.
+            }
+        }
+        return (await WebAssembly.instantiate(await response.arrayBuffer(), imports)).instance;
+    } catch (error) {
+        throw new Error(`tessera: cannot load tessera.wasm from ${String(url)}: ${String(error)}`, {
+            cause: error,
+        });
+    }
+}
+
+/** A `file:` URL, or a string that is not a URL (a filesystem path); undefined otherwise. */
+function toDiskPath(url: string | URL): URL | string | undefined {
+    if (url instanceof URL) return url.protocol === 'file:' ? url : undefined;
+    if (!URL.canParse(url) || /^[a-zA-Z]:[\\/]/.test(url)) return url; // incl. C:\ paths
+    const parsed = new URL(url);
+    return parsed.protocol === 'file:' ? parsed : undefined;
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what is missing on a Debian 12 machine (CI starts without Emscripten).
+# Idempotent and quick when everything is there. Runs as root, or through sudo.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+missing_commands=()
+apt_packages=()
+# need <command> <debian packages...>: queue the packages when the command is missing.
+need() {
+    local command="$1"
+    shift
+    if ! command -v "$command" >/dev/null 2>&1; then
+        missing_commands+=("$command")
+        apt_packages+=("$@")
+    fi
+}
+
+need emcc emscripten binaryen
+need wasm-opt binaryen
+need cmake cmake
+need gcc gcc
+need make make
+
+if ((${#apt_packages[@]})); then
+    mapfile -t apt_packages < <(printf '%s\n' "${apt_packages[@]}" | sort -u)
+    as_root=()
+    if [[ "$(id -u)" != 0 ]]; then
+        command -v sudo >/dev/null || die "need root or sudo to install: ${apt_packages[*]}"
+        as_root=(sudo)
+    fi
+    step "apt-get install ${apt_packages[*]} (a minute or two)"
+    export DEBIAN_FRONTEND=noninteractive
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+    for command in "${missing_commands[@]}"; do
+        command -v "$command" >/dev/null || die "$command is still missing after apt-get install"
+    done
+fi
+
+command -v node >/dev/null || die "node (20 or newer) is required"
+command -v npm >/dev/null || die "npm is required"
+
+# npm writes node_modules/.package-lock.json on every install: compare against that.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    step "npm ci"
+    npm ci --no-audit --no-fund
+fi
