@@ -56,26 +56,28 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 /* X(name, message). The order is the ABI: append only. */
-#define TES_RESULTS(X)                                                                 \
-    X(TES_OK, "ok")                                                                    \
-    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                    \
-    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                          \
-    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")       \
-    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                               \
-    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")          \
-    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")            \
-    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                          \
-    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")             \
-    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                  \
-    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")     \
-    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                \
-    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")            \
-    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")         \
-    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                  \
-    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")    \
-    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")            \
-    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB") \
-    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")
+#define TES_RESULTS(X)                                                                   \
+    X(TES_OK, "ok")                                                                      \
+    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                      \
+    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                            \
+    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")         \
+    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                 \
+    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")            \
+    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")              \
+    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                            \
+    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")               \
+    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                    \
+    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")       \
+    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                  \
+    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")              \
+    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")           \
+    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                    \
+    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")      \
+    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")              \
+    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")   \
+    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")               \
+    X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet") \
+    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -160,6 +162,10 @@ typedef struct tes_world_stats_t {
     uint32_t edge_count;         /* cached archetype graph transitions */
     uint32_t graph_generation;   /* bumped each time an archetype is created */
     uint64_t bytes_allocated;    /* everything the world holds from its allocator right now */
+    uint64_t change_tick;        /* the next tick a write is stamped with (starts at 1) */
+    uint64_t frame;              /* tes_tick calls so far */
+    uint32_t query_count;        /* live queries (systems' included) */
+    uint32_t commands_skipped;   /* deferred commands dropped at a flush: entity gone stale */
 } tes_world_stats_t;
 
 TES_API tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out);
@@ -330,6 +336,159 @@ TES_API tes_result_t tes_archetype_add(tes_world_t *world, tes_archetype_t arche
 /* Removes `component` from every entity of `archetype`; the same chunk rule applies. */
 TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t archetype,
                                           tes_component_t component);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Change detection                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * TICKS. The world has a change tick (starting at 1). Every write is stamped with the current
+ * change tick; every consumer run (a query iteration, a system run) takes the current tick as
+ * its `this_run` and advances the world's tick by one, so that anything written during or after
+ * the run carries a newer tick. A consumer sees what was stamped in (last_run, this_run], then
+ * sets last_run = this_run (which equals the world's tick - 1). So each consumer sees each
+ * add, change and remove exactly once, on its first run after it, whatever the order of writes
+ * and runs. Tick 0 means "never": a new consumer starts at last_run 0. Ticks are 64-bit.
+ *
+ * WHAT IS TRACKED. Added and Changed are independent: spawning or adding a component stamps
+ * its added tick; tes_set, tes_set_number, tes_mark_changed and tes_chunk_mark_changed stamp
+ * its changed tick. Writes through raw pointers (tes_field_ptr, tes_chunk_column, views) are
+ * not seen until marked. Each component is tracked at the level its consumers need:
+ *   TES_UNTRACKED     nobody filters on it: writes do nothing extra (one branch);
+ *   TES_TRACK_TICKS   a consumer checks it as a second filter: per-row ticks only;
+ *   TES_TRACK_DIRTY   a consumer's first filter: ticks plus a per-chunk deduplicated dirty list
+ *                     that filtered iteration walks, so its cost follows what changed.
+ * When tracking starts, every entity that has the component counts as added at that tick, so
+ * a consumer's first run sees all existing entities as added once. A consumer created later
+ * sees everything tracked before it (dirty lists are re-seeded from the ticks).
+ *
+ * REMOVALS. Components named in a query's `removed` list get a removal log: (entity, tick) for
+ * every removal of the component, despawns included. tes_iter_removed hands out the entities
+ * of the current run's window.
+ *
+ * PRUNING. tes_tick ends by dropping dirty-list entries and log entries that every consumer of
+ * the component has seen. A destroyed query no longer holds anything back.
+ */
+
+typedef enum tes_tracking_t {
+    TES_UNTRACKED = 0,
+    TES_TRACK_TICKS = 1,
+    TES_TRACK_DIRTY = 2
+} tes_tracking_t;
+
+TES_API tes_result_t tes_component_tracking(const tes_world_t *world, tes_component_t component,
+                                            tes_tracking_t *out);
+/* The added and changed ticks of an entity's component (0 when never stamped or untracked). */
+TES_API tes_result_t tes_ticks(const tes_world_t *world, tes_entity_t entity,
+                               tes_component_t component, uint64_t *out_added,
+                               uint64_t *out_changed);
+/* Stamps the component changed (after writing it through a pointer or view). Deduplicated:
+ * marking one entity many times between two runs costs one dirty-list entry. */
+TES_API tes_result_t tes_mark_changed(tes_world_t *world, tes_entity_t entity,
+                                      tes_component_t component);
+/* Marks rows of one chunk changed: `rows[0..n-1]`, or every occupied row when rows is NULL. */
+TES_API tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetype,
+                                            uint32_t chunk, tes_component_t component,
+                                            const uint32_t *rows, uint32_t n);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Queries                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct tes_query_t tes_query_t;
+
+/* Terms of a query; every list may be empty. A matching entity has every `all` component,
+ * none of `none`, and at least one of `any` (when `any` is not empty). `added` and `changed`
+ * are filters (AND), each implying `all`: the query then visits only entities whose component
+ * was added / changed since the query's last run. `removed` names components whose removals
+ * the query reports through tes_iter_removed. A query with filters or removals is a consumer
+ * with its own last_run; one without is a plain, stateless view of the world. */
+typedef struct tes_query_desc_t {
+    const tes_component_t *all;
+    uint32_t all_count;
+    const tes_component_t *none;
+    uint32_t none_count;
+    const tes_component_t *any;
+    uint32_t any_count;
+    const tes_component_t *added;
+    uint32_t added_count;
+    const tes_component_t *changed;
+    uint32_t changed_count;
+    const tes_component_t *removed;
+    uint32_t removed_count;
+} tes_query_desc_t;
+
+TES_API tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
+                                      tes_query_t **out_query);
+/* Closes the query: it stops holding back pruning and tracking levels. NULL is ignored. Not
+ * while one of its iterations is live. */
+TES_API void tes_query_destroy(tes_world_t *world, tes_query_t *query);
+/* The query's last_run (0 before its first run). */
+TES_API uint64_t tes_query_last_run(const tes_query_t *query);
+
+/* An iteration: one run of a query, chunk by chunk. The public fields describe the current
+ * chunk after tes_iter_next returned true. */
+typedef struct tes_iter_t {
+    tes_archetype_t archetype;
+    uint32_t chunk;               /* index in the archetype's chunk list */
+    uint32_t count;               /* occupied rows of the chunk */
+    const tes_entity_t *entities; /* entities[0..count-1] */
+    /* Filtered queries: the rows to visit (ascending). NULL: every row 0..count-1. */
+    const uint32_t *rows;
+    uint32_t row_count; /* entries of rows, or count when rows is NULL */
+    uint64_t this_run;  /* the run's tick: writes stamped <= this_run are this run's */
+    /* Private. */
+    tes_world_t *world_;
+    tes_query_t *query_;
+    uint32_t archetype_index_;
+    uint32_t chunk_index_;
+    bool done_;
+} tes_iter_t;
+
+/* Starts a run of the query. While any iteration is live, structural changes (spawn, despawn,
+ * add, remove and their batch forms) are recorded and applied, in order, when the last live
+ * iteration ends; tes_spawn then hands out a handle that is TES_ERR_PENDING_ENTITY until
+ * then. tes_set / tes_set_number on such a pending entity are recorded too (other writes
+ * happen at once). A command whose entity is gone by then is skipped (counted in
+ * commands_skipped). */
+TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
+/* Moves to the next chunk with something to visit. Returns false at the end, after which the
+ * run is over: the query's last_run becomes this_run and deferred commands are applied. */
+TES_API bool tes_iter_next(tes_iter_t *iter);
+/* Ends a run early, with the same effects as reaching the end. Harmless after the end. */
+TES_API void tes_iter_fini(tes_iter_t *iter);
+/* The current chunk's column of a component field (the query's archetypes all have it). */
+TES_API tes_result_t tes_iter_column(tes_iter_t *iter, tes_component_t component, uint32_t field,
+                                     void **out_column);
+/* The entities that lost `component` (one of the query's `removed`) in this run's window,
+ * oldest first; they may be dead. Valid until the iteration ends. */
+TES_API tes_result_t tes_iter_removed(tes_iter_t *iter, tes_component_t component,
+                                      const tes_entity_t **out_entities, uint32_t *out_count);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Systems and stages                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct tes_system_t tes_system_t;
+
+/* A system's body: called once per run with the run's iteration; it loops tes_iter_next. */
+typedef void (*tes_system_fn)(tes_iter_t *iter, void *user);
+
+typedef struct tes_system_desc_t {
+    uint32_t stage;         /* from tes_stage_create */
+    tes_query_desc_t query; /* the system's own query (a consumer when it has filters) */
+    tes_system_fn run;
+    void *user;
+    uint32_t interval; /* runs every `interval` ticks (0 or 1: every tick) */
+} tes_system_desc_t;
+
+/* Stages run in creation order in tes_tick; systems in a stage in creation order. */
+TES_API tes_result_t tes_stage_create(tes_world_t *world, const char *name, uint32_t *out_stage);
+TES_API tes_result_t tes_system_create(tes_world_t *world, const tes_system_desc_t *desc,
+                                       tes_system_t **out_system);
+TES_API void tes_system_destroy(tes_world_t *world, tes_system_t *system);
+/* One frame: every stage's due systems in order, then pruning. Deferred commands of a system
+ * are applied when its run ends, before the next system. */
+TES_API tes_result_t tes_tick(tes_world_t *world);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Memory for hosts (JavaScript passes arrays through these)                                 */
