@@ -79,6 +79,7 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
     for (uint32_t i = 0; i < count; i++) {
         const tesi_component_t *c = &world->components[set[i]];
         a->type_index[set[i]] = (uint16_t)i;
+        a->tracked_count += c->level != TES_UNTRACKED;
         a->first_column[i] = (uint16_t)column;
         for (uint32_t f = 0; f < c->field_count; f++) {
             a->columns[column++] = (tesi_column_t){0, c->fields[f].bytes, set[i] << 8 | f};
@@ -159,7 +160,7 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
         tesi_chunk_t *dst;
         uint32_t dst_row;
         uint32_t run = tesi_chunk_take_rows(to, src->count - row, &dst, &dst_row);
-        tesi_copy_rows(dst, dst_row, src, row, run);
+        tesi_copy_rows(world, dst, dst_row, src, row, run);
         for (uint32_t k = 0; k < run; k++) {
             tesi_record_t *r =
                 &world->records[tesi_chunk_entities(dst)[dst_row + k] & TESI_INDEX_MASK];
@@ -175,7 +176,8 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
 tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
                                      tesi_archetype_t *to) {
     if (from == to || from->entity_count == 0) return TES_OK;
-    if (!same_columns(from, to)) {
+    /* Handing chunks over keeps their trackers indexed by the old set: only untracked ones. */
+    if (!same_columns(from, to) || from->tracked_count || to->tracked_count) {
         tes_result_t result = tesi_chunks_reserve(world, to, from->entity_count);
         if (result != TES_OK) return result;
         for (uint32_t c = 0; c < from->chunk_count; c++)
@@ -290,11 +292,28 @@ static tes_result_t bulk_step(tes_world_t *world, tes_archetype_t archetype,
     tes_result_t result = archetype_get(world, archetype, &from);
     if (result != TES_OK) return result;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_deferring(world)) {
+        uint8_t kind = removing ? TESI_CMD_ARCHETYPE_REMOVE : TESI_CMD_ARCHETYPE_ADD;
+        return tesi_defer(world, kind, 0, archetype, component, 0, 0, NULL, 0);
+    }
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
     const tesi_move_t *moves;
     result = tesi_graph_step(world, from, component, removing, &to, &moves);
+    bool logged = removing && world->components[component].removal_consumers;
+    if (result == TES_OK && logged) result = tesi_logs_reserve(world, from, from->entity_count);
     if (result != TES_OK) return result;
-    return tesi_archetype_move_all(world, from, to);
+    /* Logged from the source rows, and taken back if the move runs out of memory. */
+    tesi_removal_log_t *log = &world->components[component].log;
+    uint32_t logged_before = log->count;
+    for (uint32_t c = 0; logged && c < from->chunk_count; c++) {
+        const tesi_chunk_t *chunk = from->chunks[c];
+        for (uint32_t row = 0; row < chunk->count; row++) {
+            tesi_log_removal(world, component, tesi_chunk_entities(chunk)[row]);
+        }
+    }
+    result = tesi_archetype_move_all(world, from, to);
+    if (result != TES_OK && logged) log->count = logged_before;
+    return result;
 }
 
 tes_result_t tes_archetype_add(tes_world_t *world, tes_archetype_t archetype,

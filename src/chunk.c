@@ -29,12 +29,14 @@ static tesi_chunk_t *chunk_acquire(tes_world_t *world, const tesi_archetype_t *a
 }
 
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk) {
+    tesi_trackers_detach(world, chunk);
     world->chunks_made -= is_standard(world, chunk);
     tesi_free(world, chunk->data, chunk->block_bytes);
     tesi_free(world, chunk, sizeof *chunk);
 }
 
 static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
+    tesi_trackers_detach(world, chunk);
     chunk->archetype = NULL;
     chunk->count = 0;
     if (is_standard(world, chunk)) {
@@ -55,7 +57,14 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32
     uint32_t first_new = a->chunk_count;
     while (a->chunk_count < needed) {
         tesi_chunk_t *chunk = chunk_acquire(world, a);
-        if (!chunk) {
+        if (chunk) {
+            chunk->archetype = a;
+            chunk->index = a->chunk_count;
+            chunk->count = 0;
+            a->chunks[a->chunk_count++] = chunk;
+            world->chunk_count++;
+        }
+        if (!chunk || tesi_trackers_attach(world, chunk) != TES_OK) {
             /* All or nothing: give back what this call took. */
             while (a->chunk_count > first_new) {
                 chunk_release(world, a->chunks[--a->chunk_count]);
@@ -63,11 +72,6 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32
             }
             return TES_ERR_OUT_OF_MEMORY;
         }
-        chunk->archetype = a;
-        chunk->index = a->chunk_count;
-        chunk->count = 0;
-        a->chunks[a->chunk_count++] = chunk;
-        world->chunk_count++;
     }
     return TES_OK;
 }
@@ -128,29 +132,26 @@ static void copy_columns(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t
     }
 }
 
-void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
-                    uint32_t n) {
-    if (n != 1) {
+void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
+                    const tesi_chunk_t *src, uint32_t src_row, uint32_t n) {
+    if (n != 1 || dst->archetype != src->archetype) {
         memcpy(tesi_chunk_entities(dst) + dst_row, tesi_chunk_entities(src) + src_row,
                (size_t)n * sizeof(tes_entity_t));
         copy_columns(dst, dst_row, src, src_row, n);
-        return;
+    } else {
+        tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
+        const tesi_archetype_t *a = dst->archetype;
+        for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
+            copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
+        }
     }
-    tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
-    if (dst->archetype != src->archetype) {
-        copy_columns(dst, dst_row, src, src_row, 1);
-        return;
-    }
-    const tesi_archetype_t *a = dst->archetype;
-    for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
-        copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
-    }
+    tesi_trackers_copy(world, dst, dst_row, src, src_row, n);
 }
 
-void tesi_move_row(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
-                   const tesi_move_t *moves) {
+void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
+                   uint32_t src_row, const tesi_move_t *moves) {
     if (!moves) {
-        tesi_copy_rows(dst, dst_row, src, src_row, 1);
+        tesi_copy_rows(world, dst, dst_row, src, src_row, 1);
         return;
     }
     tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
@@ -163,6 +164,7 @@ void tesi_move_row(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
             memset(cell, 0, m->bytes);
         }
     }
+    tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
 }
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
@@ -183,11 +185,12 @@ void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
     uint32_t last_row = last->count - 1;
     if (last != chunk || last_row != row) {
-        tesi_copy_rows(chunk, row, last, last_row, 1);
+        tesi_copy_rows(world, chunk, row, last, last_row, 1);
         tesi_record_t *moved = &world->records[tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK];
         moved->chunk = chunk;
         moved->row = row;
     }
+    tesi_trackers_clear_row(last, last_row);
     last->count--;
     a->entity_count--;
     if (last->count == 0) tesi_chunks_trim(world, a);

@@ -27,7 +27,7 @@ static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
 }
 
 /* Makes sure `n` more entities can get an index without allocating. */
-static tes_result_t entities_reserve(tes_world_t *world, uint32_t n) {
+tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
     uint32_t fresh_left = TESI_INDEX_LIMIT - world->record_count;
     if ((uint64_t)n > (uint64_t)fresh_left + world->free_length) {
         return TES_ERR_TOO_MANY_ENTITIES;
@@ -45,9 +45,9 @@ static tes_result_t entities_reserve(tes_world_t *world, uint32_t n) {
     return grow_table(world, (uint32_t)slots);
 }
 
-/* The index for a new entity, following the rule entities_reserve planned for: reuse the
+/* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
-static uint32_t take_index(tes_world_t *world) {
+uint32_t tesi_take_index(tes_world_t *world) {
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         uint32_t index = world->free_head;
         world->free_head = world->records[index].row;
@@ -59,7 +59,7 @@ static uint32_t take_index(tes_world_t *world) {
     return index;
 }
 
-static void free_index(tes_world_t *world, uint32_t index) {
+void tesi_release_index(tes_world_t *world, uint32_t index) {
     tesi_record_t *record = &world->records[index];
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
@@ -85,7 +85,8 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 /* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
 static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
                                tes_entity_t *out_entities) {
-    tes_result_t result = entities_reserve(world, n);
+    if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
+    tes_result_t result = tesi_entities_reserve(world, n);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
@@ -93,8 +94,9 @@ static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t
         uint32_t row;
         uint32_t run = tesi_chunk_take_rows(a, n - done, &chunk, &row);
         tesi_zero_rows(chunk, row, run);
+        tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
-            uint32_t index = take_index(world);
+            uint32_t index = tesi_take_index(world);
             tesi_record_t *record = &world->records[index];
             record->chunk = chunk;
             record->row = row + k;
@@ -105,6 +107,22 @@ static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t
         done += run;
     }
     world->entity_count += n;
+    return TES_OK;
+}
+
+tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *a) {
+    tes_result_t result = tesi_chunks_reserve(world, a, 1);
+    if (result != TES_OK) return result;
+    tesi_chunk_t *chunk;
+    uint32_t row;
+    tesi_chunk_take_rows(a, 1, &chunk, &row);
+    tesi_zero_rows(chunk, row, 1);
+    tesi_trackers_stamp_added(world, chunk, row, 1);
+    tesi_record_t *record = &world->records[index];
+    record->chunk = chunk;
+    record->row = row;
+    tesi_chunk_entities(chunk)[row] = make_handle(index, record->generation);
+    world->entity_count++;
     return TES_OK;
 }
 
@@ -132,21 +150,49 @@ tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, ui
 }
 
 static void despawn(tes_world_t *world, tesi_record_t *record) {
+    tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
+    tesi_log_removals(world, record->chunk->archetype, e);
     tesi_remove_row(world, record->chunk, record->row);
-    free_index(world, (uint32_t)(record - world->records));
+    tesi_release_index(world, (uint32_t)(record - world->records));
     world->entity_count--;
+}
+
+/* Alive, or pending (spawned by a deferred command): what a deferred command may name. */
+static tes_result_t check_deferrable(const tes_world_t *world, tes_entity_t entity) {
+    return tesi_record_of(world, entity) || tesi_pending_record(world, entity)
+               ? TES_OK
+               : TES_ERR_STALE_ENTITY;
 }
 
 tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) {
+        tes_result_t result = check_deferrable(world, entity);
+        return result != TES_OK ? result
+                                : tesi_defer(world, TESI_CMD_DESPAWN, entity, 0, 0, 0, 0, NULL, 0);
+    }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
+    tes_result_t result = tesi_logs_reserve(world, record->chunk->archetype, 1);
+    if (result != TES_OK) return result;
     despawn(world, record);
     return TES_OK;
 }
 
 tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities, uint32_t n) {
     if (!world || (n && !entities)) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) {
+        /* Recorded one by one; a duplicate is skipped at the flush like any stale command. */
+        for (uint32_t i = 0; i < n; i++) {
+            if (check_deferrable(world, entities[i]) != TES_OK) return TES_ERR_STALE_ENTITY;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            tes_result_t result =
+                tesi_defer(world, TESI_CMD_DESPAWN, entities[i], 0, 0, 0, 0, NULL, 0);
+            if (result != TES_OK) return result;
+        }
+        return TES_OK;
+    }
     /* Validate first: a mark bit on each record's row finds duplicates without memory. */
     tes_result_t result = TES_OK;
     uint32_t marked = 0;
@@ -165,6 +211,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
     for (uint32_t i = 0; i < marked; i++) {
         world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
     }
+    if (result == TES_OK) result = tesi_logs_reserve(world, NULL, n);
     if (result != TES_OK) return result;
     /* Back to front: despawning a list in the order it was spawned then removes rows from
      * the archetype's end, where swap-remove has nothing to move. */
@@ -181,6 +228,15 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
 static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                          bool removing) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) {
+        tes_result_t result = check_deferrable(world, entity);
+        if (result == TES_OK && component >= world->component_count) {
+            result = TES_ERR_UNKNOWN_COMPONENT;
+        }
+        uint8_t kind = removing ? TESI_CMD_REMOVE : TESI_CMD_ADD;
+        return result != TES_OK ? result
+                                : tesi_defer(world, kind, entity, component, 0, 0, 0, NULL, 0);
+    }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
@@ -189,11 +245,15 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     const tesi_move_t *moves;
     tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &moves);
     if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
+    if (result == TES_OK && removing && world->components[component].removal_consumers) {
+        result = tesi_logs_reserve(world, from, 1);
+    }
     if (result != TES_OK) return result;
     tesi_chunk_t *chunk = record->chunk, *dst;
     uint32_t row = record->row, dst_row;
+    if (removing) tesi_log_removal(world, component, entity);
     tesi_chunk_take_rows(to, 1, &dst, &dst_row);
-    tesi_move_row(dst, dst_row, chunk, row, moves);
+    tesi_move_row(world, dst, dst_row, chunk, row, moves);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);
@@ -212,7 +272,9 @@ tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_componen
                      bool *out_has) {
     if (!world || !out_has) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) return TES_ERR_STALE_ENTITY;
+    if (!record) {
+        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
+    }
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     *out_has = tesi_type_index(record->chunk->archetype, component) != TESI_NO_TYPE;
     return TES_OK;
@@ -221,7 +283,9 @@ tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_componen
 tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity, tes_location_t *out) {
     if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) return TES_ERR_STALE_ENTITY;
+    if (!record) {
+        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
+    }
     *out = (tes_location_t){record->chunk->archetype->id, record->chunk->index, record->row};
     return TES_OK;
 }
@@ -234,7 +298,9 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
                                   const tesi_field_t **out_field) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) return TES_ERR_STALE_ENTITY;
+    if (!record) {
+        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
+    }
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     const tesi_component_t *c = &world->components[component];
     if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
@@ -245,6 +311,19 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
     *out_ptr = tesi_cell(record->chunk, &a->columns[a->first_column[type] + field], record->row);
     *out_field = &c->fields[field];
     return TES_OK;
+}
+
+/* After a write through tes_set / tes_set_number: stamps the component changed. */
+static void mark_written(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    if (world->components[component].level == TES_UNTRACKED) return; /* nobody watches */
+    tesi_record_t *record = &world->records[entity & TESI_INDEX_MASK];
+    tesi_mark_changed(world, record->chunk, tesi_type_index(record->chunk->archetype, component),
+                      record->row);
+}
+
+/* A write to an entity a deferred spawn has not placed yet is recorded with the spawn. */
+static bool write_deferred(const tes_world_t *world, tes_entity_t entity) {
+    return tesi_deferring(world) && tesi_pending_record(world, entity);
 }
 
 tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -261,6 +340,11 @@ tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_componen
 
 tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                      uint32_t field, const void *value, size_t size) {
+    if (world && write_deferred(world, entity)) {
+        if (!value || size > UINT32_MAX) return TES_ERR_INVALID_ARGUMENT;
+        return tesi_defer(world, TESI_CMD_SET, entity, component, field, 0, 0, value,
+                          (uint32_t)size);
+    }
     uint8_t *ptr;
     const tesi_field_t *f;
     tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
@@ -268,6 +352,7 @@ tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t co
     if (!value) return TES_ERR_INVALID_ARGUMENT;
     if (size != f->bytes) return TES_ERR_BAD_SIZE;
     memcpy(ptr, value, size);
+    mark_written(world, entity, component);
     return TES_OK;
 }
 
@@ -328,6 +413,10 @@ static bool integral_within(double v, double lo, double hi) {
 
 tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                             uint32_t field, uint32_t element, double value) {
+    if (world && write_deferred(world, entity)) {
+        return tesi_defer(world, TESI_CMD_SET_NUMBER, entity, component, field, element, value,
+                          NULL, 0);
+    }
     uint8_t *ptr;
     const tesi_field_t *f;
     tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
@@ -372,5 +461,7 @@ tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_compone
         }
         break;
     }
-    return ok ? TES_OK : TES_ERR_BAD_VALUE;
+    if (!ok) return TES_ERR_BAD_VALUE;
+    mark_written(world, entity, component);
+    return TES_OK;
 }

@@ -22,6 +22,7 @@
 #define TESI_INDEX_LIMIT         (1u << TES_INDEX_BITS) /* indices are 1 .. TESI_INDEX_LIMIT-1 */
 #define TESI_NO_TYPE             0xFFFFu     /* type_index entry of an absent component */
 #define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
+#define TESI_ROW_PENDING         0xFFFFFFFEu /* row of a record reserved by a deferred spawn */
 #define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
@@ -40,11 +41,25 @@ typedef struct tesi_field_t {
     uint32_t bytes;  /* bytes per entity */
 } tesi_field_t;
 
+/* Removals of one component, oldest first: parallel arrays, so a window of it is a plain
+ * entity array. Ticks never decrease along the log. */
+typedef struct tesi_removal_log_t {
+    tes_entity_t *entities;
+    uint64_t *ticks;
+    uint32_t count;
+    uint32_t slots;
+} tesi_removal_log_t;
+
 typedef struct tesi_component_t {
     char *name;
     tesi_field_t *fields;
     uint32_t field_count;
     uint32_t row_bytes;
+    tes_tracking_t level;       /* from the consumers below (tracker.c) */
+    uint32_t dirty_consumers;   /* queries whose first filter is this component */
+    uint32_t tick_consumers;    /* queries that filter on it otherwise */
+    uint32_t removal_consumers; /* queries that report its removals */
+    tesi_removal_log_t log;
 } tesi_component_t;
 
 /* ---- archetypes and chunks ------------------------------------------------------------- */
@@ -77,8 +92,22 @@ typedef struct tesi_edge_t {
     uint32_t move_count;
 } tesi_edge_t;
 
+/* Change tracker of one component in one chunk (tracker.c). One allocation: this header, then
+ * the arrays, all sized by the archetype's capacity. A row's dirty bit is set exactly when the
+ * row is in the dirty list; entries may be stale (row vacated or ticks already seen), which
+ * readers filter by ticks and pruning removes. */
+typedef struct tesi_tracker_t {
+    uint64_t *added;   /* per row: tick the component was added (0 = never) */
+    uint64_t *changed; /* per row: tick it was last changed (0 = never) */
+    uint64_t *bits;    /* dirty bitmap */
+    uint32_t *dirty;   /* dirty rows, each once */
+    uint32_t dirty_count;
+    uint32_t bytes; /* of the allocation */
+} tesi_tracker_t;
+
 typedef struct tesi_chunk_t {
-    uint8_t *data; /* the block; entity column at offset 0 */
+    uint8_t *data;             /* the block; entity column at offset 0 */
+    tesi_tracker_t **trackers; /* by position in the archetype's set; NULL when none tracked */
     tesi_archetype_t *archetype;
     uint32_t count; /* rows 0 .. count-1 are occupied */
     uint32_t index; /* position in archetype->chunks */
@@ -103,6 +132,7 @@ struct tesi_archetype_t {
     uint32_t entity_count;
     tesi_edge_t *edges; /* by component id < edge_slots: a flat array, no hashing */
     uint32_t edge_slots;
+    uint32_t tracked_count; /* components of the set tracked at all: 0 = no tracker work */
 };
 
 /* ---- entity table ---------------------------------------------------------------------- */
@@ -155,6 +185,30 @@ struct tes_world_t {
 
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
+
+    uint64_t change_tick; /* stamped on writes; advanced by every consumer run */
+    uint64_t frame;       /* tes_tick calls */
+    tes_query_t **queries;
+    uint32_t query_count;
+    uint32_t query_slots;
+
+    /* Deferred structural commands (commands.c), while iterations are live. */
+    uint32_t defer_depth;
+    struct tesi_command_t *commands;
+    uint32_t command_count;
+    uint32_t command_slots;
+    uint8_t *command_data; /* raw values of deferred tes_set calls */
+    uint32_t command_data_size;
+    uint32_t command_data_slots;
+    uint32_t commands_skipped;
+
+    /* Stages and systems (system.c). */
+    char **stage_names;
+    uint32_t stage_count;
+    uint32_t stage_slots;
+    tes_system_t **systems;
+    uint32_t system_count;
+    uint32_t system_slots;
 };
 
 /* ---- world.c: memory ------------------------------------------------------------------- */
@@ -216,12 +270,12 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *archetype
 uint32_t tesi_chunk_take_rows(tesi_archetype_t *archetype, uint32_t want, tesi_chunk_t **out_chunk,
                               uint32_t *out_row);
 /* Copies `n` rows of every column `dst` shares with `src` (and the entities); zeroes dst
- * columns that src lacks. Records are not touched. */
-void tesi_copy_rows(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
-                    uint32_t n);
+ * columns that src lacks; carries the rows' change tracking. Records are not touched. */
+void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
+                    const tesi_chunk_t *src, uint32_t src_row, uint32_t n);
 /* Moves one row along a graph edge using its plan (tesi_copy_rows when `moves` is NULL). */
-void tesi_move_row(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src, uint32_t src_row,
-                   const tesi_move_t *moves);
+void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
+                   uint32_t src_row, const tesi_move_t *moves);
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
  * entity's record, and releases the last chunk when it empties. Never allocates. */
@@ -229,6 +283,76 @@ void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row);
 /* Drops empty chunks at the end of the archetype's list (back to the pool). */
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
+
+/* ---- tracker.c: change tracking ---------------------------------------------------------- */
+
+tes_result_t tesi_trackers_attach(tes_world_t *world, tesi_chunk_t *chunk);
+void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk);
+/* New rows (spawn): added = now, changed = 0, listed when dirty-tracked. */
+void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, uint32_t n);
+/* Rows copied from src: ticks and dirty bits of the components both have; components only dst
+ * has count as added now. */
+void tesi_trackers_copy(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
+                        const tesi_chunk_t *src, uint32_t src_row, uint32_t n);
+/* A row that was vacated: its ticks go back to 0 (its dirty entry, if any, becomes stale). */
+void tesi_trackers_clear_row(tesi_chunk_t *chunk, uint32_t row);
+void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, uint32_t row);
+/* Room for `n` more entries in the removal log of every component of the archetype that has
+ * removal consumers (any archetype when NULL). */
+tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n);
+/* Logs the removal of every logged component of the archetype for entity e (after reserve). */
+void tesi_log_removals(tes_world_t *world, const tesi_archetype_t *archetype, tes_entity_t e);
+void tesi_log_removal(tes_world_t *world, tes_component_t component, tes_entity_t e);
+/* Consumers came or went: recompute the component's tracking level and apply it. */
+tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component, bool reseed);
+void tesi_prune(tes_world_t *world);
+tes_result_t tesi_trackers_validate(const tes_world_t *world, const tesi_chunk_t *chunk);
+void tesi_logs_fini(tes_world_t *world);
+
+/* ---- query.c, system.c, commands.c -------------------------------------------------------- */
+
+void tesi_queries_fini(tes_world_t *world);
+void tesi_systems_fini(tes_world_t *world);
+/* The query's lowest last_run for a component: of its consumers as first filter (`removal` =
+ * false) or as removed term (true); UINT64_MAX when none. */
+uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component, bool removal);
+/* While iterations are live, structural calls go to the command buffer. */
+static inline bool tesi_deferring(const tes_world_t *world) {
+    return world->defer_depth > 0;
+}
+tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, uint32_t n,
+                              tes_entity_t *out_entities);
+tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, uint32_t a,
+                        uint32_t b, uint32_t c, double value, const void *data, uint32_t size);
+void tesi_flush(tes_world_t *world);
+void tesi_commands_fini(tes_world_t *world);
+/* A record reserved by a deferred spawn (not alive yet), or NULL. */
+tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity);
+/* Places a reserved entity (flush). */
+tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
+uint32_t tesi_take_index(tes_world_t *world);
+/* Frees an index: next generation, to the back of the free queue. */
+void tesi_release_index(tes_world_t *world, uint32_t index);
+tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n);
+
+enum tesi_command_kind {
+    TESI_CMD_SPAWN,            /* entity (reserved), a = archetype */
+    TESI_CMD_DESPAWN,          /* entity */
+    TESI_CMD_ADD,              /* entity, a = component */
+    TESI_CMD_REMOVE,           /* entity, a = component */
+    TESI_CMD_SET,              /* entity, a = component, b = field, data */
+    TESI_CMD_SET_NUMBER,       /* entity, a = component, b = field, c = element, value */
+    TESI_CMD_ARCHETYPE_ADD,    /* a = archetype, b = component */
+    TESI_CMD_ARCHETYPE_REMOVE, /* a = archetype, b = component */
+};
+
+typedef struct tesi_command_t {
+    uint8_t kind;
+    tes_entity_t entity;
+    uint32_t a, b, c;
+    uint32_t data_offset, data_size;
+    double value;
+} tesi_command_t;
 
 /* ---- graph.c --------------------------------------------------------------------------- */
 

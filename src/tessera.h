@@ -432,7 +432,8 @@ typedef struct tes_iter_t {
     uint32_t chunk;               /* index in the archetype's chunk list */
     uint32_t count;               /* occupied rows of the chunk */
     const tes_entity_t *entities; /* entities[0..count-1] */
-    /* Filtered queries: the rows to visit (ascending). NULL: every row 0..count-1. */
+    /* Filtered queries: the rows to visit, each once, in dirty-list order. NULL: every row
+     * 0..count-1. */
     const uint32_t *rows;
     uint32_t row_count; /* entries of rows, or count when rows is NULL */
     uint64_t this_run;  /* the run's tick: writes stamped <= this_run are this run's */

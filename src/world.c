@@ -98,6 +98,7 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
         .chunk_bytes = d.chunk_bytes,
         .min_free = d.min_free_indices,
         .record_count = 1, /* index 0 is reserved so that handle 0 is never alive */
+        .change_tick = 1,  /* 0 means "never" */
     };
     world->bytes_allocated = sizeof *world;
 
@@ -117,6 +118,10 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
 
 void tes_world_destroy(tes_world_t *world) {
     if (!world) return;
+    tesi_systems_fini(world);
+    tesi_queries_fini(world);
+    tesi_commands_fini(world);
+    tesi_logs_fini(world);
     tesi_archetypes_fini(world);
     for (uint32_t i = 0; i < world->pool_count; i++) {
         tesi_chunk_destroy(world, world->pool[i]);
@@ -146,6 +151,10 @@ tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out) {
         .edge_count = world->graph.edge_count,
         .graph_generation = world->graph.generation,
         .bytes_allocated = world->bytes_allocated,
+        .change_tick = world->change_tick,
+        .frame = world->frame,
+        .query_count = world->query_count,
+        .commands_skipped = world->commands_skipped,
     };
     return TES_OK;
 }
@@ -165,6 +174,7 @@ static tes_result_t validate_archetype(const tes_world_t *world, const tesi_arch
         CHECK(chunk->count >= 1 && chunk->count <= a->capacity);
         CHECK(c + 1 == a->chunk_count || chunk->count == a->capacity);
         CHECK(chunk->block_bytes == a->block_bytes);
+        CHECK(tesi_trackers_validate(world, chunk) == TES_OK);
         for (uint32_t row = 0; row < chunk->count; row++) {
             const tesi_record_t *record = tesi_record_of(world, tesi_chunk_entities(chunk)[row]);
             CHECK(record && record->chunk == chunk && record->row == row);
@@ -172,6 +182,11 @@ static tes_result_t validate_archetype(const tes_world_t *world, const tesi_arch
         entities += chunk->count;
     }
     CHECK(entities == a->entity_count);
+    uint32_t tracked = 0;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        tracked += world->components[a->components[i]].level != TES_UNTRACKED;
+    }
+    CHECK(tracked == a->tracked_count);
     for (uint32_t i = 0; i < a->component_count; i++) {
         CHECK(i == 0 || a->components[i - 1] < a->components[i]);
         CHECK(tesi_type_index(a, a->components[i]) == i);
@@ -198,11 +213,13 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     CHECK(entities == world->entity_count && chunks == world->chunk_count);
 
     /* Entity table: every index is either live (counted above) or waiting in the free queue. */
-    uint32_t live = 0;
-    for (uint32_t i = 1; i < world->record_count; i++)
+    uint32_t live = 0, pending = 0; /* pending: reserved by a deferred spawn */
+    for (uint32_t i = 1; i < world->record_count; i++) {
         live += world->records[i].chunk != NULL;
+        pending += !world->records[i].chunk && world->records[i].row == TESI_ROW_PENDING;
+    }
     CHECK(live == world->entity_count);
-    CHECK(live + world->free_length + 1 == world->record_count);
+    CHECK(live + pending + world->free_length + 1 == world->record_count);
     uint32_t index = world->free_head;
     for (uint32_t k = 0; k < world->free_length; k++) {
         CHECK(index >= 1 && index < world->record_count && !world->records[index].chunk);

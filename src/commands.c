@@ -1,0 +1,106 @@
+/* Deferred commands: while an iteration is live, structural changes would move rows under the
+ * iterator, so they are recorded here and applied, in order, when the last live iteration
+ * ends. A deferred spawn reserves its entity index at once, so the caller gets the handle it
+ * will have; until the flush that handle is "pending". */
+#include "internal.h"
+
+tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity) {
+    uint32_t index = entity & TESI_INDEX_MASK;
+    if (index == 0 || index >= world->record_count) return NULL;
+    tesi_record_t *record = &world->records[index];
+    if (record->chunk || record->row != TESI_ROW_PENDING ||
+        record->generation != (entity >> TES_INDEX_BITS)) {
+        return NULL;
+    }
+    return record;
+}
+
+static tes_result_t commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
+    tes_result_t result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
+                                       world->command_count + n, sizeof *world->commands, 64);
+    if (result == TES_OK && data) {
+        result = tesi_reserve(world, (void **)&world->command_data, &world->command_data_slots,
+                              world->command_data_size + data, 1, 256);
+    }
+    return result;
+}
+
+tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, uint32_t a,
+                        uint32_t b, uint32_t c, double value, const void *data, uint32_t size) {
+    tes_result_t result = commands_reserve(world, 1, size);
+    if (result != TES_OK) return result;
+    tesi_command_t *cmd = &world->commands[world->command_count++];
+    *cmd = (tesi_command_t){.kind = kind, .entity = entity, .a = a, .b = b, .c = c, .value = value};
+    if (size) {
+        cmd->data_offset = world->command_data_size;
+        cmd->data_size = size;
+        memcpy(world->command_data + world->command_data_size, data, size);
+        world->command_data_size += size;
+    }
+    return TES_OK;
+}
+
+tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, uint32_t n,
+                              tes_entity_t *out_entities) {
+    tes_result_t result = tesi_entities_reserve(world, n);
+    if (result == TES_OK) result = commands_reserve(world, n, 0);
+    if (result != TES_OK) return result;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t index = tesi_take_index(world);
+        tesi_record_t *record = &world->records[index];
+        record->chunk = NULL;
+        record->row = TESI_ROW_PENDING;
+        tes_entity_t e = index | (record->generation << TES_INDEX_BITS);
+        world->commands[world->command_count++] =
+            (tesi_command_t){.kind = TESI_CMD_SPAWN, .entity = e, .a = archetype->id};
+        if (out_entities) out_entities[i] = e;
+    }
+    return TES_OK;
+}
+
+static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
+    switch (cmd->kind) {
+    case TESI_CMD_SPAWN: {
+        tesi_record_t *record = tesi_pending_record(world, cmd->entity);
+        if (!record) return TES_ERR_STALE_ENTITY;
+        return tesi_spawn_reserved(world, cmd->entity & TESI_INDEX_MASK, world->archetypes[cmd->a]);
+    }
+    case TESI_CMD_DESPAWN:
+        return tes_despawn(world, cmd->entity);
+    case TESI_CMD_ADD:
+        return tes_add(world, cmd->entity, cmd->a);
+    case TESI_CMD_REMOVE:
+        return tes_remove(world, cmd->entity, cmd->a);
+    case TESI_CMD_SET:
+        return tes_set(world, cmd->entity, cmd->a, cmd->b, world->command_data + cmd->data_offset,
+                       cmd->data_size);
+    case TESI_CMD_SET_NUMBER:
+        return tes_set_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->value);
+    case TESI_CMD_ARCHETYPE_ADD:
+        return tes_archetype_add(world, cmd->a, cmd->b);
+    case TESI_CMD_ARCHETYPE_REMOVE:
+        return tes_archetype_remove(world, cmd->a, cmd->b);
+    }
+    return TES_ERR_INVALID_ARGUMENT;
+}
+
+void tesi_flush(tes_world_t *world) {
+    /* Commands applied here may not defer again (no iteration is live), but a command's effect
+     * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
+    for (uint32_t i = 0; i < world->command_count; i++) {
+        const tesi_command_t *cmd = &world->commands[i];
+        if (apply(world, cmd) == TES_OK) continue;
+        world->commands_skipped++;
+        /* A spawn that could not happen (out of memory) gives its reserved index back. */
+        if (cmd->kind == TESI_CMD_SPAWN && tesi_pending_record(world, cmd->entity)) {
+            tesi_release_index(world, cmd->entity & TESI_INDEX_MASK);
+        }
+    }
+    world->command_count = 0;
+    world->command_data_size = 0;
+}
+
+void tesi_commands_fini(tes_world_t *world) {
+    tesi_free(world, world->commands, world->command_slots * sizeof *world->commands);
+    tesi_free(world, world->command_data, world->command_data_slots);
+}

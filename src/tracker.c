@@ -1,0 +1,355 @@
+/* Change tracking: per chunk, per tracked component, a tracker with the added and changed tick
+ * of every row, a dirty bitmap and a deduplicated dirty list; per component a removal log.
+ * Levels follow the consumers (queries with filters or removed terms): an untracked component
+ * has no trackers at all, so its writes cost one branch. */
+#include "internal.h"
+
+/* ---- one tracker ----------------------------------------------------------------------- */
+
+static uint32_t words_for(uint32_t capacity) {
+    return (capacity + 63u) / 64u;
+}
+
+static tesi_tracker_t *tracker_new(tes_world_t *world, uint32_t capacity) {
+    size_t header = (sizeof(tesi_tracker_t) + 15u) & ~(size_t)15u;
+    size_t bytes =
+        header + (size_t)capacity * 16u + (size_t)words_for(capacity) * 8u + (size_t)capacity * 4u;
+    uint8_t *block = tesi_alloc(world, bytes);
+    if (!block) return NULL;
+    memset(block, 0, bytes);
+    tesi_tracker_t *t = (tesi_tracker_t *)(void *)block;
+    t->added = (uint64_t *)(void *)(block + header);
+    t->changed = t->added + capacity;
+    t->bits = t->changed + capacity;
+    t->dirty = (uint32_t *)(void *)(t->bits + words_for(capacity));
+    t->bytes = (uint32_t)bytes;
+    return t;
+}
+
+static void tracker_free(tes_world_t *world, tesi_tracker_t *t) {
+    if (t) tesi_free(world, t, t->bytes);
+}
+
+/* Appends the row to the dirty list unless its bit says it is listed already. */
+static inline void list_row(tesi_tracker_t *t, uint32_t row) {
+    uint64_t mask = 1ull << (row & 63u);
+    if (t->bits[row >> 6] & mask) return;
+    t->bits[row >> 6] |= mask;
+    t->dirty[t->dirty_count++] = row;
+}
+
+static inline bool is_listed(const tesi_tracker_t *t, uint32_t row) {
+    return (t->bits[row >> 6] >> (row & 63u)) & 1u;
+}
+
+static tes_tracking_t level_at(const tes_world_t *world, const tesi_archetype_t *a, uint32_t type) {
+    return world->components[a->components[type]].level;
+}
+
+/* ---- chunks ---------------------------------------------------------------------------- */
+
+tes_result_t tesi_trackers_attach(tes_world_t *world, tesi_chunk_t *chunk) {
+    const tesi_archetype_t *a = chunk->archetype;
+    if (!a->tracked_count) return TES_OK;
+    if (!chunk->trackers) {
+        size_t bytes = a->component_count * sizeof *chunk->trackers;
+        chunk->trackers = tesi_alloc(world, bytes);
+        if (!chunk->trackers) return TES_ERR_OUT_OF_MEMORY;
+        memset(chunk->trackers, 0, bytes);
+    }
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        if (level_at(world, a, i) == TES_UNTRACKED || chunk->trackers[i]) continue;
+        chunk->trackers[i] = tracker_new(world, a->capacity);
+        if (!chunk->trackers[i]) return TES_ERR_OUT_OF_MEMORY;
+    }
+    return TES_OK;
+}
+
+void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk) {
+    if (!chunk->trackers) return;
+    const tesi_archetype_t *a = chunk->archetype;
+    for (uint32_t i = 0; i < a->component_count; i++)
+        tracker_free(world, chunk->trackers[i]);
+    tesi_free(world, chunk->trackers, a->component_count * sizeof *chunk->trackers);
+    chunk->trackers = NULL;
+}
+
+void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
+    const tesi_archetype_t *a = chunk->archetype;
+    if (!a->tracked_count) return;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        tesi_tracker_t *t = chunk->trackers[i];
+        if (!t) continue;
+        bool dirty = level_at(world, a, i) == TES_TRACK_DIRTY;
+        for (uint32_t r = row; r < row + n; r++) {
+            t->added[r] = world->change_tick;
+            t->changed[r] = 0;
+            if (dirty) list_row(t, r);
+        }
+    }
+}
+
+void tesi_trackers_copy(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
+                        const tesi_chunk_t *src, uint32_t src_row, uint32_t n) {
+    const tesi_archetype_t *da = dst->archetype, *sa = src->archetype;
+    if (!da->tracked_count) return;
+    for (uint32_t i = 0; i < da->component_count; i++) {
+        tesi_tracker_t *t = dst->trackers[i];
+        if (!t) continue;
+        bool dirty = level_at(world, da, i) == TES_TRACK_DIRTY;
+        uint32_t j = da == sa ? i : tesi_type_index(sa, da->components[i]);
+        const tesi_tracker_t *from = j != TESI_NO_TYPE && src->trackers ? src->trackers[j] : NULL;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t r = dst_row + k;
+            if (from) {
+                /* A kept component keeps its ticks, and its dirty entry (the swap-remove rule:
+                 * a moved row that was dirty must stay visible at its new row). */
+                t->added[r] = from->added[src_row + k];
+                t->changed[r] = from->changed[src_row + k];
+                if (dirty && is_listed(from, src_row + k)) list_row(t, r);
+            } else if (j != TESI_NO_TYPE) {
+                t->added[r] = t->changed[r] = 0; /* was untracked there: no history */
+            } else {
+                t->added[r] = world->change_tick; /* gained by this move */
+                t->changed[r] = 0;
+                if (dirty) list_row(t, r);
+            }
+        }
+    }
+}
+
+void tesi_trackers_clear_row(tesi_chunk_t *chunk, uint32_t row) {
+    const tesi_archetype_t *a = chunk->archetype;
+    if (!a->tracked_count) return;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        tesi_tracker_t *t = chunk->trackers[i];
+        if (t) t->added[row] = t->changed[row] = 0;
+    }
+}
+
+void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, uint32_t row) {
+    tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
+    if (!t) return;
+    t->changed[row] = world->change_tick;
+    if (level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY) list_row(t, row);
+}
+
+/* ---- removal logs ---------------------------------------------------------------------- */
+
+static tes_result_t log_reserve(tes_world_t *world, tesi_removal_log_t *log, uint32_t n) {
+    if ((uint64_t)log->count + n <= log->slots) return TES_OK;
+    uint64_t slots = log->slots ? log->slots : 64;
+    while (slots < (uint64_t)log->count + n)
+        slots *= 2;
+    if (slots > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_entity_t *entities = tesi_alloc(world, (size_t)slots * sizeof *entities);
+    uint64_t *ticks = entities ? tesi_alloc(world, (size_t)slots * sizeof *ticks) : NULL;
+    if (!ticks) {
+        tesi_free(world, entities, (size_t)slots * sizeof *entities);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    if (log->count) {
+        memcpy(entities, log->entities, log->count * sizeof *entities);
+        memcpy(ticks, log->ticks, log->count * sizeof *ticks);
+    }
+    tesi_free(world, log->entities, log->slots * sizeof *log->entities);
+    tesi_free(world, log->ticks, log->slots * sizeof *log->ticks);
+    log->entities = entities;
+    log->ticks = ticks;
+    log->slots = (uint32_t)slots;
+    return TES_OK;
+}
+
+tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n) {
+    uint32_t count = archetype ? archetype->component_count : world->component_count;
+    for (uint32_t i = 0; i < count; i++) {
+        tesi_component_t *c = &world->components[archetype ? archetype->components[i] : i];
+        if (!c->removal_consumers) continue;
+        tes_result_t result = log_reserve(world, &c->log, n);
+        if (result != TES_OK) return result;
+    }
+    return TES_OK;
+}
+
+void tesi_log_removal(tes_world_t *world, tes_component_t component, tes_entity_t e) {
+    tesi_component_t *c = &world->components[component];
+    if (!c->removal_consumers) return;
+    c->log.entities[c->log.count] = e;
+    c->log.ticks[c->log.count++] = world->change_tick;
+}
+
+void tesi_log_removals(tes_world_t *world, const tesi_archetype_t *archetype, tes_entity_t e) {
+    for (uint32_t i = 0; i < archetype->component_count; i++) {
+        tesi_log_removal(world, archetype->components[i], e);
+    }
+}
+
+void tesi_logs_fini(tes_world_t *world) {
+    for (uint32_t i = 0; i < world->component_count; i++) {
+        tesi_removal_log_t *log = &world->components[i].log;
+        tesi_free(world, log->entities, log->slots * sizeof *log->entities);
+        tesi_free(world, log->ticks, log->slots * sizeof *log->ticks);
+    }
+}
+
+/* ---- levels ---------------------------------------------------------------------------- */
+
+/* Re-seeds a chunk's dirty list from its ticks: every occupied row with any history. */
+static void reseed(tesi_tracker_t *t, uint32_t count) {
+    for (uint32_t r = 0; r < count; r++) {
+        if (t->added[r] || t->changed[r]) list_row(t, r);
+    }
+}
+
+static void clear_list(tesi_tracker_t *t, uint32_t capacity) {
+    memset(t->bits, 0, words_for(capacity) * sizeof *t->bits);
+    t->dirty_count = 0;
+}
+
+/* Frees every tracker of the component (its level dropped to untracked, or a failed start). */
+static void untrack(tes_world_t *world, tes_component_t component) {
+    for (uint32_t k = 0; k < world->archetype_count; k++) {
+        tesi_archetype_t *a = world->archetypes[k];
+        uint32_t type = tesi_type_index(a, component);
+        if (type == TESI_NO_TYPE) continue;
+        for (uint32_t c = 0; c < a->chunk_count; c++) {
+            tesi_chunk_t *chunk = a->chunks[c];
+            if (!chunk->trackers) continue;
+            tracker_free(world, chunk->trackers[type]);
+            chunk->trackers[type] = NULL;
+        }
+    }
+}
+
+/* Undoes a start of tracking that ran out of memory at archetype `failed_at`: the component is
+ * untracked again, its trackers freed, and chunks left with nothing tracked lose their arrays. */
+static void untrack_after_failure(tes_world_t *world, tes_component_t component,
+                                  uint32_t failed_at) {
+    world->components[component].level = TES_UNTRACKED;
+    untrack(world, component);
+    for (uint32_t m = 0; m <= failed_at; m++) {
+        tesi_archetype_t *b = world->archetypes[m];
+        if (tesi_type_index(b, component) == TESI_NO_TYPE) continue;
+        if (--b->tracked_count) continue;
+        for (uint32_t c = 0; c < b->chunk_count; c++)
+            tesi_trackers_detach(world, b->chunks[c]);
+    }
+}
+
+tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component, bool reseed_now) {
+    tesi_component_t *comp = &world->components[component];
+    tes_tracking_t old = comp->level;
+    tes_tracking_t level = comp->dirty_consumers  ? TES_TRACK_DIRTY
+                           : comp->tick_consumers ? TES_TRACK_TICKS
+                                                  : TES_UNTRACKED;
+    if (level == old && !(reseed_now && level == TES_TRACK_DIRTY)) return TES_OK;
+    comp->level = level;
+    for (uint32_t k = 0; k < world->archetype_count; k++) {
+        tesi_archetype_t *a = world->archetypes[k];
+        uint32_t type = tesi_type_index(a, component);
+        if (type == TESI_NO_TYPE) continue;
+        if (old == TES_UNTRACKED && level != TES_UNTRACKED) a->tracked_count++;
+        if (old != TES_UNTRACKED && level == TES_UNTRACKED) a->tracked_count--;
+        for (uint32_t c = 0; c < a->chunk_count; c++) {
+            tesi_chunk_t *chunk = a->chunks[c];
+            if (level == TES_UNTRACKED) {
+                tracker_free(world, chunk->trackers[type]);
+                chunk->trackers[type] = NULL;
+                if (!a->tracked_count) tesi_trackers_detach(world, chunk);
+                continue;
+            }
+            if (old == TES_UNTRACKED) {
+                if (tesi_trackers_attach(world, chunk) != TES_OK) {
+                    untrack_after_failure(world, component, k);
+                    return TES_ERR_OUT_OF_MEMORY;
+                }
+                /* Tracking starts now: what exists counts as added now. */
+                tesi_tracker_t *t = chunk->trackers[type];
+                for (uint32_t r = 0; r < chunk->count; r++)
+                    t->added[r] = world->change_tick;
+            }
+            tesi_tracker_t *t = chunk->trackers[type];
+            if (level == TES_TRACK_DIRTY) {
+                reseed(t, chunk->count);
+            } else {
+                clear_list(t, a->capacity);
+            }
+        }
+    }
+    return TES_OK;
+}
+
+/* ---- pruning --------------------------------------------------------------------------- */
+
+/* Keeps the entries some consumer has not seen yet: an occupied row with a tick above min. */
+static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < t->dirty_count; i++) {
+        uint32_t r = t->dirty[i];
+        if (r < count && (t->added[r] > min || t->changed[r] > min)) {
+            t->dirty[kept++] = r;
+        } else {
+            t->bits[r >> 6] &= ~(1ull << (r & 63u));
+        }
+    }
+    t->dirty_count = kept;
+}
+
+static void prune_log(tesi_removal_log_t *log, uint64_t min) {
+    uint32_t drop = 0;
+    while (drop < log->count && log->ticks[drop] <= min)
+        drop++;
+    if (!drop) return;
+    log->count -= drop;
+    memmove(log->entities, log->entities + drop, log->count * sizeof *log->entities);
+    memmove(log->ticks, log->ticks + drop, log->count * sizeof *log->ticks);
+}
+
+void tesi_prune(tes_world_t *world) {
+    for (tes_component_t c = 0; c < world->component_count; c++) {
+        tesi_component_t *comp = &world->components[c];
+        if (comp->removal_consumers) prune_log(&comp->log, tesi_min_last_run(world, c, true));
+        if (comp->level != TES_TRACK_DIRTY) continue;
+        uint64_t min = tesi_min_last_run(world, c, false);
+        for (uint32_t k = 0; k < world->archetype_count; k++) {
+            tesi_archetype_t *a = world->archetypes[k];
+            uint32_t type = tesi_type_index(a, c);
+            if (type == TESI_NO_TYPE) continue;
+            for (uint32_t i = 0; i < a->chunk_count; i++) {
+                tesi_chunk_t *chunk = a->chunks[i];
+                if (chunk->trackers[type]->dirty_count) {
+                    prune_tracker(chunk->trackers[type], chunk->count, min);
+                }
+            }
+        }
+    }
+}
+
+/* ---- checks ---------------------------------------------------------------------------- */
+
+tes_result_t tesi_trackers_validate(const tes_world_t *world, const tesi_chunk_t *chunk) {
+    const tesi_archetype_t *a = chunk->archetype;
+    if (!a->tracked_count) return chunk->trackers ? TES_ERR_CORRUPT : TES_OK;
+    if (!chunk->trackers) return TES_ERR_CORRUPT;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        const tesi_tracker_t *t = chunk->trackers[i];
+        tes_tracking_t level = level_at(world, a, i);
+        if ((t != NULL) != (level != TES_UNTRACKED)) return TES_ERR_CORRUPT;
+        if (!t) continue;
+        if (t->dirty_count > a->capacity) return TES_ERR_CORRUPT;
+        if (level != TES_TRACK_DIRTY && t->dirty_count) return TES_ERR_CORRUPT;
+        /* Bit set exactly for listed rows: count the bits, check each listed row's bit. */
+        uint32_t bits = 0;
+        for (uint32_t w = 0; w < words_for(a->capacity); w++) {
+            bits += (uint32_t)__builtin_popcountll(t->bits[w]);
+        }
+        if (bits != t->dirty_count) return TES_ERR_CORRUPT;
+        for (uint32_t d = 0; d < t->dirty_count; d++) {
+            if (t->dirty[d] >= a->capacity || !is_listed(t, t->dirty[d])) return TES_ERR_CORRUPT;
+        }
+        for (uint32_t r = chunk->count; r < a->capacity; r++) {
+            if (t->added[r] || t->changed[r]) return TES_ERR_CORRUPT; /* vacated rows are 0 */
+        }
+    }
+    return TES_OK;
+}
