@@ -152,6 +152,59 @@ export interface TesseraExports {
     /** `tes_archetype_remove(world, archetype, component)`. */
     tes_archetype_remove(world: Pointer, archetype: number, component: number): number;
 
+    /** `tes_component_tracking(world, component, tes_tracking_t *out)`. */
+    tes_component_tracking(world: Pointer, component: number, out: Pointer): number;
+    /** `tes_ticks(world, entity, component, uint64_t *added, uint64_t *changed)`. */
+    tes_ticks(
+        world: Pointer,
+        entity: number,
+        component: number,
+        outAdded: Pointer,
+        outChanged: Pointer,
+    ): number;
+    /** `tes_mark_changed(world, entity, component)`. */
+    tes_mark_changed(world: Pointer, entity: number, component: number): number;
+    /** `tes_chunk_mark_changed(world, archetype, chunk, component, const uint32_t *rows, n)`. */
+    tes_chunk_mark_changed(
+        world: Pointer,
+        archetype: number,
+        chunk: number,
+        component: number,
+        rows: Pointer,
+        n: number,
+    ): number;
+
+    /** `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)` (48-byte desc). */
+    tes_query_create(world: Pointer, desc: Pointer, outQuery: Pointer): number;
+    /** `tes_query_destroy(world, query)`. */
+    tes_query_destroy(world: Pointer, query: Pointer): void;
+    /** `uint64_t tes_query_last_run(query)`: a 64-bit result, so a BigInt. */
+    tes_query_last_run(query: Pointer): bigint;
+    /** `tes_query_iter(world, query, tes_iter_t *out)` (tes_iter_t: 56 bytes). */
+    tes_query_iter(world: Pointer, query: Pointer, outIter: Pointer): number;
+    /** `bool tes_iter_next(tes_iter_t *iter)`: 1 while there is a chunk, 0 at the end. */
+    tes_iter_next(iter: Pointer): number;
+    /** `tes_iter_fini(tes_iter_t *iter)`. */
+    tes_iter_fini(iter: Pointer): void;
+    /** `tes_iter_column(iter, component, field, void **out_column)`. */
+    tes_iter_column(iter: Pointer, component: number, field: number, outColumn: Pointer): number;
+    /** `tes_iter_removed(iter, component, const tes_entity_t **out, uint32_t *out_count)`. */
+    tes_iter_removed(
+        iter: Pointer,
+        component: number,
+        outEntities: Pointer,
+        outCount: Pointer,
+    ): number;
+
+    /** `tes_stage_create(world, const char *name, uint32_t *out_stage)`. */
+    tes_stage_create(world: Pointer, name: Pointer, outStage: Pointer): number;
+    /** `tes_system_create(world, const tes_system_desc_t *desc, tes_system_t **out)`. */
+    tes_system_create(world: Pointer, desc: Pointer, outSystem: Pointer): number;
+    /** `tes_system_destroy(world, system)`. */
+    tes_system_destroy(world: Pointer, system: Pointer): void;
+    /** `tes_tick(world)`: runs the due systems stage by stage, then prunes. */
+    tes_tick(world: Pointer): number;
+
     /** `void *tes_malloc(size_t size)`: 16-byte aligned, 0 on failure. */
     tes_malloc(size: number): Pointer;
     /** `void tes_free(void *ptr)`. */

@@ -422,7 +422,8 @@ TES_API tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t
 /* Closes the query: it stops holding back pruning and tracking levels. NULL is ignored. Not
  * while one of its iterations is live. */
 TES_API void tes_query_destroy(tes_world_t *world, tes_query_t *query);
-/* The query's last_run (0 before its first run). */
+/* The query's last_run (0 before its first run). From JavaScript this 64-bit result is a
+ * BigInt (the module does not split 64-bit values). */
 TES_API uint64_t tes_query_last_run(const tes_query_t *query);
 
 /* An iteration: one run of a query, chunk by chunk. The public fields describe the current
