@@ -10,22 +10,16 @@
  * Output: a human table on stdout, and one machine-readable line per case:
  *   RESULT {"case":"spawn_despawn", "per":"spawn+despawn", "median":12.3, ...}
  *   RESULT {"case":"memory_1m_16k", "kind":"memory", "bytes_per_entity":21.4, ...}
- * bench/run-core.mjs runs native and wasm builds alternately and merges those lines.
+ * bench/run-core.mjs runs native and wasm builds alternately and merges those lines. The
+ * harness (calibration, timed runs, options, output lines) is bench.h, shared with changes.c.
  *
  * Options: --runs N (default 7); --target-ms N (default 100); --only a,b* (case names, a
  * trailing * matches a prefix); --iters N (fixed iteration count instead of calibration, for
  * callgrind: --toggle-collect=bench_measure then counts exactly the timed runs);
  * --chunk-bytes N (every case at this chunk size, to explore); --no-memory; --list.
  */
-#define _POSIX_C_SOURCE 199309L
-
-#include "tessera.h"
-
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#define BENCH_PROGRAM "bench_core"
+#include "bench.h"
 
 enum {
     SMALL_POPULATION = 1024,   /* entities already in the archetype of the single-entity cases */
@@ -36,36 +30,6 @@ enum {
     CHUNK_16K = 16384,
     CHUNK_64K = 65536,
 };
-
-static volatile uint64_t sink;
-static volatile double sink_number;
-
-static void fail(int line, const char *what, tes_result_t result) {
-    fprintf(stderr, "bench_core: line %d: %s -> %s (%s)\n", line, what, tes_result_name(result),
-            tes_result_message(result));
-    exit(1);
-}
-
-/* Every core call is checked, also in the timed loops: users check results too. */
-#define CHECK(call)                                                        \
-    do {                                                                   \
-        tes_result_t check_result_ = (call);                               \
-        if (check_result_ != TES_OK) fail(__LINE__, #call, check_result_); \
-    } while (0)
-
-#define EXPECT(cond)                                                                     \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "bench_core: line %d: check failed: %s\n", __LINE__, #cond); \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Per-case state                                                                            */
@@ -139,14 +103,6 @@ static void expect_population_intact(bench_state *s) {
         CHECK(tes_get_number(s->world, s->entities[k], s->position, 0, 0, &x));
         EXPECT(x == (double)k);
     }
-}
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rng_next(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 32);
 }
 
 static void make_random(bench_state *s) {
@@ -546,101 +502,34 @@ static const bench_case cases[] = {
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 
-typedef struct options {
-    int runs;
-    double target_ns;
-    uint64_t fixed_iters; /* 0 = calibrate */
-    const char *only;     /* comma-separated case names, NULL = all */
-    uint32_t chunk_bytes; /* nonzero: overrides every case's chunk size (exploration) */
-    bool memory;
-} options;
+typedef struct case_run {
+    const bench_case *c;
+    bench_state *s;
+} case_run;
 
-/* --only takes comma-separated case names; a trailing '*' matches a prefix ("iterate*"). */
-static bool selected(const options *opt, const char *name) {
-    if (opt->only == NULL) return true;
-    const char *p = opt->only;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (len > 0 && p[len - 1] == '*') {
-            if (strncmp(p, name, len - 1) == 0) return true;
-        } else if (len > 0 && strlen(name) == len && strncmp(p, name, len) == 0) {
-            return true;
-        }
-        p += len;
-        if (*p == ',') p++;
-    }
-    return false;
-}
-
-static double time_loop(const bench_case *c, bench_state *s, uint64_t iters) {
-    double t0 = now_ns();
-    c->loop(s, iters);
-    return now_ns() - t0;
-}
-
-/* The timed runs go through here and nowhere else: callgrind --toggle-collect=bench_measure.
- * External and noinline so the symbol survives -O3 under its own name. */
-double bench_measure(const bench_case *c, bench_state *s, uint64_t iters);
-__attribute__((noinline)) double bench_measure(const bench_case *c, bench_state *s,
-                                               uint64_t iters) {
-    return time_loop(c, s, iters);
-}
-
-static int compare_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+static void case_body(void *arg, uint64_t iters) {
+    case_run *run = arg;
+    run->c->loop(run->s, iters);
 }
 
 static void run_case(const bench_case *c, const options *opt) {
     bench_state s = {.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : c->chunk_bytes};
     c->setup(&s);
-
-    uint64_t iters = opt->fixed_iters;
-    if (iters == 0) {
-        iters = 1;
-        for (;;) {
-            double t = time_loop(c, &s, iters);
-            if (t >= opt->target_ns) break;
-            double scale = t > 0 ? opt->target_ns * 1.15 / t : 16.0;
-            if (scale > 16.0) scale = 16.0;
-            if (scale < 1.5) scale = 1.5;
-            iters = (uint64_t)((double)iters * scale) + 1;
-        }
-    } else {
-        time_loop(c, &s, iters / 8 + 1); /* warm-up, not counted by callgrind */
-    }
+    case_run run = {c, &s};
+    uint64_t iters = bench_calibrate(case_body, &run, opt);
 
     double samples[64];
-    int runs = opt->runs > 64 ? 64 : opt->runs;
+    int runs = bench_runs(opt);
     for (int r = 0; r < runs; r++) {
         s.last_iters = iters;
-        samples[r] = bench_measure(c, &s, iters) / ((double)iters * (double)s.ops_per_iter);
+        samples[r] =
+            bench_measure(case_body, &run, iters) / ((double)iters * (double)s.ops_per_iter);
     }
     c->check(&s);
     if (s.world) CHECK(tes_world_validate(s.world));
 
-    double sorted[64];
-    memcpy(sorted, samples, (size_t)runs * sizeof *samples);
-    qsort(sorted, (size_t)runs, sizeof *sorted, compare_double);
-    double median = runs % 2 ? sorted[runs / 2] : (sorted[runs / 2 - 1] + sorted[runs / 2]) / 2;
-    uint32_t chunk_bytes = 0;
-    if (s.world) {
-        tes_world_stats_t stats;
-        CHECK(tes_world_stats(s.world, &stats));
-        chunk_bytes = stats.chunk_bytes;
-    }
-
-    printf("%-52s %9.2f %9.2f %9.2f  ns/%s\n", c->label, median, sorted[0], sorted[runs - 1],
-           c->per);
-    printf("RESULT {\"case\":\"%s\",\"kind\":\"time\",\"label\":\"%s\",\"per\":\"%s\","
-           "\"chunk_bytes\":%" PRIu32 ",\"ops_per_iter\":%" PRIu64 ",\"iters\":%" PRIu64
-           ",\"runs\":%d,\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"samples\":[",
-           c->name, c->label, c->per, chunk_bytes, s.ops_per_iter, iters, runs, median, sorted[0],
-           sorted[runs - 1]);
-    for (int r = 0; r < runs; r++)
-        printf("%s%.4f", r ? "," : "", samples[r]);
-    printf("]}\n");
-    fflush(stdout);
+    bench_report(c->name, c->label, c->per, bench_chunk_bytes(s.world), s.ops_per_iter, iters,
+                 runs, samples);
     state_free(&s);
 }
 
@@ -676,44 +565,13 @@ static void run_memory(uint32_t chunk_bytes, uint32_t n, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    options opt = {.runs = 7, .target_ns = 100e6, .memory = true};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--runs") == 0 && v) {
-            opt.runs = atoi(v), i++;
-        } else if (strcmp(a, "--target-ms") == 0 && v) {
-            opt.target_ns = atof(v) * 1e6, i++;
-        } else if (strcmp(a, "--iters") == 0 && v) {
-            opt.fixed_iters = strtoull(v, NULL, 10), i++;
-        } else if (strcmp(a, "--only") == 0 && v) {
-            opt.only = v, i++;
-        } else if (strcmp(a, "--chunk-bytes") == 0 && v) {
-            opt.chunk_bytes = (uint32_t)strtoul(v, NULL, 10), i++;
-        } else if (strcmp(a, "--no-memory") == 0) {
-            opt.memory = false;
-        } else if (strcmp(a, "--list") == 0) {
-            for (int c = 0; c < CASE_COUNT; c++)
-                printf("%s\t%s\n", cases[c].name, cases[c].label);
-            return 0;
-        } else {
-            fprintf(stderr, "usage: bench_core [--runs N] [--target-ms N] [--iters N] [--only a,b] "
-                            "[--chunk-bytes N] [--no-memory] [--list]\n");
-            return 2;
-        }
+    options opt = bench_options(argc, argv);
+    if (opt.list) {
+        for (int c = 0; c < CASE_COUNT; c++)
+            printf("%s\t%s\n", cases[c].name, cases[c].label);
+        return 0;
     }
-    if (opt.runs < 1) opt.runs = 1;
-
-#if defined(__EMSCRIPTEN__)
-    const char *platform = "wasm";
-#else
-    const char *platform = "native";
-#endif
-    printf("INFO {\"platform\":\"%s\",\"compiler\":\"%s\",\"runs\":%d,\"target_ms\":%.0f,"
-           "\"fixed_iters\":%" PRIu64 "}\n",
-           platform, __VERSION__, opt.runs, opt.target_ns / 1e6, opt.fixed_iters);
-    printf("%-52s %9s %9s %9s  (%s, %d runs)\n", "case", "median", "min", "max", platform,
-           opt.runs);
+    bench_print_header(&opt);
 
     for (int c = 0; c < CASE_COUNT; c++)
         if (selected(&opt, cases[c].name)) run_case(&cases[c], &opt);

@@ -7,6 +7,9 @@
  *   fx_alloc_t         counting allocator: live blocks and bytes, size checks, injected failure
  *   fx_snapshot_t      everything observable about a world, to prove a call changed nothing
  *   fx_check_*         invariants checked through the public API
+ *   FX_IDS, fx_spawn   component lists written inline, spawning that must succeed
+ *   fx_entities_t      growable entity lists; FX_CHECK_VISITED / FX_CHECK_SAME_ENTITIES
+ *   fx_query, fx_run   queries, and whole runs that check every chunk's shape
  *   fx_rng_t           splitmix64, reproducible from a printed seed
  */
 #ifndef TESSERA_TEST_FIXTURES_H
@@ -425,6 +428,217 @@ static inline double fx_get_number(const tes_world_t *world, tes_entity_t e, tes
     double value = -12345.0;
     CHECK_OK(tes_get_number(world, e, c, field, element, &value));
     return value;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Component lists, entity lists, query runs                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A component list and its length, for a (pointer, count) pair of parameters or fields:
+ *     fx_spawn(world, FX_IDS(a, b))
+ *     (tes_query_desc_t){.all = FX_IDS(a), .changed = FX_IDS(b, c)}
+ * (in a designated initializer the count fills the member after the pointer: `*_count`). */
+#define FX_IDS(...)                                   \
+    (const tes_component_t[]){__VA_ARGS__},           \
+        (uint32_t)(sizeof((tes_component_t[]){__VA_ARGS__}) / sizeof(tes_component_t))
+
+static inline tes_entity_t fx_spawn(tes_world_t *world, const tes_component_t *components,
+                                    uint32_t count) {
+    tes_entity_t e = 0;
+    CHECK_OK(tes_spawn(world, components, count, &e));
+    CHECK(e != 0);
+    return e;
+}
+
+/* A growable list of entities, freed after the case. */
+typedef struct fx_entities_t {
+    tes_entity_t *items;
+    uint32_t count;
+    uint32_t capacity;
+} fx_entities_t;
+
+static inline void fx_entities_delete(void *list) {
+    fx_entities_t *l = (fx_entities_t *)list;
+    free(l->items);
+    free(l);
+}
+
+static inline fx_entities_t *fx_entities_new(void) {
+    fx_entities_t *l = (fx_entities_t *)calloc(1, sizeof *l);
+    CHECK(l != NULL);
+    harness_defer(fx_entities_delete, l);
+    return l;
+}
+
+static inline void fx_entities_push(fx_entities_t *l, tes_entity_t e) {
+    if (l->count == l->capacity) {
+        uint32_t capacity = l->capacity ? l->capacity * 2 : 64;
+        tes_entity_t *items = (tes_entity_t *)realloc(l->items, capacity * sizeof *items);
+        CHECK(items != NULL);
+        l->items = items;
+        l->capacity = capacity;
+    }
+    l->items[l->count++] = e;
+}
+
+static inline uint32_t fx_entities_occurrences(const fx_entities_t *l, tes_entity_t e) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < l->count; i++)
+        n += l->items[i] == e;
+    return n;
+}
+
+static inline bool fx_entities_contains(const fx_entities_t *l, tes_entity_t e) {
+    return fx_entities_occurrences(l, e) > 0;
+}
+
+static inline int fx_entity_compare(const void *a, const void *b) {
+    tes_entity_t x = *(const tes_entity_t *)a, y = *(const tes_entity_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Fails at the caller's line unless `l` holds exactly the entities of expected[0..n-1], in
+ * any order, each exactly as often. */
+static inline void fx_check_same_entities_at(const char *file, int line, const fx_entities_t *l,
+                                             const tes_entity_t *expected, uint32_t n) {
+    tes_entity_t *a = (tes_entity_t *)malloc((l->count + 1) * sizeof *a);
+    tes_entity_t *b = (tes_entity_t *)malloc((n + 1) * sizeof *b);
+    if (a == NULL || b == NULL) {
+        free(a);
+        free(b);
+        harness_fail(file, line, "out of memory");
+    }
+    if (l->count) memcpy(a, l->items, l->count * sizeof *a);
+    if (n) memcpy(b, expected, n * sizeof *b);
+    qsort(a, l->count, sizeof *a, fx_entity_compare);
+    qsort(b, n, sizeof *b, fx_entity_compare);
+    uint32_t i = 0, j = 0;
+    tes_entity_t extra = 0, missing = 0;
+    while (i < l->count || j < n) {
+        if (j == n || (i < l->count && a[i] < b[j])) {
+            if (!extra) extra = a[i];
+            i++;
+        } else if (i == l->count || b[j] < a[i]) {
+            if (!missing) missing = b[j];
+            j++;
+        } else {
+            i++;
+            j++;
+        }
+    }
+    free(a);
+    free(b);
+    if (extra || missing) {
+        harness_fail(file, line,
+                     "got %u entities, expected %u; first unexpected (or duplicate) %u, first "
+                     "missing %u",
+                     (unsigned)l->count, (unsigned)n, (unsigned)extra, (unsigned)missing);
+    }
+}
+#define FX_CHECK_SAME_ENTITIES(list, expected, n) \
+    fx_check_same_entities_at(__FILE__, __LINE__, list, expected, n)
+/* FX_CHECK_VISITED(list, e1, e2, ...): exactly these entities (at least one). */
+#define FX_CHECK_VISITED(list, ...)                                                        \
+    fx_check_same_entities_at(__FILE__, __LINE__, list, (const tes_entity_t[]){__VA_ARGS__}, \
+                              (uint32_t)(sizeof((tes_entity_t[]){__VA_ARGS__}) /          \
+                                         sizeof(tes_entity_t)))
+
+/* A query that must be created; the world frees it if the case does not destroy it. */
+static inline tes_query_t *fx_query(tes_world_t *world, const tes_query_desc_t *desc) {
+    tes_query_t *query = NULL;
+    CHECK_OK(tes_query_create(world, desc, &query));
+    CHECK(query != NULL);
+    return query;
+}
+
+/* The shape every chunk of an iteration must have after tes_iter_next returned true:
+ * something to visit, rows ascending and in range (or NULL with row_count == count), the same
+ * entities as the chunk itself, all alive. */
+static inline void fx_check_iter_chunk_at(const char *file, int line, const tes_world_t *world,
+                                          const tes_iter_t *it) {
+    if (it->count == 0 || it->entities == NULL || it->row_count == 0 ||
+        it->row_count > it->count) {
+        harness_fail(file, line, "iteration chunk: count %u, row_count %u, entities %p",
+                     (unsigned)it->count, (unsigned)it->row_count, (const void *)it->entities);
+    }
+    if (it->rows == NULL && it->row_count != it->count) {
+        harness_fail(file, line, "iteration chunk: rows NULL but row_count %u != count %u",
+                     (unsigned)it->row_count, (unsigned)it->count);
+    }
+    for (uint32_t i = 0; it->rows != NULL && i < it->row_count; i++) {
+        if (it->rows[i] >= it->count || (i > 0 && it->rows[i] <= it->rows[i - 1])) {
+            harness_fail(file, line, "iteration chunk: rows[%u] = %u (count %u) not ascending",
+                         (unsigned)i, (unsigned)it->rows[i], (unsigned)it->count);
+        }
+    }
+    tes_chunk_info_t chunk;
+    tes_result_t r = tes_chunk_info(world, it->archetype, it->chunk, &chunk);
+    if (r != TES_OK || chunk.count != it->count) {
+        harness_fail(file, line, "iteration chunk (archetype %u, chunk %u): %s, count %u vs %u",
+                     (unsigned)it->archetype, (unsigned)it->chunk, tes_result_name(r),
+                     (unsigned)chunk.count, (unsigned)it->count);
+    }
+    for (uint32_t row = 0; row < it->count; row++) {
+        if (chunk.entities[row] != it->entities[row]) {
+            harness_fail(file, line, "iteration chunk: entities[%u] = %u, chunk says %u",
+                         (unsigned)row, (unsigned)it->entities[row],
+                         (unsigned)chunk.entities[row]);
+        }
+        if (!tes_is_alive(world, it->entities[row])) {
+            harness_fail(file, line, "iteration chunk: entity %u is not alive",
+                         (unsigned)it->entities[row]);
+        }
+    }
+}
+#define FX_CHECK_ITER_CHUNK(world, it) fx_check_iter_chunk_at(__FILE__, __LINE__, world, it)
+
+/* The row visited i-th in the current chunk. */
+static inline uint32_t fx_iter_row(const tes_iter_t *it, uint32_t i) {
+    return it->rows ? it->rows[i] : i;
+}
+
+/* One whole run of `query`: appends every visited entity to `out` (cleared first), in visit
+ * order, checking each chunk's shape, a constant this_run, and that no entity is visited
+ * twice. Returns this_run. */
+static inline uint64_t fx_run_into(tes_world_t *world, tes_query_t *query, fx_entities_t *out) {
+    tes_iter_t it;
+    out->count = 0;
+    CHECK_OK(tes_query_iter(world, query, &it));
+    uint64_t this_run = it.this_run;
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(world, &it);
+        CHECK_EQ(it.this_run, this_run);
+        for (uint32_t i = 0; i < it.row_count; i++)
+            fx_entities_push(out, it.entities[fx_iter_row(&it, i)]);
+    }
+    if (out->count > 1) {
+        tes_entity_t *sorted = (tes_entity_t *)malloc(out->count * sizeof *sorted);
+        CHECK(sorted != NULL);
+        memcpy(sorted, out->items, out->count * sizeof *sorted);
+        qsort(sorted, out->count, sizeof *sorted, fx_entity_compare);
+        tes_entity_t duplicate = 0;
+        for (uint32_t i = 1; i < out->count; i++) {
+            if (sorted[i] == sorted[i - 1]) duplicate = sorted[i];
+        }
+        free(sorted);
+        if (duplicate) harness_fail(__FILE__, __LINE__, "entity %u visited twice in one run",
+                                    (unsigned)duplicate);
+    }
+    return this_run;
+}
+
+/* One whole run; the visited entities, in a list freed after the case. */
+static inline fx_entities_t *fx_run(tes_world_t *world, tes_query_t *query) {
+    fx_entities_t *list = fx_entities_new();
+    fx_run_into(world, query, list);
+    return list;
+}
+
+/* Number of entities one run visits. */
+static inline uint32_t fx_run_count(tes_world_t *world, tes_query_t *query) {
+    static fx_entities_t scratch; /* reused: still reachable at exit, so not a leak */
+    fx_run_into(world, query, &scratch);
+    return scratch.count;
 }
 
 /* ---------------------------------------------------------------------------------------- */
