@@ -8,14 +8,14 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     uint32_t index = entity & TESI_INDEX_MASK;
     if (index == 0 || index >= world->record_count) return NULL;
     tesi_record_t *record = &world->records[index];
-    if (record->chunk || record->row != TESI_ROW_PENDING ||
+    if (record->chunk || (record->row & (TESI_ROW_PENDING | TESI_ROW_MARK)) != TESI_ROW_PENDING ||
         record->generation != (entity >> TES_INDEX_BITS)) {
         return NULL;
     }
     return record;
 }
 
-static tes_result_t commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
+tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
     tes_result_t result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
                                        world->command_count + n, sizeof *world->commands, 64);
     if (result == TES_OK && data) {
@@ -27,7 +27,7 @@ static tes_result_t commands_reserve(tes_world_t *world, uint32_t n, uint32_t da
 
 tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, uint32_t a,
                         uint32_t b, uint32_t c, double value, const void *data, uint32_t size) {
-    tes_result_t result = commands_reserve(world, 1, size);
+    tes_result_t result = tesi_commands_reserve(world, 1, size);
     if (result != TES_OK) return result;
     tesi_command_t *cmd = &world->commands[world->command_count++];
     *cmd = (tesi_command_t){.kind = kind, .entity = entity, .a = a, .b = b, .c = c, .value = value};
@@ -43,13 +43,13 @@ tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, u
 tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, uint32_t n,
                               tes_entity_t *out_entities) {
     tes_result_t result = tesi_entities_reserve(world, n);
-    if (result == TES_OK) result = commands_reserve(world, n, 0);
+    if (result == TES_OK) result = tesi_commands_reserve(world, n, 0);
     if (result != TES_OK) return result;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t index = tesi_take_index(world);
         tesi_record_t *record = &world->records[index];
         record->chunk = NULL;
-        record->row = TESI_ROW_PENDING;
+        record->row = TESI_ROW_PENDING | archetype->id;
         tes_entity_t e = index | (record->generation << TES_INDEX_BITS);
         world->commands[world->command_count++] =
             (tesi_command_t){.kind = TESI_CMD_SPAWN, .entity = e, .a = archetype->id};

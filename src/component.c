@@ -41,6 +41,8 @@ static void free_name(tes_world_t *world, char *name) {
 }
 
 static void free_component(tes_world_t *world, tesi_component_t *c) {
+    /* After the archetypes: freeing a tracker takes it out of this set. */
+    tesi_free(world, c->dirty_set, c->dirty_set_slots * sizeof *c->dirty_set);
     if (c->fields) {
         for (uint32_t f = 0; f < c->field_count; f++)
             free_name(world, c->fields[f].name);

@@ -157,6 +157,15 @@ static void despawn(tes_world_t *world, tesi_record_t *record) {
     world->entity_count--;
 }
 
+/* A pending record whether or not its row carries the duplicate mark (despawn_batch). */
+static tesi_record_t *marked_pending(const tes_world_t *world, tes_entity_t entity) {
+    uint32_t index = entity & TESI_INDEX_MASK;
+    if (index == 0 || index >= world->record_count) return NULL;
+    tesi_record_t *record = &world->records[index];
+    bool pending = !record->chunk && (record->row & TESI_ROW_PENDING);
+    return pending && record->generation == (entity >> TES_INDEX_BITS) ? record : NULL;
+}
+
 /* Alive, or pending (spawned by a deferred command): what a deferred command may name. */
 static tes_result_t check_deferrable(const tes_world_t *world, tes_entity_t entity) {
     return tesi_record_of(world, entity) || tesi_pending_record(world, entity)
@@ -181,23 +190,14 @@ tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
 
 tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities, uint32_t n) {
     if (!world || (n && !entities)) return TES_ERR_INVALID_ARGUMENT;
-    if (tesi_deferring(world)) {
-        /* Recorded one by one; a duplicate is skipped at the flush like any stale command. */
-        for (uint32_t i = 0; i < n; i++) {
-            if (check_deferrable(world, entities[i]) != TES_OK) return TES_ERR_STALE_ENTITY;
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            tes_result_t result =
-                tesi_defer(world, TESI_CMD_DESPAWN, entities[i], 0, 0, 0, 0, NULL, 0);
-            if (result != TES_OK) return result;
-        }
-        return TES_OK;
-    }
-    /* Validate first: a mark bit on each record's row finds duplicates without memory. */
+    /* Validate first: a mark bit on each record's row finds duplicates without memory. While
+     * deferring, entities a deferred spawn has not placed yet may be listed too. */
+    bool deferring = tesi_deferring(world);
     tes_result_t result = TES_OK;
     uint32_t marked = 0;
     for (; marked < n; marked++) {
         tesi_record_t *record = tesi_record_of(world, entities[marked]);
+        if (!record && deferring) record = marked_pending(world, entities[marked]);
         if (!record) {
             result = TES_ERR_STALE_ENTITY;
             break;
@@ -210,6 +210,13 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
     }
     for (uint32_t i = 0; i < marked; i++) {
         world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+    }
+    if (result == TES_OK && deferring) {
+        result = tesi_commands_reserve(world, n, 0); /* all recorded, or none */
+        for (uint32_t i = 0; i < n && result == TES_OK; i++) {
+            result = tesi_defer(world, TESI_CMD_DESPAWN, entities[i], 0, 0, 0, 0, NULL, 0);
+        }
+        return result;
     }
     if (result == TES_OK) result = tesi_logs_reserve(world, NULL, n);
     if (result != TES_OK) return result;
@@ -232,6 +239,17 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
         tes_result_t result = check_deferrable(world, entity);
         if (result == TES_OK && component >= world->component_count) {
             result = TES_ERR_UNKNOWN_COMPONENT;
+        }
+        tesi_record_t *pending = result == TES_OK ? tesi_pending_record(world, entity) : NULL;
+        if (pending) {
+            /* The pending entity's target archetype follows its recorded adds and removes, so
+             * later writes to it are checked against what it will have. */
+            tesi_archetype_t *from = tesi_pending_archetype(world, pending), *to = from;
+            const tesi_move_t *moves;
+            if ((tesi_type_index(from, component) != TESI_NO_TYPE) == removing) {
+                result = tesi_graph_step(world, from, component, removing, &to, &moves);
+            }
+            if (result == TES_OK) pending->row = TESI_ROW_PENDING | to->id;
         }
         uint8_t kind = removing ? TESI_CMD_REMOVE : TESI_CMD_ADD;
         return result != TES_OK ? result
@@ -293,6 +311,20 @@ tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity, tes_loc
 /* ---- field access ---------------------------------------------------------------------- */
 
 /* Address of an entity's field and its schema, after checking every argument. */
+/* The schema of `component`'s field in an entity of archetype `a`, after checking it all. */
+static tes_result_t check_field(const tes_world_t *world, const tesi_archetype_t *a,
+                                tes_component_t component, uint32_t field,
+                                const tesi_field_t **out_field) {
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    const tesi_component_t *c = &world->components[component];
+    if (tesi_type_index(a, component) == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
+    if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
+    if (field >= c->field_count) return TES_ERR_UNKNOWN_FIELD;
+    *out_field = &c->fields[field];
+    return TES_OK;
+}
+
+/* Address of an entity's field and its schema, after checking every argument. */
 static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
                                   tes_component_t component, uint32_t field, uint8_t **out_ptr,
                                   const tesi_field_t **out_field) {
@@ -322,8 +354,10 @@ static void mark_written(tes_world_t *world, tes_entity_t entity, tes_component_
 }
 
 /* A write to an entity a deferred spawn has not placed yet is recorded with the spawn. */
-static bool write_deferred(const tes_world_t *world, tes_entity_t entity) {
-    return tesi_deferring(world) && tesi_pending_record(world, entity);
+/* A write to an entity a deferred spawn has not placed yet is checked against the archetype it
+ * will have, then recorded with the spawn. Returns its record, or NULL for a normal write. */
+static tesi_record_t *deferred_write(const tes_world_t *world, tes_entity_t entity) {
+    return world && tesi_deferring(world) ? tesi_pending_record(world, entity) : NULL;
 }
 
 tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -340,17 +374,19 @@ tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_componen
 
 tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                      uint32_t field, const void *value, size_t size) {
-    if (world && write_deferred(world, entity)) {
-        if (!value || size > UINT32_MAX) return TES_ERR_INVALID_ARGUMENT;
-        return tesi_defer(world, TESI_CMD_SET, entity, component, field, 0, 0, value,
-                          (uint32_t)size);
-    }
-    uint8_t *ptr;
+    tesi_record_t *pending = deferred_write(world, entity);
+    uint8_t *ptr = NULL;
     const tesi_field_t *f;
-    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    tes_result_t result =
+        pending ? check_field(world, tesi_pending_archetype(world, pending), component, field, &f)
+                : field_address(world, entity, component, field, &ptr, &f);
     if (result != TES_OK) return result;
     if (!value) return TES_ERR_INVALID_ARGUMENT;
     if (size != f->bytes) return TES_ERR_BAD_SIZE;
+    if (pending) {
+        return tesi_defer(world, TESI_CMD_SET, entity, component, field, 0, 0, value,
+                          (uint32_t)size);
+    }
     memcpy(ptr, value, size);
     mark_written(world, entity, component);
     return TES_OK;
@@ -411,57 +447,78 @@ static bool integral_within(double v, double lo, double hi) {
     return v >= lo && v <= hi && (double)(int64_t)v == v;
 }
 
+/* Writes `value` as one scalar of `type` to `out`; false (nothing written) when the type cannot
+ * hold it without loss. */
+static bool encode_number(tes_type_t type, double value, uint8_t *out) {
+    union {
+        float f32;
+        double f64;
+        int8_t i8;
+        uint8_t u8;
+        int16_t i16;
+        uint16_t u16;
+        int32_t i32;
+        uint32_t u32;
+    } v;
+    switch (type) {
+    case TES_F32:
+        /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
+        if (!((value >= -FLT_MAX && value <= FLT_MAX) || value != value || value == INFINITY ||
+              value == -INFINITY)) {
+            return false;
+        }
+        v.f32 = (float)value;
+        break;
+    case TES_F64:
+        v.f64 = value;
+        break;
+    case TES_I8:
+        if (!integral_within(value, INT8_MIN, INT8_MAX)) return false;
+        v.i8 = (int8_t)value;
+        break;
+    case TES_U8:
+        if (!integral_within(value, 0, UINT8_MAX)) return false;
+        v.u8 = (uint8_t)value;
+        break;
+    case TES_I16:
+        if (!integral_within(value, INT16_MIN, INT16_MAX)) return false;
+        v.i16 = (int16_t)value;
+        break;
+    case TES_U16:
+        if (!integral_within(value, 0, UINT16_MAX)) return false;
+        v.u16 = (uint16_t)value;
+        break;
+    case TES_I32:
+        if (!integral_within(value, INT32_MIN, INT32_MAX)) return false;
+        v.i32 = (int32_t)value;
+        break;
+    case TES_U32:
+        if (!integral_within(value, 0, UINT32_MAX)) return false;
+        v.u32 = (uint32_t)value;
+        break;
+    default:
+        return false;
+    }
+    memcpy(out, &v, tes_type_size(type));
+    return true;
+}
+
 tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                             uint32_t field, uint32_t element, double value) {
-    if (world && write_deferred(world, entity)) {
+    tesi_record_t *pending = deferred_write(world, entity);
+    uint8_t *ptr = NULL, scratch[8];
+    const tesi_field_t *f;
+    tes_result_t result =
+        pending ? check_field(world, tesi_pending_archetype(world, pending), component, field, &f)
+                : field_address(world, entity, component, field, &ptr, &f);
+    if (result != TES_OK) return result;
+    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    uint8_t *target = pending ? scratch : ptr + (size_t)element * tes_type_size(f->type);
+    if (!encode_number(f->type, value, target)) return TES_ERR_BAD_VALUE;
+    if (pending) {
         return tesi_defer(world, TESI_CMD_SET_NUMBER, entity, component, field, element, value,
                           NULL, 0);
     }
-    uint8_t *ptr;
-    const tesi_field_t *f;
-    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
-    if (result != TES_OK) return result;
-    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
-    ptr += (size_t)element * tes_type_size(f->type);
-    bool ok = true;
-    switch (f->type) {
-    case TES_F32:
-        /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
-        ok = (value >= -FLT_MAX && value <= FLT_MAX) || value != value || value == INFINITY ||
-             value == -INFINITY;
-        if (ok) *(float *)(void *)ptr = (float)value;
-        break;
-    case TES_F64:
-        *(double *)(void *)ptr = value;
-        break;
-    case TES_I8:
-        if ((ok = integral_within(value, INT8_MIN, INT8_MAX))) *(int8_t *)ptr = (int8_t)value;
-        break;
-    case TES_U8:
-        if ((ok = integral_within(value, 0, UINT8_MAX))) *ptr = (uint8_t)value;
-        break;
-    case TES_I16:
-        if ((ok = integral_within(value, INT16_MIN, INT16_MAX))) {
-            *(int16_t *)(void *)ptr = (int16_t)value;
-        }
-        break;
-    case TES_U16:
-        if ((ok = integral_within(value, 0, UINT16_MAX))) {
-            *(uint16_t *)(void *)ptr = (uint16_t)value;
-        }
-        break;
-    case TES_I32:
-        if ((ok = integral_within(value, INT32_MIN, INT32_MAX))) {
-            *(int32_t *)(void *)ptr = (int32_t)value;
-        }
-        break;
-    case TES_U32:
-        if ((ok = integral_within(value, 0, UINT32_MAX))) {
-            *(uint32_t *)(void *)ptr = (uint32_t)value;
-        }
-        break;
-    }
-    if (!ok) return TES_ERR_BAD_VALUE;
     mark_written(world, entity, component);
     return TES_OK;
 }

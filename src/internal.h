@@ -22,7 +22,7 @@
 #define TESI_INDEX_LIMIT         (1u << TES_INDEX_BITS) /* indices are 1 .. TESI_INDEX_LIMIT-1 */
 #define TESI_NO_TYPE             0xFFFFu     /* type_index entry of an absent component */
 #define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
-#define TESI_ROW_PENDING         0xFFFFFFFEu /* row of a record reserved by a deferred spawn */
+#define TESI_ROW_PENDING         0x40000000u /* row of a deferred spawn: | its archetype */
 #define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
@@ -60,6 +60,13 @@ typedef struct tesi_component_t {
     uint32_t tick_consumers;    /* queries that filter on it otherwise */
     uint32_t removal_consumers; /* queries that report its removals */
     tesi_removal_log_t log;
+    /* Its trackers that hold dirty entries: filtered runs and pruning walk only these, so
+     * their cost follows what changed, not how many chunks exist. Sized for every tracker of
+     * the component, so listing one never allocates. */
+    struct tesi_tracker_t **dirty_set;
+    uint32_t dirty_set_count;
+    uint32_t dirty_set_slots;
+    uint32_t tracker_count;
 } tesi_component_t;
 
 /* ---- archetypes and chunks ------------------------------------------------------------- */
@@ -97,13 +104,18 @@ typedef struct tesi_edge_t {
  * row is in the dirty list; entries may be stale (row vacated or ticks already seen), which
  * readers filter by ticks and pruning removes. */
 typedef struct tesi_tracker_t {
-    uint64_t *added;   /* per row: tick the component was added (0 = never) */
-    uint64_t *changed; /* per row: tick it was last changed (0 = never) */
-    uint64_t *bits;    /* dirty bitmap */
-    uint32_t *dirty;   /* dirty rows, each once */
+    struct tesi_chunk_t *chunk;
+    tes_component_t component;
+    uint32_t listed_at; /* position in the component's dirty_set, or TESI_UNLISTED */
+    uint64_t *added;    /* per row: tick the component was added (0 = never) */
+    uint64_t *changed;  /* per row: tick it was last changed (0 = never) */
+    uint64_t *bits;     /* dirty bitmap */
+    uint32_t *dirty;    /* dirty rows, each once */
     uint32_t dirty_count;
     uint32_t bytes; /* of the allocation */
 } tesi_tracker_t;
+
+#define TESI_UNLISTED 0xFFFFFFFFu
 
 typedef struct tesi_chunk_t {
     uint8_t *data;             /* the block; entity column at offset 0 */
@@ -324,10 +336,17 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
                               tes_entity_t *out_entities);
 tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, uint32_t a,
                         uint32_t b, uint32_t c, double value, const void *data, uint32_t size);
+/* Room for n more commands (and `data` bytes of values) before recording a batch. */
+tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data);
 void tesi_flush(tes_world_t *world);
 void tesi_commands_fini(tes_world_t *world);
-/* A record reserved by a deferred spawn (not alive yet), or NULL. */
+/* A record reserved by a deferred spawn (not alive yet), or NULL. Its row holds
+ * TESI_ROW_PENDING | the archetype it will have once the deferred commands so far apply. */
 tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity);
+static inline tesi_archetype_t *tesi_pending_archetype(const tes_world_t *world,
+                                                       const tesi_record_t *record) {
+    return world->archetypes[record->row & ~(TESI_ROW_PENDING | TESI_ROW_MARK)];
+}
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
 uint32_t tesi_take_index(tes_world_t *world);

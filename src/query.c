@@ -3,6 +3,12 @@
  * lists, removal windows, and the runs (iterations) that make a query a consumer. */
 #include "internal.h"
 
+typedef struct visit_t {
+    const tesi_chunk_t *chunk;
+    uint32_t first; /* in rows */
+    uint32_t count;
+} visit_t;
+
 typedef struct filter_t {
     tes_component_t component;
     bool added; /* else changed */
@@ -19,13 +25,21 @@ struct tes_query_t {
     tesi_archetype_t **matched;
     uint32_t matched_count;
     uint32_t matched_slots;
+    uint8_t *match_flags; /* by archetype id < archetypes_seen: 1 when it matches */
+    uint32_t match_slots;
     uint32_t archetypes_seen;
-    uint32_t *rows; /* the current chunk's rows to visit */
+    /* A filtered run's visits, collected when it starts: (chunk, its rows in `rows`). */
+    struct visit_t *visits;
+    uint32_t visit_count;
+    uint32_t visit_slots;
+    uint32_t *rows;
     uint32_t row_slots;
     uint64_t last_run;
     uint32_t live;  /* iterations in progress */
     uint32_t index; /* in world->queries */
 };
+
+static tes_result_t collect(tes_world_t *world, tes_query_t *q, uint64_t this_run);
 
 static bool is_consumer(const tes_query_t *q) {
     return q->filter_count || q->removed_count;
@@ -96,7 +110,9 @@ static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->filters, q->filter_count * sizeof *q->filters);
     tesi_free(world, q->filter_trackers, q->filter_count * sizeof *q->filter_trackers);
     tesi_free(world, q->matched, q->matched_slots * sizeof *q->matched);
+    tesi_free(world, q->match_flags, q->match_slots);
     tesi_free(world, q->rows, q->row_slots * sizeof *q->rows);
+    tesi_free(world, q->visits, q->visit_slots * sizeof *q->visits);
     tesi_free(world, q, sizeof *q);
 }
 
@@ -199,9 +215,6 @@ void tesi_queries_fini(tes_world_t *world) {
 /* ---- matching -------------------------------------------------------------------------- */
 
 static bool matches(const tes_query_t *q, const tesi_archetype_t *a) {
-    if (!q->all_count && !q->none_count && !q->any_count && q->removed_count) {
-        return false; /* a removals-only query visits no chunks */
-    }
     for (uint32_t i = 0; i < q->all_count; i++) {
         if (tesi_type_index(a, q->all[i]) == TESI_NO_TYPE) return false;
     }
@@ -217,17 +230,19 @@ static bool matches(const tes_query_t *q, const tesi_archetype_t *a) {
 
 /* Looks only at archetypes created since the last refresh (ids are dense and never reused). */
 static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
+    if (q->archetypes_seen == world->archetype_count) return TES_OK;
+    tes_result_t result = tesi_reserve(world, (void **)&q->match_flags, &q->match_slots,
+                                       world->archetype_count, 1, 64);
+    if (result != TES_OK) return result;
     for (; q->archetypes_seen < world->archetype_count; q->archetypes_seen++) {
         tesi_archetype_t *a = world->archetypes[q->archetypes_seen];
+        q->match_flags[a->id] = 0;
         if (!matches(q, a)) continue;
-        tes_result_t result = tesi_reserve(world, (void **)&q->matched, &q->matched_slots,
-                                           q->matched_count + 1, sizeof *q->matched, 8);
-        if (result == TES_OK && q->filter_count) {
-            result = tesi_reserve(world, (void **)&q->rows, &q->row_slots, a->capacity,
-                                  sizeof *q->rows, 64);
-        }
+        result = tesi_reserve(world, (void **)&q->matched, &q->matched_slots, q->matched_count + 1,
+                              sizeof *q->matched, 8);
         if (result != TES_OK) return result;
         q->matched[q->matched_count++] = a;
+        q->match_flags[a->id] = 1;
     }
     return TES_OK;
 }
@@ -236,9 +251,13 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
 
 tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter) {
     if (!world || !query || !out_iter) return TES_ERR_INVALID_ARGUMENT;
+    /* One live run per consumer: a second would share its visits and move last_run back. */
+    if (query->live && is_consumer(query)) return TES_ERR_QUERY_IN_USE;
     tes_result_t result = refresh(world, query);
+    uint64_t this_run = world->change_tick;
+    if (result == TES_OK && query->filter_count) result = collect(world, query, this_run);
     if (result != TES_OK) return result;
-    *out_iter = (tes_iter_t){.this_run = world->change_tick, .world_ = world, .query_ = query};
+    *out_iter = (tes_iter_t){.this_run = this_run, .world_ = world, .query_ = query};
     /* A consumer's run takes the current tick; writes from now on carry a newer one. */
     if (is_consumer(query)) world->change_tick++;
     query->live++;
@@ -251,7 +270,9 @@ static bool in_window(uint64_t tick, uint64_t last_run, uint64_t this_run) {
 }
 
 /* Fills q->rows with the chunk's rows that pass every filter; returns how many. */
-static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t this_run) {
+/* Writes to `out` the chunk's rows that pass every filter; returns how many. */
+static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t this_run,
+                            uint32_t *out) {
     const tesi_archetype_t *a = chunk->archetype;
     for (uint32_t f = 0; f < q->filter_count; f++) {
         q->filter_trackers[f] = chunk->trackers[tesi_type_index(a, q->filters[f].component)];
@@ -267,9 +288,39 @@ static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t 
             uint64_t tick = q->filters[f].added ? t->added[row] : t->changed[row];
             pass = in_window(tick, q->last_run, this_run);
         }
-        if (pass) q->rows[n++] = row;
+        if (pass) out[n++] = row;
     }
     return n;
+}
+
+/* A filtered run decides what it visits when it starts: the rows whose ticks are in the window
+ * now. A row written again during the run, before the run reached it, is then still reported
+ * by this run for the earlier write, and by the next run for the new one. Walks only the
+ * first filter's trackers that hold dirty entries. */
+static tes_result_t collect(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
+    const tesi_component_t *comp = &world->components[q->filters[0].component];
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < comp->dirty_set_count; i++)
+        most += comp->dirty_set[i]->dirty_count;
+    if (most > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots,
+                                       comp->dirty_set_count, sizeof *q->visits, 16);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&q->rows, &q->row_slots, (uint32_t)most,
+                              sizeof *q->rows, 64);
+    }
+    if (result != TES_OK) return result;
+    uint32_t used = 0;
+    q->visit_count = 0;
+    for (uint32_t i = 0; i < comp->dirty_set_count; i++) {
+        const tesi_chunk_t *chunk = comp->dirty_set[i]->chunk;
+        if (!q->match_flags[chunk->archetype->id]) continue;
+        uint32_t n = filter_rows(q, chunk, this_run, q->rows + used);
+        if (!n) continue;
+        q->visits[q->visit_count++] = (visit_t){chunk, used, n};
+        used += n;
+    }
+    return TES_OK;
 }
 
 static void finish(tes_iter_t *it) {
@@ -282,9 +333,32 @@ static void finish(tes_iter_t *it) {
     if (--world->defer_depth == 0) tesi_flush(world);
 }
 
+/* Sets the iterator's public fields to a chunk and its rows. */
+/* Sets the iterator's public fields to a chunk and its rows (NULL: all of them). */
+static bool visit(tes_iter_t *it, const tesi_chunk_t *chunk, const uint32_t *rows,
+                  uint32_t row_count) {
+    it->archetype = chunk->archetype->id;
+    it->chunk = chunk->index;
+    it->count = chunk->count;
+    it->entities = tesi_chunk_entities(chunk);
+    it->rows = rows;
+    it->row_count = row_count;
+    return true;
+}
+
 bool tes_iter_next(tes_iter_t *it) {
     if (!it || it->done_) return false;
     tes_query_t *q = it->query_;
+    if (q->filter_count) {
+        /* Sparse path: the visits collected when the run started. */
+        if (it->chunk_index_ < q->visit_count) {
+            const visit_t *v = &q->visits[it->chunk_index_++];
+            return visit(it, v->chunk, q->rows + v->first, v->count);
+        }
+        finish(it);
+        return false;
+    }
+    /* Dense path: every row of every chunk of every matching archetype. */
     while (it->archetype_index_ < q->matched_count) {
         const tesi_archetype_t *a = q->matched[it->archetype_index_];
         if (it->chunk_index_ >= a->chunk_count) {
@@ -293,19 +367,7 @@ bool tes_iter_next(tes_iter_t *it) {
             continue;
         }
         const tesi_chunk_t *chunk = a->chunks[it->chunk_index_++];
-        if (!chunk->count) continue;
-        uint32_t rows = chunk->count;
-        if (q->filter_count) {
-            rows = filter_rows(q, chunk, it->this_run);
-            if (!rows) continue;
-        }
-        it->archetype = a->id;
-        it->chunk = chunk->index;
-        it->count = chunk->count;
-        it->entities = tesi_chunk_entities(chunk);
-        it->rows = q->filter_count ? q->rows : NULL;
-        it->row_count = rows;
-        return true;
+        if (chunk->count) return visit(it, chunk, NULL, chunk->count);
     }
     finish(it);
     return false;

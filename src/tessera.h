@@ -77,7 +77,8 @@ extern "C" {
     X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")   \
     X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")               \
     X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet") \
-    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")
+    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                      \
+    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -363,7 +364,12 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  *
  * REMOVALS. Components named in a query's `removed` list get a removal log: (entity, tick) for
  * every removal of the component, despawns included. tes_iter_removed hands out the entities
- * of the current run's window.
+ * of the current run's window. The log exists while some query names the component, so a new
+ * removal consumer sees the removals still in it (those after the last pruning it could not
+ * have been part of), not removals from before the log existed.
+ *
+ * MOVES. An entity keeps the added and changed ticks of every component it keeps. A component
+ * it gains (tes_add, or back after a tes_remove) counts as added at that tick, changed 0.
  *
  * PRUNING. tes_tick ends by dropping dirty-list entries and log entries that every consumer of
  * the component has seen. A destroyed query no longer holds anything back.
@@ -422,8 +428,9 @@ TES_API tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t
 /* Closes the query: it stops holding back pruning and tracking levels. NULL is ignored. Not
  * while one of its iterations is live. */
 TES_API void tes_query_destroy(tes_world_t *world, tes_query_t *query);
-/* The query's last_run (0 before its first run). From JavaScript this 64-bit result is a
- * BigInt (the module does not split 64-bit values). */
+/* The query's last_run (0 before its first run). Only consumers have runs that count: a query
+ * without filters or removed terms never advances the change tick nor its last_run. From
+ * JavaScript this 64-bit result is a BigInt (the module does not split 64-bit values). */
 TES_API uint64_t tes_query_last_run(const tes_query_t *query);
 
 /* An iteration: one run of a query, chunk by chunk. The public fields describe the current
@@ -449,9 +456,11 @@ typedef struct tes_iter_t {
 /* Starts a run of the query. While any iteration is live, structural changes (spawn, despawn,
  * add, remove and their batch forms) are recorded and applied, in order, when the last live
  * iteration ends; tes_spawn then hands out a handle that is TES_ERR_PENDING_ENTITY until
- * then. tes_set / tes_set_number on such a pending entity are recorded too (other writes
- * happen at once). A command whose entity is gone by then is skipped (counted in
- * commands_skipped). */
+ * then. tes_add, tes_remove, tes_despawn, tes_set and tes_set_number on such a pending entity
+ * are recorded like any other command (writes to placed entities happen at once), and checked
+ * when recorded against the components the entity will have. A command whose entity is gone
+ * by then (or that runs out of memory) is skipped and counted in commands_skipped. A consumer
+ * query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
 TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
  * run is over: the query's last_run becomes this_run and deferred commands are applied. */
@@ -462,7 +471,8 @@ TES_API void tes_iter_fini(tes_iter_t *iter);
 TES_API tes_result_t tes_iter_column(tes_iter_t *iter, tes_component_t component, uint32_t field,
                                      void **out_column);
 /* The entities that lost `component` (one of the query's `removed`) in this run's window,
- * oldest first; they may be dead. Valid until the iteration ends. */
+ * oldest first; they may be dead. Callable from tes_query_iter until the run ends (so before
+ * the tes_iter_next that returns false); the array stays valid until then. */
 TES_API tes_result_t tes_iter_removed(tes_iter_t *iter, tes_component_t component,
                                       const tes_entity_t **out_entities, uint32_t *out_count);
 
@@ -480,7 +490,7 @@ typedef struct tes_system_desc_t {
     tes_query_desc_t query; /* the system's own query (a consumer when it has filters) */
     tes_system_fn run;
     void *user;
-    uint32_t interval; /* runs every `interval` ticks (0 or 1: every tick) */
+    uint32_t interval; /* runs when the world's frame is a multiple of it (0 or 1: every tick) */
 } tes_system_desc_t;
 
 /* Stages run in creation order in tes_tick; systems in a stage in creation order. */
@@ -489,7 +499,8 @@ TES_API tes_result_t tes_system_create(tes_world_t *world, const tes_system_desc
                                        tes_system_t **out_system);
 TES_API void tes_system_destroy(tes_world_t *world, tes_system_t *system);
 /* One frame: every stage's due systems in order, then pruning. Deferred commands of a system
- * are applied when its run ends, before the next system. */
+ * are applied when its run ends, before the next system. Not from inside a run
+ * (TES_ERR_INVALID_ARGUMENT). */
 TES_API tes_result_t tes_tick(tes_world_t *world);
 
 /* ---------------------------------------------------------------------------------------- */

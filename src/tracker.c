@@ -10,7 +10,15 @@ static uint32_t words_for(uint32_t capacity) {
     return (capacity + 63u) / 64u;
 }
 
-static tesi_tracker_t *tracker_new(tes_world_t *world, uint32_t capacity) {
+static tesi_tracker_t *tracker_new(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type) {
+    uint32_t capacity = chunk->archetype->capacity;
+    tes_component_t component = chunk->archetype->components[type];
+    tesi_component_t *comp = &world->components[component];
+    /* The dirty set must be able to hold every tracker of the component. */
+    if (tesi_reserve(world, (void **)&comp->dirty_set, &comp->dirty_set_slots,
+                     comp->tracker_count + 1, sizeof *comp->dirty_set, 16) != TES_OK) {
+        return NULL;
+    }
     size_t header = (sizeof(tesi_tracker_t) + 15u) & ~(size_t)15u;
     size_t bytes =
         header + (size_t)capacity * 16u + (size_t)words_for(capacity) * 8u + (size_t)capacity * 4u;
@@ -18,23 +26,47 @@ static tesi_tracker_t *tracker_new(tes_world_t *world, uint32_t capacity) {
     if (!block) return NULL;
     memset(block, 0, bytes);
     tesi_tracker_t *t = (tesi_tracker_t *)(void *)block;
+    t->chunk = chunk;
+    t->component = component;
+    t->listed_at = TESI_UNLISTED;
     t->added = (uint64_t *)(void *)(block + header);
     t->changed = t->added + capacity;
     t->bits = t->changed + capacity;
     t->dirty = (uint32_t *)(void *)(t->bits + words_for(capacity));
     t->bytes = (uint32_t)bytes;
+    comp->tracker_count++;
     return t;
 }
 
+/* Takes the tracker out of its component's dirty set (it has no dirty entries left). */
+static void unlist(tes_world_t *world, tesi_tracker_t *t) {
+    if (t->listed_at == TESI_UNLISTED) return;
+    tesi_component_t *comp = &world->components[t->component];
+    tesi_tracker_t *moved = comp->dirty_set[--comp->dirty_set_count];
+    comp->dirty_set[t->listed_at] = moved;
+    moved->listed_at = t->listed_at;
+    t->listed_at = TESI_UNLISTED;
+}
+
 static void tracker_free(tes_world_t *world, tesi_tracker_t *t) {
-    if (t) tesi_free(world, t, t->bytes);
+    if (!t) return;
+    unlist(world, t);
+    world->components[t->component].tracker_count--;
+    tesi_free(world, t, t->bytes);
 }
 
 /* Appends the row to the dirty list unless its bit says it is listed already. */
-static inline void list_row(tesi_tracker_t *t, uint32_t row) {
+/* Appends the row to the dirty list unless its bit says it is listed already; a tracker's
+ * first entry puts it in its component's dirty set. */
+static inline void list_row(tes_world_t *world, tesi_tracker_t *t, uint32_t row) {
     uint64_t mask = 1ull << (row & 63u);
     if (t->bits[row >> 6] & mask) return;
     t->bits[row >> 6] |= mask;
+    if (t->listed_at == TESI_UNLISTED) {
+        tesi_component_t *comp = &world->components[t->component];
+        t->listed_at = comp->dirty_set_count;
+        comp->dirty_set[comp->dirty_set_count++] = t;
+    }
     t->dirty[t->dirty_count++] = row;
 }
 
@@ -59,7 +91,7 @@ tes_result_t tesi_trackers_attach(tes_world_t *world, tesi_chunk_t *chunk) {
     }
     for (uint32_t i = 0; i < a->component_count; i++) {
         if (level_at(world, a, i) == TES_UNTRACKED || chunk->trackers[i]) continue;
-        chunk->trackers[i] = tracker_new(world, a->capacity);
+        chunk->trackers[i] = tracker_new(world, chunk, i);
         if (!chunk->trackers[i]) return TES_ERR_OUT_OF_MEMORY;
     }
     return TES_OK;
@@ -84,7 +116,7 @@ void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t
         for (uint32_t r = row; r < row + n; r++) {
             t->added[r] = world->change_tick;
             t->changed[r] = 0;
-            if (dirty) list_row(t, r);
+            if (dirty) list_row(world, t, r);
         }
     }
 }
@@ -106,13 +138,13 @@ void tesi_trackers_copy(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
                  * a moved row that was dirty must stay visible at its new row). */
                 t->added[r] = from->added[src_row + k];
                 t->changed[r] = from->changed[src_row + k];
-                if (dirty && is_listed(from, src_row + k)) list_row(t, r);
+                if (dirty && is_listed(from, src_row + k)) list_row(world, t, r);
             } else if (j != TESI_NO_TYPE) {
                 t->added[r] = t->changed[r] = 0; /* was untracked there: no history */
             } else {
                 t->added[r] = world->change_tick; /* gained by this move */
                 t->changed[r] = 0;
-                if (dirty) list_row(t, r);
+                if (dirty) list_row(world, t, r);
             }
         }
     }
@@ -131,7 +163,7 @@ void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, u
     tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
     if (!t) return;
     t->changed[row] = world->change_tick;
-    if (level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY) list_row(t, row);
+    if (level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY) list_row(world, t, row);
 }
 
 /* ---- removal logs ---------------------------------------------------------------------- */
@@ -195,15 +227,16 @@ void tesi_logs_fini(tes_world_t *world) {
 /* ---- levels ---------------------------------------------------------------------------- */
 
 /* Re-seeds a chunk's dirty list from its ticks: every occupied row with any history. */
-static void reseed(tesi_tracker_t *t, uint32_t count) {
+static void reseed(tes_world_t *world, tesi_tracker_t *t, uint32_t count) {
     for (uint32_t r = 0; r < count; r++) {
-        if (t->added[r] || t->changed[r]) list_row(t, r);
+        if (t->added[r] || t->changed[r]) list_row(world, t, r);
     }
 }
 
-static void clear_list(tesi_tracker_t *t, uint32_t capacity) {
+static void clear_list(tes_world_t *world, tesi_tracker_t *t, uint32_t capacity) {
     memset(t->bits, 0, words_for(capacity) * sizeof *t->bits);
     t->dirty_count = 0;
+    unlist(world, t);
 }
 
 /* Frees every tracker of the component (its level dropped to untracked, or a failed start). */
@@ -270,9 +303,9 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
             }
             tesi_tracker_t *t = chunk->trackers[type];
             if (level == TES_TRACK_DIRTY) {
-                reseed(t, chunk->count);
+                reseed(world, t, chunk->count);
             } else {
-                clear_list(t, a->capacity);
+                clear_list(world, t, a->capacity);
             }
         }
     }
@@ -309,18 +342,13 @@ void tesi_prune(tes_world_t *world) {
     for (tes_component_t c = 0; c < world->component_count; c++) {
         tesi_component_t *comp = &world->components[c];
         if (comp->removal_consumers) prune_log(&comp->log, tesi_min_last_run(world, c, true));
-        if (comp->level != TES_TRACK_DIRTY) continue;
+        if (comp->level != TES_TRACK_DIRTY || !comp->dirty_set_count) continue;
         uint64_t min = tesi_min_last_run(world, c, false);
-        for (uint32_t k = 0; k < world->archetype_count; k++) {
-            tesi_archetype_t *a = world->archetypes[k];
-            uint32_t type = tesi_type_index(a, c);
-            if (type == TESI_NO_TYPE) continue;
-            for (uint32_t i = 0; i < a->chunk_count; i++) {
-                tesi_chunk_t *chunk = a->chunks[i];
-                if (chunk->trackers[type]->dirty_count) {
-                    prune_tracker(chunk->trackers[type], chunk->count, min);
-                }
-            }
+        /* Backwards: a tracker that empties is swapped out with the set's last one. */
+        for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
+            tesi_tracker_t *t = comp->dirty_set[i];
+            prune_tracker(t, t->chunk->count, min);
+            if (!t->dirty_count) unlist(world, t);
         }
     }
 }
@@ -344,6 +372,14 @@ tes_result_t tesi_trackers_validate(const tes_world_t *world, const tesi_chunk_t
             bits += (uint32_t)__builtin_popcountll(t->bits[w]);
         }
         if (bits != t->dirty_count) return TES_ERR_CORRUPT;
+        /* In the component's dirty set exactly while it has entries. */
+        const tesi_component_t *comp = &world->components[t->component];
+        if (t->chunk != chunk || t->component != a->components[i]) return TES_ERR_CORRUPT;
+        if ((t->listed_at != TESI_UNLISTED) != (t->dirty_count > 0)) return TES_ERR_CORRUPT;
+        if (t->dirty_count &&
+            (t->listed_at >= comp->dirty_set_count || comp->dirty_set[t->listed_at] != t)) {
+            return TES_ERR_CORRUPT;
+        }
         for (uint32_t d = 0; d < t->dirty_count; d++) {
             if (t->dirty[d] >= a->capacity || !is_listed(t, t->dirty[d])) return TES_ERR_CORRUPT;
         }

@@ -216,7 +216,7 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     uint32_t live = 0, pending = 0; /* pending: reserved by a deferred spawn */
     for (uint32_t i = 1; i < world->record_count; i++) {
         live += world->records[i].chunk != NULL;
-        pending += !world->records[i].chunk && world->records[i].row == TESI_ROW_PENDING;
+        pending += !world->records[i].chunk && (world->records[i].row & TESI_ROW_PENDING);
     }
     CHECK(live == world->entity_count);
     CHECK(live + pending + world->free_length + 1 == world->record_count);

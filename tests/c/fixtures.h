@@ -438,8 +438,8 @@ static inline double fx_get_number(const tes_world_t *world, tes_entity_t e, tes
  *     fx_spawn(world, FX_IDS(a, b))
  *     (tes_query_desc_t){.all = FX_IDS(a), .changed = FX_IDS(b, c)}
  * (in a designated initializer the count fills the member after the pointer: `*_count`). */
-#define FX_IDS(...)                                   \
-    (const tes_component_t[]){__VA_ARGS__},           \
+#define FX_IDS(...)                         \
+    (const tes_component_t[]){__VA_ARGS__}, \
         (uint32_t)(sizeof((tes_component_t[]){__VA_ARGS__}) / sizeof(tes_component_t))
 
 static inline tes_entity_t fx_spawn(tes_world_t *world, const tes_component_t *components,
@@ -538,10 +538,10 @@ static inline void fx_check_same_entities_at(const char *file, int line, const f
 #define FX_CHECK_SAME_ENTITIES(list, expected, n) \
     fx_check_same_entities_at(__FILE__, __LINE__, list, expected, n)
 /* FX_CHECK_VISITED(list, e1, e2, ...): exactly these entities (at least one). */
-#define FX_CHECK_VISITED(list, ...)                                                        \
-    fx_check_same_entities_at(__FILE__, __LINE__, list, (const tes_entity_t[]){__VA_ARGS__}, \
-                              (uint32_t)(sizeof((tes_entity_t[]){__VA_ARGS__}) /          \
-                                         sizeof(tes_entity_t)))
+#define FX_CHECK_VISITED(list, ...)                                    \
+    fx_check_same_entities_at(                                         \
+        __FILE__, __LINE__, list, (const tes_entity_t[]){__VA_ARGS__}, \
+        (uint32_t)(sizeof((tes_entity_t[]){__VA_ARGS__}) / sizeof(tes_entity_t)))
 
 /* A query that must be created; the world frees it if the case does not destroy it. */
 static inline tes_query_t *fx_query(tes_world_t *world, const tes_query_desc_t *desc) {
@@ -552,12 +552,12 @@ static inline tes_query_t *fx_query(tes_world_t *world, const tes_query_desc_t *
 }
 
 /* The shape every chunk of an iteration must have after tes_iter_next returned true:
- * something to visit, rows ascending and in range (or NULL with row_count == count), the same
- * entities as the chunk itself, all alive. */
+ * something to visit, rows in range and each once (in dirty-list order, so not necessarily
+ * ascending), or NULL with row_count == count; the same entities as the chunk itself, all
+ * alive. */
 static inline void fx_check_iter_chunk_at(const char *file, int line, const tes_world_t *world,
                                           const tes_iter_t *it) {
-    if (it->count == 0 || it->entities == NULL || it->row_count == 0 ||
-        it->row_count > it->count) {
+    if (it->count == 0 || it->entities == NULL || it->row_count == 0 || it->row_count > it->count) {
         harness_fail(file, line, "iteration chunk: count %u, row_count %u, entities %p",
                      (unsigned)it->count, (unsigned)it->row_count, (const void *)it->entities);
     }
@@ -565,11 +565,21 @@ static inline void fx_check_iter_chunk_at(const char *file, int line, const tes_
         harness_fail(file, line, "iteration chunk: rows NULL but row_count %u != count %u",
                      (unsigned)it->row_count, (unsigned)it->count);
     }
-    for (uint32_t i = 0; it->rows != NULL && i < it->row_count; i++) {
-        if (it->rows[i] >= it->count || (i > 0 && it->rows[i] <= it->rows[i - 1])) {
-            harness_fail(file, line, "iteration chunk: rows[%u] = %u (count %u) not ascending",
-                         (unsigned)i, (unsigned)it->rows[i], (unsigned)it->count);
+    if (it->rows != NULL) {
+        unsigned char *seen = (unsigned char *)calloc(it->count, 1);
+        if (seen == NULL) harness_fail(file, line, "out of memory");
+        for (uint32_t i = 0; i < it->row_count; i++) {
+            uint32_t row = it->rows[i];
+            bool bad = row >= it->count || seen[row];
+            if (!bad) seen[row] = 1;
+            if (bad) {
+                free(seen);
+                harness_fail(file, line, "iteration chunk: rows[%u] = %u (count %u) %s",
+                             (unsigned)i, (unsigned)row, (unsigned)it->count,
+                             row >= it->count ? "out of range" : "listed twice");
+            }
         }
+        free(seen);
     }
     tes_chunk_info_t chunk;
     tes_result_t r = tes_chunk_info(world, it->archetype, it->chunk, &chunk);
@@ -581,8 +591,7 @@ static inline void fx_check_iter_chunk_at(const char *file, int line, const tes_
     for (uint32_t row = 0; row < it->count; row++) {
         if (chunk.entities[row] != it->entities[row]) {
             harness_fail(file, line, "iteration chunk: entities[%u] = %u, chunk says %u",
-                         (unsigned)row, (unsigned)it->entities[row],
-                         (unsigned)chunk.entities[row]);
+                         (unsigned)row, (unsigned)it->entities[row], (unsigned)chunk.entities[row]);
         }
         if (!tes_is_alive(world, it->entities[row])) {
             harness_fail(file, line, "iteration chunk: entity %u is not alive",
@@ -621,8 +630,9 @@ static inline uint64_t fx_run_into(tes_world_t *world, tes_query_t *query, fx_en
             if (sorted[i] == sorted[i - 1]) duplicate = sorted[i];
         }
         free(sorted);
-        if (duplicate) harness_fail(__FILE__, __LINE__, "entity %u visited twice in one run",
-                                    (unsigned)duplicate);
+        if (duplicate)
+            harness_fail(__FILE__, __LINE__, "entity %u visited twice in one run",
+                         (unsigned)duplicate);
     }
     return this_run;
 }

@@ -1,0 +1,567 @@
+/* Deferred commands: structural calls made while an iteration is live are recorded and applied,
+ * in order, when the last live iteration ends; spawned handles are pending until then; commands
+ * on entities gone by then are skipped and counted. */
+#include "fixtures.h"
+
+static const tes_field_desc_t value_fields[] = {{"v", TES_F64, 0}, {"n", TES_I32, 0}};
+
+typedef struct scene_t {
+    tes_world_t *world;
+    tes_component_t a, b, tag;
+} scene_t;
+
+static scene_t make_scene(const tes_world_desc_t *desc) {
+    scene_t s;
+    s.world = fx_world(desc);
+    s.a = fx_component(s.world, "A", value_fields, 2);
+    s.b = fx_component(s.world, "B", value_fields, 2);
+    s.tag = fx_tag(s.world, "Tag");
+    return s;
+}
+
+static tes_query_t *all_of(scene_t *s, tes_component_t c) {
+    return fx_query(s->world, &(tes_query_desc_t){.all = &c, .all_count = 1});
+}
+
+static uint32_t live_count(scene_t *s) {
+    return fx_stats(s->world).entity_count;
+}
+
+static uint32_t skipped(scene_t *s) {
+    return fx_stats(s->world).commands_skipped;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The two loops games write                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(spawn_for_each_entity_during_iteration) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t parent[5], child[5];
+    for (int i = 0; i < 5; i++) {
+        parent[i] = fx_spawn(s.world, FX_IDS(s.a));
+        CHECK_OK(tes_set_number(s.world, parent[i], s.a, 0, 0, 100 + i));
+    }
+    /* The children have A too: the run must not visit them. */
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    uint32_t visited = 0;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(s.world, &it);
+        double *v = NULL;
+        CHECK_OK(tes_iter_column(&it, s.a, 0, (void **)&v));
+        for (uint32_t i = 0; i < it.row_count; i++) {
+            uint32_t row = fx_iter_row(&it, i);
+            int k = (int)v[row] - 100;
+            CHECK(k >= 0 && k < 5);
+            CHECK_EQ(it.entities[row], parent[k]);
+            CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, s.b), &child[k]));
+            CHECK(child[k] != 0);
+            CHECK_OK(tes_set_number(s.world, child[k], s.b, 0, 0, v[row]));
+            CHECK_OK(tes_set_number(s.world, child[k], s.a, 1, 0, -k));
+            visited++;
+        }
+    }
+    CHECK_EQ(visited, 5);
+    CHECK_EQ(live_count(&s), 10);
+    for (int k = 0; k < 5; k++) {
+        CHECK(tes_is_alive(s.world, child[k]));
+        CHECK(fx_has(s.world, child[k], s.a) && fx_has(s.world, child[k], s.b));
+        CHECK_NUM_EQ(fx_get_number(s.world, child[k], s.b, 0, 0), 100 + k);
+        CHECK_NUM_EQ(fx_get_number(s.world, child[k], s.a, 1, 0), -k);
+        CHECK_NUM_EQ(fx_get_number(s.world, child[k], s.a, 0, 0), 0); /* starts zeroed */
+        fx_check_location(s.world, child[k]);
+    }
+    CHECK_EQ(fx_run(s.world, q)->count, 10);
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(despawn_every_entity_while_iterating_them) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_entity_t e[300];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 300, e));
+    tes_entity_t other = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = all_of(&s, s.b);
+    fx_entities_t *visited = fx_entities_new();
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(s.world, &it);
+        for (uint32_t i = 0; i < it.row_count; i++) {
+            tes_entity_t x = it.entities[fx_iter_row(&it, i)];
+            fx_entities_push(visited, x);
+            CHECK_OK(tes_despawn(s.world, x));
+            CHECK(tes_is_alive(s.world, x)); /* until the run ends */
+        }
+    }
+    FX_CHECK_SAME_ENTITIES(visited, e, 300); /* every one, once: nothing moved under the run */
+    CHECK_EQ(live_count(&s), 1);
+    for (int i = 0; i < 300; i++)
+        CHECK(!tes_is_alive(s.world, e[i]));
+    CHECK(tes_is_alive(s.world, other));
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(add_and_remove_during_iteration_apply_at_the_end) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_entity_t e[200];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.b), 200, e));
+    tes_query_t *q = all_of(&s, s.a);
+    fx_entities_t *visited = fx_entities_new();
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(s.world, &it);
+        for (uint32_t i = 0; i < it.row_count; i++) {
+            tes_entity_t x = it.entities[fx_iter_row(&it, i)];
+            fx_entities_push(visited, x);
+            CHECK_OK(tes_add(s.world, x, s.tag));
+            CHECK_OK(tes_remove(s.world, x, s.b));
+            CHECK(!fx_has(s.world, x, s.tag)); /* not yet */
+            CHECK(fx_has(s.world, x, s.b));
+        }
+    }
+    FX_CHECK_SAME_ENTITIES(visited, e, 200);
+    for (int i = 0; i < 200; i++) {
+        CHECK(fx_has(s.world, e[i], s.tag));
+        CHECK(!fx_has(s.world, e[i], s.b));
+        CHECK(fx_has(s.world, e[i], s.a));
+    }
+    fx_check_all_packed(s.world);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pending handles                                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(spawned_handle_is_pending_until_the_run_ends) {
+    scene_t s = make_scene(NULL);
+    fx_spawn(s.world, FX_IDS(s.b));
+    tes_query_t *q = all_of(&s, s.b);
+    tes_entity_t p = 0;
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &p));
+    CHECK(p != 0);
+    CHECK(!tes_is_alive(s.world, p));
+    double d = 0;
+    bool has = false;
+    tes_location_t loc;
+    int32_t n = 0;
+    CHECK_ERR(tes_get_number(s.world, p, s.a, 0, 0, &d), TES_ERR_PENDING_ENTITY);
+    CHECK_ERR(tes_get(s.world, p, s.a, 1, &n, sizeof n), TES_ERR_PENDING_ENTITY);
+    CHECK_ERR(tes_has(s.world, p, s.a, &has), TES_ERR_PENDING_ENTITY);
+    CHECK_ERR(tes_location(s.world, p, &loc), TES_ERR_PENDING_ENTITY);
+    CHECK_OK(tes_set_number(s.world, p, s.a, 0, 0, 4.25)); /* recorded */
+    n = -9;
+    CHECK_OK(tes_set(s.world, p, s.a, 1, &n, sizeof n)); /* recorded */
+    CHECK_ERR(tes_get_number(s.world, p, s.a, 0, 0, &d), TES_ERR_PENDING_ENTITY);
+    CHECK_EQ(live_count(&s), 1);
+    CHECK(!tes_iter_next(&it));
+    CHECK(tes_is_alive(s.world, p));
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.a, 0, 0), 4.25);
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.a, 1, 0), -9);
+    fx_check_location(s.world, p);
+    CHECK_EQ(live_count(&s), 2);
+}
+
+TEST(structural_calls_on_a_pending_entity_are_recorded_in_order) {
+    scene_t s = make_scene(NULL);
+    fx_spawn(s.world, FX_IDS(s.b));
+    tes_query_t *q = all_of(&s, s.b);
+    tes_entity_t p = 0, gone = 0;
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &p));
+    CHECK_OK(tes_add(s.world, p, s.tag));
+    CHECK_OK(tes_add(s.world, p, s.b));
+    CHECK_OK(tes_set_number(s.world, p, s.b, 0, 0, 3));
+    CHECK_OK(tes_remove(s.world, p, s.a));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &gone));
+    CHECK_OK(tes_despawn(s.world, gone)); /* never placed for anyone to see */
+    tes_iter_fini(&it);
+    CHECK(tes_is_alive(s.world, p));
+    CHECK(fx_has(s.world, p, s.tag) && fx_has(s.world, p, s.b) && !fx_has(s.world, p, s.a));
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.b, 0, 0), 3);
+    CHECK(!tes_is_alive(s.world, gone));
+    CHECK_ERR(tes_despawn(s.world, gone), TES_ERR_STALE_ENTITY);
+    CHECK_EQ(live_count(&s), 2);
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(commands_apply_in_the_order_they_were_made) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_entity_t f = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_set_number(s.world, f, s.a, 0, 0, 5));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_add(s.world, e, s.tag));
+    CHECK_OK(tes_remove(s.world, e, s.tag)); /* e has no Tag yet: still recorded, in order */
+    CHECK_OK(tes_remove(s.world, f, s.a));
+    CHECK_OK(tes_add(s.world, f, s.a)); /* f has A now: still recorded, in order */
+    CHECK_OK(tes_add(s.world, e, s.b));
+    tes_iter_fini(&it);
+    CHECK(!fx_has(s.world, e, s.tag));
+    CHECK(fx_has(s.world, e, s.b));
+    CHECK(fx_has(s.world, f, s.a));
+    CHECK_NUM_EQ(fx_get_number(s.world, f, s.a, 0, 0), 0); /* removed, then added zeroed */
+}
+
+TEST(writes_to_live_entities_during_iteration_happen_at_once) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_entity_t other = fx_spawn(s.world, FX_IDS(s.b));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 8));
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 8);
+    double v = 6;
+    CHECK_OK(tes_set(s.world, other, s.b, 0, &v, sizeof v));
+    CHECK_NUM_EQ(fx_get_number(s.world, other, s.b, 0, 0), 6);
+    CHECK_OK(tes_despawn(s.world, e));
+    /* e is still alive until the end: writing it still works, at once. */
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 9));
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 9);
+    CHECK(!tes_iter_next(&it));
+    CHECK(!tes_is_alive(s.world, e));
+    CHECK_EQ(skipped(&s), 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Skipped commands                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(commands_on_an_entity_despawned_earlier_are_skipped_and_counted) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t f = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_despawn(s.world, e));
+    CHECK_OK(tes_add(s.world, e, s.tag));  /* skipped */
+    CHECK_OK(tes_remove(s.world, e, s.b)); /* skipped */
+    CHECK_OK(tes_despawn(s.world, e));     /* skipped */
+    CHECK_OK(tes_add(s.world, f, s.tag));  /* applied */
+    tes_entity_t batch[2] = {f, e};
+    CHECK_OK(tes_despawn_batch(s.world, batch, 1)); /* f only: applied */
+    while (tes_iter_next(&it)) {
+    }
+    CHECK_EQ(skipped(&s), 3);
+    CHECK(!tes_is_alive(s.world, e));
+    CHECK(!tes_is_alive(s.world, f));
+    CHECK_EQ(live_count(&s), 0);
+    /* Cumulative over flushes. */
+    tes_entity_t g = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_despawn(s.world, g));
+    CHECK_OK(tes_add(s.world, g, s.b));
+    tes_iter_fini(&it);
+    CHECK_EQ(skipped(&s), 4);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(stale_handles_fail_at_once_during_iteration) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t dead = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_despawn(s.world, dead));
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_ERR(tes_despawn(s.world, dead), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_add(s.world, dead, s.tag), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_remove(s.world, dead, s.a), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_set_number(s.world, dead, s.a, 0, 0, 1), TES_ERR_STALE_ENTITY);
+    tes_entity_t list[2] = {e, dead};
+    CHECK_ERR(tes_despawn_batch(s.world, list, 2), TES_ERR_STALE_ENTITY); /* none recorded */
+    CHECK(!tes_iter_next(&it));
+    CHECK(tes_is_alive(s.world, e));
+    CHECK_EQ(skipped(&s), 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* When the flush happens                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(nested_iterations_flush_only_when_the_outermost_ends) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t a = fx_spawn(s.world, FX_IDS(s.a));
+    tes_entity_t b = fx_spawn(s.world, FX_IDS(s.b));
+    tes_query_t *qa = all_of(&s, s.a), *qb = all_of(&s, s.b);
+    tes_query_t *filtered = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.b)});
+    tes_entity_t p = 0;
+    tes_iter_t outer, inner, innermost;
+    CHECK_OK(tes_query_iter(s.world, qa, &outer));
+    CHECK(tes_iter_next(&outer));
+    CHECK_OK(tes_query_iter(s.world, qb, &inner));
+    while (tes_iter_next(&inner)) {
+        CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, s.b), &p));
+        CHECK_OK(tes_despawn(s.world, b));
+        CHECK_OK(tes_query_iter(s.world, filtered, &innermost));
+        CHECK(tes_iter_next(&innermost));
+        CHECK_OK(tes_add(s.world, a, s.tag));
+        tes_iter_fini(&innermost);
+    }
+    /* The inner runs are over, the outer one is not. */
+    CHECK(!tes_is_alive(s.world, p));
+    CHECK(tes_is_alive(s.world, b));
+    CHECK(!fx_has(s.world, a, s.tag));
+    double d;
+    CHECK_ERR(tes_get_number(s.world, p, s.a, 0, 0, &d), TES_ERR_PENDING_ENTITY);
+    CHECK(!tes_iter_next(&outer));
+    CHECK(tes_is_alive(s.world, p));
+    CHECK(!tes_is_alive(s.world, b));
+    CHECK(fx_has(s.world, a, s.tag));
+    CHECK_EQ(live_count(&s), 2);
+}
+
+TEST(iter_fini_ends_the_run_and_applies_the_commands) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_entity_t e[300];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 300, e));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_entity_t p = 0;
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &p));
+    CHECK_OK(tes_despawn(s.world, e[0]));
+    tes_iter_fini(&it); /* early: other chunks remain */
+    CHECK(tes_is_alive(s.world, p));
+    CHECK(!tes_is_alive(s.world, e[0]));
+    CHECK_EQ(live_count(&s), 300);
+    tes_iter_fini(&it); /* harmless: nothing applied twice */
+    CHECK(!tes_iter_next(&it));
+    CHECK_EQ(live_count(&s), 300);
+    CHECK_EQ(skipped(&s), 0);
+    /* Structural calls act at once again. */
+    tes_entity_t now = fx_spawn(s.world, FX_IDS(s.b));
+    CHECK(tes_is_alive(s.world, now));
+}
+
+TEST(batch_forms_are_deferred_too) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e[6];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 6, e));
+    tes_archetype_t arch = fx_archetype_of(s.world, e[0]);
+    tes_query_t *q = all_of(&s, s.a);
+    tes_entity_t spawned[4], more[3];
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 4, spawned));
+    CHECK_OK(tes_archetype_spawn(s.world, arch, 3, more));
+    CHECK_OK(tes_despawn_batch(s.world, e, 2));
+    CHECK_OK(tes_archetype_add(s.world, arch, s.tag));
+    for (int i = 0; i < 4; i++)
+        CHECK(!tes_is_alive(s.world, spawned[i]));
+    for (int i = 0; i < 3; i++)
+        CHECK(!tes_is_alive(s.world, more[i]));
+    CHECK(tes_is_alive(s.world, e[0]));
+    CHECK(!fx_has(s.world, e[3], s.tag));
+    CHECK_EQ(fx_archetype(s.world, arch).entity_count, 6);
+    CHECK(!tes_iter_next(&it));
+    for (int i = 0; i < 4; i++)
+        CHECK(tes_is_alive(s.world, spawned[i]));
+    CHECK(!tes_is_alive(s.world, e[0]) && !tes_is_alive(s.world, e[1]));
+    /* archetype_add came after the archetype spawn: the 3 new ones got the tag too. */
+    for (int i = 2; i < 6; i++)
+        CHECK(fx_has(s.world, e[i], s.tag));
+    for (int i = 0; i < 3; i++) {
+        CHECK(tes_is_alive(s.world, more[i]));
+        CHECK(fx_has(s.world, more[i], s.tag));
+    }
+    CHECK_EQ(live_count(&s), 4 + 4 + 3);
+    CHECK_EQ(skipped(&s), 0);
+    fx_check_all_packed(s.world);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Commands and change detection                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(deferred_spawns_are_added_for_the_next_run) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    fx_entities_t *previous = fx_entities_new();
+    for (int i = 0; i < 3; i++)
+        fx_entities_push(previous, fx_spawn(s.world, FX_IDS(s.a)));
+    for (int round = 0; round < 4; round++) {
+        fx_entities_t *seen = fx_entities_new(), *spawned = fx_entities_new();
+        tes_iter_t it;
+        CHECK_OK(tes_query_iter(s.world, q, &it));
+        uint64_t this_run = it.this_run;
+        while (tes_iter_next(&it)) {
+            FX_CHECK_ITER_CHUNK(s.world, &it);
+            for (uint32_t i = 0; i < it.row_count; i++) {
+                fx_entities_push(seen, it.entities[fx_iter_row(&it, i)]);
+                tes_entity_t child;
+                CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &child));
+                fx_entities_push(spawned, child);
+            }
+        }
+        FX_CHECK_SAME_ENTITIES(seen, previous->items, previous->count);
+        for (uint32_t i = 0; i < spawned->count; i++) {
+            uint64_t added = 0, changed = 0;
+            CHECK_OK(tes_ticks(s.world, spawned->items[i], s.a, &added, &changed));
+            CHECK_EQ(added, this_run + 1); /* placed after the run's tick */
+            CHECK_EQ(changed, 0);
+        }
+        previous = spawned;
+    }
+}
+
+TEST(deferred_despawns_reach_the_removal_log) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a), .removed = FX_IDS(s.a)});
+    tes_entity_t e[5];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 5, e));
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) {
+        for (uint32_t i = 0; i < it.row_count; i++)
+            CHECK_OK(tes_despawn(s.world, it.entities[fx_iter_row(&it, i)]));
+    }
+    CHECK_EQ(live_count(&s), 0);
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    const tes_entity_t *removed = NULL;
+    uint32_t count = 0;
+    CHECK_OK(tes_iter_removed(&it, s.a, &removed, &count));
+    fx_entities_t *got = fx_entities_new();
+    for (uint32_t i = 0; i < count; i++)
+        fx_entities_push(got, removed[i]);
+    tes_iter_fini(&it);
+    FX_CHECK_SAME_ENTITIES(got, e, 5);
+}
+
+TEST(deferred_writes_to_pending_entities_count_as_changes) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changed = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.b)});
+    tes_entity_t parent = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_entity_t written = 0, plain = 0;
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &written));
+    CHECK_OK(tes_set_number(s.world, written, s.b, 0, 0, 1));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &plain));
+    tes_iter_fini(&it);
+    FX_CHECK_VISITED(fx_run(s.world, changed), written);
+    (void)parent;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors, validation, teardown                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(despawn_batch_with_a_duplicate_fails_during_iteration_too) {
+    /* "Fails, despawning none, if any is stale or listed twice." */
+    scene_t s = make_scene(NULL);
+    tes_entity_t e[3];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 3, e));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    tes_entity_t twice[3] = {e[0], e[1], e[0]};
+    CHECK_ERR(tes_despawn_batch(s.world, twice, 3), TES_ERR_DUPLICATE_ENTITY);
+    tes_iter_fini(&it);
+    for (int i = 0; i < 3; i++)
+        CHECK(tes_is_alive(s.world, e[i]));
+    CHECK_EQ(skipped(&s), 0);
+}
+
+TEST(bad_writes_to_a_pending_entity_fail_at_once) {
+    /* A recorded write that cannot succeed is a caller's mistake the call can see: it must
+     * not return TES_OK and then vanish at the flush. */
+    static const tes_field_desc_t int_fields[] = {{"i", TES_I16, 0}};
+    scene_t s = make_scene(NULL);
+    tes_component_t small = fx_component(s.world, "Small", int_fields, 1);
+    fx_spawn(s.world, FX_IDS(s.b));
+    tes_query_t *q = all_of(&s, s.b);
+    tes_entity_t p = 0;
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, small), &p));
+    double v = 1;
+    CHECK_ERR(tes_set_number(s.world, p, s.a, 5, 0, 1), TES_ERR_UNKNOWN_FIELD);
+    CHECK_ERR(tes_set_number(s.world, p, s.b, 0, 0, 1), TES_ERR_MISSING_COMPONENT);
+    CHECK_ERR(tes_set_number(s.world, p, 999, 0, 0, 1), TES_ERR_UNKNOWN_COMPONENT);
+    CHECK_ERR(tes_set_number(s.world, p, small, 0, 0, 0.5), TES_ERR_BAD_VALUE);
+    CHECK_ERR(tes_set_number(s.world, p, small, 0, 0, 1e9), TES_ERR_BAD_VALUE);
+    CHECK_ERR(tes_set_number(s.world, p, s.a, 0, 3, 1), TES_ERR_ELEMENT_OUT_OF_RANGE);
+    CHECK_ERR(tes_set(s.world, p, s.a, 0, &v, 4), TES_ERR_BAD_SIZE);
+    CHECK_ERR(tes_set_number(s.world, p, s.tag, 0, 0, 1), TES_ERR_MISSING_COMPONENT);
+    tes_iter_fini(&it);
+    CHECK(tes_is_alive(s.world, p));
+    CHECK_EQ(skipped(&s), 0);
+}
+
+TEST(validate_passes_while_commands_are_pending) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e[4];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 4, e));
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    tes_entity_t p[3];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 3, p));
+    CHECK_OK(tes_despawn(s.world, e[1]));
+    CHECK_OK(tes_world_validate(s.world));
+    tes_iter_fini(&it);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+static void noop_body(tes_iter_t *it, void *user) {
+    (void)it;
+    (void)user;
+}
+
+TEST(world_destroy_frees_queries_systems_and_pending_commands) {
+    fx_alloc_t *alloc = fx_alloc_new();
+    tes_world_desc_t desc = {.allocator = fx_allocator(alloc)};
+    scene_t s = make_scene(&desc);
+    tes_entity_t e[50];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.b), 50, e));
+    tes_query_t *q = fx_query(
+        s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a, s.b), .removed = FX_IDS(s.a, s.tag)});
+    fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.tag), .removed = FX_IDS(s.b)});
+    uint32_t stage;
+    CHECK_OK(tes_stage_create(s.world, "update", &stage));
+    tes_system_t *system = NULL;
+    tes_system_desc_t sd = {.stage = stage, .query = {.changed = FX_IDS(s.b)}, .run = noop_body};
+    CHECK_OK(tes_system_create(s.world, &sd, &system));
+    CHECK_OK(tes_tick(s.world));
+    for (int i = 0; i < 50; i += 3)
+        CHECK_OK(tes_despawn(s.world, e[i]));
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    tes_entity_t p[20];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 20, p));
+    CHECK_OK(tes_set_number(s.world, p[0], s.a, 0, 0, 1));
+    CHECK_OK(tes_despawn(s.world, e[1]));
+    /* The run is still live. */
+    CHECK(alloc->live_blocks > 0);
+    fx_world_destroy_now(s.world);
+    FX_CHECK_ALLOC_CLEAN(alloc);
+}

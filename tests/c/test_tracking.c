@@ -1,0 +1,576 @@
+/* Change tracking: which components pay for it (levels follow consumers), what each write
+ * stamps (added vs changed ticks), the world's change tick, the tick-0 sentinel and the dirty
+ * list's deduplication. */
+#include "fixtures.h"
+
+static const tes_field_desc_t value_fields[] = {{"v", TES_F64, 0}, {"n", TES_I32, 0}};
+
+typedef struct scene_t {
+    tes_world_t *world;
+    tes_component_t a, b, c, tag;
+} scene_t;
+
+static scene_t make_scene(const tes_world_desc_t *desc) {
+    scene_t s;
+    s.world = fx_world(desc);
+    s.a = fx_component(s.world, "A", value_fields, 2);
+    s.b = fx_component(s.world, "B", value_fields, 2);
+    s.c = fx_component(s.world, "C", value_fields, 2);
+    s.tag = fx_tag(s.world, "Tag");
+    return s;
+}
+
+static tes_tracking_t tracking(const tes_world_t *world, tes_component_t c) {
+    tes_tracking_t level = (tes_tracking_t)99;
+    CHECK_OK(tes_component_tracking(world, c, &level));
+    return level;
+}
+
+static uint64_t added_tick(const tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    uint64_t added = 777, changed = 777;
+    CHECK_OK(tes_ticks(world, e, c, &added, &changed));
+    return added;
+}
+
+static uint64_t changed_tick(const tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    uint64_t added = 777, changed = 777;
+    CHECK_OK(tes_ticks(world, e, c, &added, &changed));
+    return changed;
+}
+
+static uint64_t change_tick(const tes_world_t *world) {
+    return fx_stats(world).change_tick;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Levels follow consumers                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(components_start_untracked) {
+    scene_t s = make_scene(NULL);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.tag), TES_UNTRACKED);
+    fx_spawn(s.world, FX_IDS(s.a, s.b, s.tag));
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+}
+
+TEST(plain_query_tracks_nothing) {
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){
+                          .all = FX_IDS(s.a), .none = FX_IDS(s.b), .any = FX_IDS(s.c, s.tag)});
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.c), TES_UNTRACKED);
+    CHECK_EQ(fx_stats(s.world).query_count, 1);
+}
+
+TEST(removed_list_alone_does_not_track_ticks) {
+    /* A removal log is not a filter: "TES_UNTRACKED nobody filters on it". */
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.a)});
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+}
+
+TEST(changed_filter_makes_component_dirty_tracked) {
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_DIRTY);
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.c), TES_UNTRACKED);
+}
+
+TEST(added_filter_makes_component_dirty_tracked) {
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.b)});
+    CHECK_EQ(tracking(s.world, s.b), TES_TRACK_DIRTY);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+}
+
+TEST(second_filter_component_is_ticks_tracked) {
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a, s.b)});
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_DIRTY);
+    CHECK_EQ(tracking(s.world, s.b), TES_TRACK_TICKS);
+    CHECK_EQ(tracking(s.world, s.c), TES_UNTRACKED);
+}
+
+TEST(destroying_the_query_drops_tracking_back) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a, s.b)});
+    CHECK_EQ(fx_stats(s.world).query_count, 1);
+    tes_query_destroy(s.world, q);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    CHECK_EQ(fx_stats(s.world).query_count, 0);
+    tes_query_destroy(s.world, NULL); /* ignored */
+}
+
+TEST(tracking_level_is_the_highest_any_consumer_needs) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q1 = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_query_t *q2 = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.b, s.a)});
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_DIRTY); /* first of q1, second of q2 */
+    CHECK_EQ(tracking(s.world, s.b), TES_TRACK_DIRTY);
+    tes_query_destroy(s.world, q1);
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_TICKS); /* only q2's second filter is left */
+    CHECK_EQ(tracking(s.world, s.b), TES_TRACK_DIRTY);
+    tes_query_t *q3 = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.c, s.a)});
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_TICKS);
+    CHECK_EQ(tracking(s.world, s.c), TES_TRACK_DIRTY);
+    tes_query_destroy(s.world, q2);
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_TICKS); /* q3 still checks it */
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    tes_query_destroy(s.world, q3);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.c), TES_UNTRACKED);
+}
+
+TEST(two_consumers_of_one_component_keep_it_until_both_close) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q1 = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_query_t *q2 = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    tes_query_destroy(s.world, q1);
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_DIRTY);
+    tes_query_destroy(s.world, q2);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+}
+
+static void noop_system(tes_iter_t *it, void *user) {
+    (void)user;
+    while (tes_iter_next(it)) {
+    }
+}
+
+TEST(system_filters_set_tracking_and_destroy_drops_it) {
+    scene_t s = make_scene(NULL);
+    uint32_t stage;
+    CHECK_OK(tes_stage_create(s.world, "update", &stage));
+    tes_system_desc_t desc = {
+        .stage = stage, .query = {.changed = FX_IDS(s.a, s.b)}, .run = noop_system};
+    tes_system_t *sys = NULL;
+    CHECK_OK(tes_system_create(s.world, &desc, &sys));
+    CHECK(sys != NULL);
+    CHECK_EQ(tracking(s.world, s.a), TES_TRACK_DIRTY);
+    CHECK_EQ(tracking(s.world, s.b), TES_TRACK_TICKS);
+    CHECK_EQ(fx_stats(s.world).query_count, 1); /* systems' queries count */
+    tes_system_destroy(s.world, sys);
+    CHECK_EQ(tracking(s.world, s.a), TES_UNTRACKED);
+    CHECK_EQ(tracking(s.world, s.b), TES_UNTRACKED);
+    CHECK_EQ(fx_stats(s.world).query_count, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* What writes stamp                                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(untracked_component_writes_no_ticks) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    uint64_t added = 5, changed = 5;
+    CHECK_OK(tes_ticks(s.world, e, s.a, &added, &changed));
+    CHECK_EQ(added, 0);
+    CHECK_EQ(changed, 0);
+    double v = 2.5;
+    CHECK_OK(tes_set(s.world, e, s.a, 0, &v, sizeof v));
+    CHECK_OK(tes_set_number(s.world, e, s.a, 1, 0, 7));
+    CHECK_OK(tes_mark_changed(s.world, e, s.a));
+    tes_location_t loc = fx_check_location(s.world, e);
+    CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, NULL, 0));
+    CHECK_OK(tes_add(s.world, e, s.c));
+    CHECK_OK(tes_ticks(s.world, e, s.a, &added, &changed));
+    CHECK_EQ(added, 0);
+    CHECK_EQ(changed, 0);
+    CHECK_OK(tes_ticks(s.world, e, s.c, &added, &changed));
+    CHECK_EQ(added, 0);
+    CHECK_EQ(changed, 0);
+    /* The writes themselves happened. */
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 2.5);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 1, 0), 7);
+}
+
+TEST(ticks_read_zero_once_tracking_is_dropped) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_mark_changed(s.world, e, s.a));
+    CHECK(added_tick(s.world, e, s.a) > 0);
+    CHECK(changed_tick(s.world, e, s.a) > 0);
+    tes_query_destroy(s.world, q);
+    CHECK_EQ(added_tick(s.world, e, s.a), 0);
+    CHECK_EQ(changed_tick(s.world, e, s.a), 0);
+}
+
+TEST(tracking_restarted_later_starts_a_fresh_history) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q1 = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_mark_changed(s.world, e, s.a));
+    tes_query_destroy(s.world, q1);              /* untracked: the history is gone */
+    CHECK_OK(tes_mark_changed(s.world, e, s.a)); /* not seen by anyone */
+    fx_run(s.world, fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.b)}));
+    uint64_t tick = change_tick(s.world);
+    tes_query_t *changed = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_query_t *added = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    CHECK_EQ(added_tick(s.world, e, s.a), tick);
+    CHECK_EQ(changed_tick(s.world, e, s.a), 0);
+    CHECK_EQ(fx_run(s.world, changed)->count, 0);
+    FX_CHECK_VISITED(fx_run(s.world, added), e);
+}
+
+TEST(tracking_start_counts_existing_entities_as_added) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e[3];
+    for (int i = 0; i < 3; i++)
+        e[i] = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_set_number(s.world, e[0], s.a, 0, 0, 1)); /* untracked: stamps nothing */
+    uint64_t tick = change_tick(s.world);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    CHECK_EQ(change_tick(s.world), tick); /* creating a consumer is not a run */
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(added_tick(s.world, e[i], s.a), tick);
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
+    }
+    /* The first run sees every existing entity as added, once. */
+    FX_CHECK_VISITED(fx_run(s.world, q), e[0], e[1], e[2]);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+TEST(spawn_stamps_added_not_changed) {
+    scene_t s = make_scene(NULL);
+    fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a, s.b)});
+    uint64_t tick = change_tick(s.world);
+    CHECK_EQ(tick, 1); /* a fresh world */
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.b, s.a, s.c));
+    CHECK_EQ(added_tick(s.world, e, s.a), tick);
+    CHECK_EQ(changed_tick(s.world, e, s.a), 0);
+    CHECK_EQ(added_tick(s.world, e, s.b), tick); /* ticks-level components are stamped too */
+    CHECK_EQ(changed_tick(s.world, e, s.b), 0);
+    CHECK_EQ(added_tick(s.world, e, s.c), 0); /* untracked */
+    tes_entity_t batch[5];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 5, batch));
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(added_tick(s.world, batch[i], s.a), tick);
+        CHECK_EQ(changed_tick(s.world, batch[i], s.a), 0);
+    }
+    tes_archetype_t arch = fx_archetype_of(s.world, batch[0]);
+    tes_entity_t more[3];
+    CHECK_OK(tes_archetype_spawn(s.world, arch, 3, more));
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(added_tick(s.world, more[i], s.a), tick);
+        CHECK_EQ(changed_tick(s.world, more[i], s.a), 0);
+    }
+}
+
+TEST(add_stamps_added_not_changed) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.b));
+    fx_run(s.world, q); /* moves the tick on */
+    uint64_t tick = change_tick(s.world);
+    CHECK(tick > 1);
+    CHECK_OK(tes_add(s.world, e, s.a));
+    CHECK_EQ(added_tick(s.world, e, s.a), tick);
+    CHECK_EQ(changed_tick(s.world, e, s.a), 0);
+}
+
+TEST(adding_a_component_already_there_stamps_nothing) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    uint64_t spawned = added_tick(s.world, e, s.a);
+    FX_CHECK_VISITED(fx_run(s.world, q), e);
+    CHECK_OK(tes_add(s.world, e, s.a)); /* does nothing */
+    CHECK_EQ(added_tick(s.world, e, s.a), spawned);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+TEST(set_stamps_changed_not_added) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    uint64_t added = added_tick(s.world, e, s.a);
+    fx_run(s.world, q);
+    uint64_t tick = change_tick(s.world);
+    CHECK(tick > added);
+    int32_t n = 42;
+    CHECK_OK(tes_set(s.world, e, s.a, 1, &n, sizeof n));
+    CHECK_EQ(changed_tick(s.world, e, s.a), tick);
+    CHECK_EQ(added_tick(s.world, e, s.a), added);
+}
+
+TEST(set_number_stamps_changed) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    fx_run(s.world, q);
+    uint64_t tick = change_tick(s.world);
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, -3.5));
+    CHECK_EQ(changed_tick(s.world, e, s.a), tick);
+    fx_run(s.world, q);
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, -3.5)); /* same value: still a write */
+    CHECK_EQ(changed_tick(s.world, e, s.a), tick + 1);
+}
+
+TEST(mark_changed_stamps_changed) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    fx_run(s.world, q);
+    fx_run(s.world, q);
+    uint64_t tick = change_tick(s.world);
+    void *ptr = NULL;
+    CHECK_OK(tes_field_ptr(s.world, e, s.a, 0, &ptr));
+    *(double *)ptr = 9.0; /* a raw write is not seen until marked */
+    CHECK_EQ(changed_tick(s.world, e, s.a), 0);
+    CHECK_OK(tes_mark_changed(s.world, e, s.a));
+    CHECK_EQ(changed_tick(s.world, e, s.a), tick);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 9.0);
+}
+
+TEST(chunk_mark_changed_stamps_the_given_rows) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[6];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 6, e));
+    fx_run(s.world, q);
+    uint64_t tick = change_tick(s.world);
+    tes_location_t loc = fx_check_location(s.world, e[0]);
+    tes_chunk_info_t chunk;
+    CHECK_OK(tes_chunk_info(s.world, loc.archetype, loc.chunk, &chunk));
+    CHECK_EQ(chunk.count, 6);
+    const uint32_t rows[] = {1, 4};
+    CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, rows, 2));
+    for (uint32_t row = 0; row < 6; row++) {
+        uint64_t expected = (row == 1 || row == 4) ? tick : 0;
+        CHECK_EQ(changed_tick(s.world, chunk.entities[row], s.a), expected);
+    }
+    FX_CHECK_VISITED(fx_run(s.world, q), chunk.entities[1], chunk.entities[4]);
+}
+
+TEST(chunk_mark_changed_without_rows_stamps_every_row) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[6];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 6, e));
+    tes_entity_t other = fx_spawn(s.world, FX_IDS(s.a, s.b)); /* another archetype */
+    fx_run(s.world, q);
+    uint64_t tick = change_tick(s.world);
+    tes_location_t loc = fx_check_location(s.world, e[0]);
+    CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, NULL, 0));
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), tick);
+    CHECK_EQ(changed_tick(s.world, other, s.a), 0);
+    FX_CHECK_SAME_ENTITIES(fx_run(s.world, q), e, 6);
+}
+
+TEST(failed_write_stamps_nothing) {
+    static const tes_field_desc_t int_fields[] = {{"n", TES_I32, 0}};
+    scene_t s = make_scene(NULL);
+    tes_component_t counter = fx_component(s.world, "Counter", int_fields, 1);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(counter)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(counter));
+    fx_run(s.world, q);
+    CHECK_ERR(tes_set_number(s.world, e, counter, 0, 0, 0.5), TES_ERR_BAD_VALUE);
+    int16_t small = 1;
+    CHECK_ERR(tes_set(s.world, e, counter, 0, &small, sizeof small), TES_ERR_BAD_SIZE);
+    CHECK_ERR(tes_set_number(s.world, e, counter, 3, 0, 1), TES_ERR_UNKNOWN_FIELD);
+    CHECK_EQ(changed_tick(s.world, e, counter), 0);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The change tick                                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(change_tick_starts_at_one) {
+    scene_t s = make_scene(NULL);
+    tes_world_stats_t stats = fx_stats(s.world);
+    CHECK_EQ(stats.change_tick, 1);
+    CHECK_EQ(stats.frame, 0);
+    CHECK_EQ(stats.query_count, 0);
+    CHECK_EQ(stats.commands_skipped, 0);
+}
+
+TEST(change_tick_advances_once_per_consumer_run) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changed = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_query_t *removed = fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.b)});
+    tes_entity_t e[40];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.b), 40, e));
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < 40; i++)
+            CHECK_OK(tes_mark_changed(s.world, e[i], s.a));
+        uint64_t before = change_tick(s.world);
+        tes_iter_t it;
+        CHECK_OK(tes_query_iter(s.world, changed, &it));
+        CHECK_EQ(it.this_run, before);
+        CHECK_EQ(change_tick(s.world), before + 1); /* taken at the start of the run */
+        uint32_t chunks = 0;
+        while (tes_iter_next(&it)) {
+            chunks++;
+            CHECK_EQ(it.this_run, before);
+        }
+        CHECK_EQ(chunks, 1);
+        CHECK_EQ(change_tick(s.world), before + 1); /* once per run, not per chunk */
+        CHECK_EQ(tes_query_last_run(changed), before);
+        /* A run with nothing to visit is a run too. */
+        CHECK_EQ(fx_run_count(s.world, changed), 0);
+        CHECK_EQ(change_tick(s.world), before + 2);
+        /* So is a removal consumer's. */
+        fx_run(s.world, removed);
+        CHECK_EQ(change_tick(s.world), before + 3);
+        CHECK_EQ(tes_query_last_run(removed), before + 2);
+    }
+}
+
+TEST(run_ended_early_still_advances_once) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[200];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 200, e));
+    for (int i = 0; i < 200; i++)
+        CHECK_OK(tes_mark_changed(s.world, e[i], s.a));
+    uint64_t before = change_tick(s.world);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    tes_iter_fini(&it);
+    tes_iter_fini(&it); /* harmless */
+    CHECK_EQ(change_tick(s.world), before + 1);
+    CHECK_EQ(tes_query_last_run(q), before);
+}
+
+TEST(writes_during_a_run_carry_a_newer_tick) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_mark_changed(s.world, e, s.a));
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK_EQ(changed_tick(s.world, e, s.a), it.this_run); /* stamped before: inside (0, this] */
+    while (tes_iter_next(&it)) {
+        for (uint32_t i = 0; i < it.row_count; i++) {
+            tes_entity_t x = it.entities[fx_iter_row(&it, i)];
+            CHECK_OK(tes_set_number(s.world, x, s.a, 0, 0, 1));
+            CHECK_EQ(changed_tick(s.world, x, s.a), it.this_run + 1);
+        }
+    }
+}
+
+TEST(tick_zero_is_never_seen) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    CHECK_EQ(tes_query_last_run(q), 0);
+    tes_entity_t e[10];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 10, e));
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
+    /* last_run 0 and changed tick 0: never inside (0, this_run]. */
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+    CHECK_EQ(tes_query_last_run(q), 1);
+    CHECK_OK(tes_mark_changed(s.world, e[3], s.a));
+    FX_CHECK_VISITED(fx_run(s.world, q), e[3]);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Deduplication                                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(marking_one_entity_many_times_visits_it_once) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[10];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 10, e));
+    tes_location_t loc = fx_check_location(s.world, e[3]);
+    for (int i = 0; i < 100; i++) {
+        CHECK_OK(tes_mark_changed(s.world, e[3], s.a));
+        CHECK_OK(tes_set_number(s.world, e[3], s.a, 1, 0, i));
+        CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, &loc.row, 1));
+    }
+    tes_iter_t it;
+    uint32_t chunks = 0;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(s.world, &it);
+        chunks++;
+        CHECK_EQ(it.row_count, 1);
+        CHECK_EQ(fx_iter_row(&it, 0), loc.row);
+        CHECK_EQ(it.entities[loc.row], e[3]);
+    }
+    CHECK_EQ(chunks, 1);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+TEST(marking_a_whole_chunk_many_times_visits_each_row_once) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[10];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 10, e));
+    tes_location_t loc = fx_check_location(s.world, e[0]);
+    for (int i = 0; i < 50; i++) {
+        CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, NULL, 0));
+        CHECK_OK(tes_mark_changed(s.world, e[i % 10], s.a));
+    }
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    FX_CHECK_ITER_CHUNK(s.world, &it);
+    CHECK_EQ(it.row_count, 10);
+    CHECK(!tes_iter_next(&it));
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+TEST(tracking_calls_reject_bad_arguments) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_entity_t dead = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_despawn(s.world, dead));
+    tes_tracking_t level;
+    uint64_t added, changed;
+    CHECK_ERR(tes_component_tracking(NULL, s.a, &level), TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_component_tracking(s.world, s.a, NULL), TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_component_tracking(s.world, 99, &level), TES_ERR_UNKNOWN_COMPONENT);
+    CHECK_ERR(tes_ticks(NULL, e, s.a, &added, &changed), TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_ticks(s.world, dead, s.a, &added, &changed), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_ticks(s.world, e, 99, &added, &changed), TES_ERR_UNKNOWN_COMPONENT);
+    CHECK_ERR(tes_ticks(s.world, e, s.b, &added, &changed), TES_ERR_MISSING_COMPONENT);
+    CHECK_ERR(tes_mark_changed(NULL, e, s.a), TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_mark_changed(s.world, dead, s.a), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_mark_changed(s.world, 0, s.a), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_mark_changed(s.world, e, 99), TES_ERR_UNKNOWN_COMPONENT);
+    CHECK_ERR(tes_mark_changed(s.world, e, s.b), TES_ERR_MISSING_COMPONENT);
+    tes_location_t loc = fx_check_location(s.world, e);
+    const uint32_t bad_row = 5;
+    CHECK_ERR(tes_chunk_mark_changed(NULL, loc.archetype, loc.chunk, s.a, NULL, 0),
+              TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_chunk_mark_changed(s.world, 999, 0, s.a, NULL, 0), TES_ERR_UNKNOWN_ARCHETYPE);
+    CHECK_ERR(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk + 1, s.a, NULL, 0),
+              TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, 99, NULL, 0),
+              TES_ERR_UNKNOWN_COMPONENT);
+    CHECK_ERR(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.b, NULL, 0),
+              TES_ERR_MISSING_COMPONENT);
+    CHECK_ERR(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, &bad_row, 1),
+              TES_ERR_INVALID_ARGUMENT);
+}
+
+TEST(failed_tracking_calls_change_nothing) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[4];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 4, e));
+    fx_run(s.world, q);
+    tes_location_t loc = fx_check_location(s.world, e[0]);
+    /* One bad row fails the whole call: no row is stamped. */
+    const uint32_t rows[] = {0, 1, 9};
+    CHECK_ERR(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, rows, 3),
+              TES_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
