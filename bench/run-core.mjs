@@ -83,6 +83,8 @@ const PROGRAMS = {
       ['filtered_100', 4000],
       ['filtered_1000', 1000],
       ['filtered_10000', 100],
+      ['filtered_100_of_10k', 4000],
+      ['filtered_100_of_1m', 4000],
     ],
     notes: changesNotes,
   },
@@ -286,6 +288,10 @@ function changesNotes(cases, instructions) {
       (p) => r2(ratio('filtered_100', 'filtered_10000', p))],
     ['filtered run, per visited entity: 1,000 / 10,000 changed',
       (p) => r2(ratio('filtered_1000', 'filtered_10000', p))],
+    ['filtered run, 100 changed: of 100k / of 10k (1.0× = independent of N)',
+      (p) => r2(ratio('filtered_100', 'filtered_100_of_10k', p))],
+    ['filtered run, 100 changed: of 1M / of 100k',
+      (p) => r2(ratio('filtered_100_of_1m', 'filtered_100', p))],
   ];
   const md = ['', '## Key ratios', '',
     'Of the medians above (and of the callgrind instruction counts when they were taken: ' +
