@@ -145,7 +145,7 @@ void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
             copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
         }
     }
-    tesi_trackers_copy(world, dst, dst_row, src, src_row, n);
+    if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, n);
 }
 
 void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
@@ -164,7 +164,7 @@ void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, cons
             memset(cell, 0, m->bytes);
         }
     }
-    tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
+    if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
 }
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
@@ -190,7 +190,7 @@ void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
         moved->chunk = chunk;
         moved->row = row;
     }
-    tesi_trackers_clear_row(last, last_row);
+    if (a->tracked_count) tesi_trackers_clear_row(last, last_row);
     last->count--;
     a->entity_count--;
     if (last->count == 0) tesi_chunks_trim(world, a);

@@ -86,7 +86,10 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
                                tes_entity_t *out_entities) {
     if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
-    tes_result_t result = tesi_entities_reserve(world, n);
+    /* The common case, room in the table, without a call. */
+    tes_result_t result = world->record_count + (uint64_t)n <= world->record_slots
+                              ? TES_OK
+                              : tesi_entities_reserve(world, n);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
@@ -94,7 +97,7 @@ static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t
         uint32_t row;
         uint32_t run = tesi_chunk_take_rows(a, n - done, &chunk, &row);
         tesi_zero_rows(chunk, row, run);
-        tesi_trackers_stamp_added(world, chunk, row, run);
+        if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
             uint32_t index = tesi_take_index(world);
             tesi_record_t *record = &world->records[index];
@@ -150,8 +153,10 @@ tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, ui
 }
 
 static void despawn(tes_world_t *world, tesi_record_t *record) {
-    tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
-    tesi_log_removals(world, record->chunk->archetype, e);
+    if (tesi_logging(world)) {
+        tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
+        tesi_log_removals(world, record->chunk->archetype, e);
+    }
     tesi_remove_row(world, record->chunk, record->row);
     tesi_release_index(world, (uint32_t)(record - world->records));
     world->entity_count--;
@@ -182,8 +187,10 @@ tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
     }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
-    tes_result_t result = tesi_logs_reserve(world, record->chunk->archetype, 1);
-    if (result != TES_OK) return result;
+    if (tesi_logging(world)) {
+        tes_result_t result = tesi_logs_reserve(world, record->chunk->archetype, 1);
+        if (result != TES_OK) return result;
+    }
     despawn(world, record);
     return TES_OK;
 }
@@ -218,7 +225,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
         }
         return result;
     }
-    if (result == TES_OK) result = tesi_logs_reserve(world, NULL, n);
+    if (result == TES_OK && tesi_logging(world)) result = tesi_logs_reserve(world, NULL, n);
     if (result != TES_OK) return result;
     /* Back to front: despawning a list in the order it was spawned then removes rows from
      * the archetype's end, where swap-remove has nothing to move. */
@@ -263,13 +270,14 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     const tesi_move_t *moves;
     tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &moves);
     if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
-    if (result == TES_OK && removing && world->components[component].removal_consumers) {
+    if (result == TES_OK && removing && tesi_logging(world) &&
+        world->components[component].removal_consumers) {
         result = tesi_logs_reserve(world, from, 1);
     }
     if (result != TES_OK) return result;
     tesi_chunk_t *chunk = record->chunk, *dst;
     uint32_t row = record->row, dst_row;
-    if (removing) tesi_log_removal(world, component, entity);
+    if (removing && tesi_logging(world)) tesi_log_removal(world, component, entity);
     tesi_chunk_take_rows(to, 1, &dst, &dst_row);
     tesi_move_row(world, dst, dst_row, chunk, row, moves);
     record->chunk = dst;
@@ -345,9 +353,9 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
     return TES_OK;
 }
 
-/* After a write through tes_set / tes_set_number: stamps the component changed. */
+/* After a write through tes_set / tes_set_number to a tracked component (callers test the
+ * level inline, so an untracked write costs one branch): stamps it changed. */
 static void mark_written(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
-    if (world->components[component].level == TES_UNTRACKED) return; /* nobody watches */
     tesi_record_t *record = &world->records[entity & TESI_INDEX_MASK];
     tesi_mark_changed(world, record->chunk, tesi_type_index(record->chunk->archetype, component),
                       record->row);
@@ -388,7 +396,7 @@ tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t co
                           (uint32_t)size);
     }
     memcpy(ptr, value, size);
-    mark_written(world, entity, component);
+    if (world->components[component].level) mark_written(world, entity, component);
     return TES_OK;
 }
 
@@ -450,16 +458,12 @@ static bool integral_within(double v, double lo, double hi) {
 /* Writes `value` as one scalar of `type` to `out`; false (nothing written) when the type cannot
  * hold it without loss. */
 static bool encode_number(tes_type_t type, double value, uint8_t *out) {
-    union {
-        float f32;
-        double f64;
-        int8_t i8;
-        uint8_t u8;
-        int16_t i16;
-        uint16_t u16;
-        int32_t i32;
-        uint32_t u32;
-    } v;
+    /* Each case stores with a constant size: one store, no memcpy call. */
+#define STORE(T, x)                  \
+    do {                             \
+        T v_ = (T)(x);               \
+        memcpy(out, &v_, sizeof v_); \
+    } while (0)
     switch (type) {
     case TES_F32:
         /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
@@ -467,40 +471,38 @@ static bool encode_number(tes_type_t type, double value, uint8_t *out) {
               value == -INFINITY)) {
             return false;
         }
-        v.f32 = (float)value;
-        break;
+        STORE(float, value);
+        return true;
     case TES_F64:
-        v.f64 = value;
-        break;
+        STORE(double, value);
+        return true;
     case TES_I8:
         if (!integral_within(value, INT8_MIN, INT8_MAX)) return false;
-        v.i8 = (int8_t)value;
-        break;
+        STORE(int8_t, value);
+        return true;
     case TES_U8:
         if (!integral_within(value, 0, UINT8_MAX)) return false;
-        v.u8 = (uint8_t)value;
-        break;
+        STORE(uint8_t, value);
+        return true;
     case TES_I16:
         if (!integral_within(value, INT16_MIN, INT16_MAX)) return false;
-        v.i16 = (int16_t)value;
-        break;
+        STORE(int16_t, value);
+        return true;
     case TES_U16:
         if (!integral_within(value, 0, UINT16_MAX)) return false;
-        v.u16 = (uint16_t)value;
-        break;
+        STORE(uint16_t, value);
+        return true;
     case TES_I32:
         if (!integral_within(value, INT32_MIN, INT32_MAX)) return false;
-        v.i32 = (int32_t)value;
-        break;
+        STORE(int32_t, value);
+        return true;
     case TES_U32:
         if (!integral_within(value, 0, UINT32_MAX)) return false;
-        v.u32 = (uint32_t)value;
-        break;
-    default:
-        return false;
+        STORE(uint32_t, value);
+        return true;
     }
-    memcpy(out, &v, tes_type_size(type));
-    return true;
+#undef STORE
+    return false;
 }
 
 tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -519,6 +521,6 @@ tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_compone
         return tesi_defer(world, TESI_CMD_SET_NUMBER, entity, component, field, element, value,
                           NULL, 0);
     }
-    mark_written(world, entity, component);
+    if (world->components[component].level) mark_written(world, entity, component);
     return TES_OK;
 }

@@ -198,8 +198,9 @@ struct tes_world_t {
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
 
-    uint64_t change_tick; /* stamped on writes; advanced by every consumer run */
-    uint64_t frame;       /* tes_tick calls */
+    uint64_t change_tick;       /* stamped on writes; advanced by every consumer run */
+    uint32_t logged_components; /* components with removal consumers: 0 = no logging work */
+    uint64_t frame;             /* tes_tick calls */
     tes_query_t **queries;
     uint32_t query_count;
     uint32_t query_slots;
@@ -312,6 +313,9 @@ void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, u
 /* Room for `n` more entries in the removal log of every component of the archetype that has
  * removal consumers (any archetype when NULL). */
 tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n);
+static inline bool tesi_logging(const tes_world_t *world) {
+    return world->logged_components > 0;
+}
 /* Logs the removal of every logged component of the archetype for entity e (after reserve). */
 void tesi_log_removals(tes_world_t *world, const tesi_archetype_t *archetype, tes_entity_t e);
 void tesi_log_removal(tes_world_t *world, tes_component_t component, tes_entity_t e);

@@ -81,7 +81,10 @@ static void count_consumers(tes_world_t *world, const tes_query_t *q, int sign) 
         }
     }
     for (uint32_t i = 0; i < q->removed_count; i++) {
-        world->components[q->removed[i]].removal_consumers += (uint32_t)sign;
+        tesi_component_t *comp = &world->components[q->removed[i]];
+        bool was_logged = comp->removal_consumers > 0;
+        comp->removal_consumers += (uint32_t)sign;
+        world->logged_components += (comp->removal_consumers > 0) - was_logged;
     }
 }
 

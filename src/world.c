@@ -219,6 +219,11 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         pending += !world->records[i].chunk && (world->records[i].row & TESI_ROW_PENDING);
     }
     CHECK(live == world->entity_count);
+    uint32_t logged = 0;
+    for (uint32_t c = 0; c < world->component_count; c++) {
+        logged += world->components[c].removal_consumers > 0;
+    }
+    CHECK(logged == world->logged_components);
     CHECK(live + pending + world->free_length + 1 == world->record_count);
     uint32_t index = world->free_head;
     for (uint32_t k = 0; k < world->free_length; k++) {
