@@ -1198,3 +1198,26 @@ TEST(iteration_calls_reject_bad_arguments) {
     CHECK_EQ(count, 0);
     tes_iter_fini(&it);
 }
+
+/* A consumer has one live run at a time: a second would share the first's collected rows and,
+ * ending first, move last_run backwards so the next run reports entities again. A plain query
+ * (no filters, no removed terms) has no last_run and may be iterated while iterated. */
+TEST(second_live_run_of_a_consumer_is_refused) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *changed = changed_query(&s, s.a);
+    tes_query_t *plain = fx_query(s.world, &(tes_query_desc_t){.all = &s.a, .all_count = 1});
+    mark(&s, e, s.a);
+    tes_iter_t outer, refused, plain1, plain2;
+    CHECK_OK(tes_query_iter(s.world, changed, &outer));
+    CHECK_ERR(tes_query_iter(s.world, changed, &refused), TES_ERR_QUERY_IN_USE);
+    CHECK_OK(tes_query_iter(s.world, plain, &plain1));
+    CHECK_OK(tes_query_iter(s.world, plain, &plain2)); /* nested plain runs are fine */
+    tes_iter_fini(&plain2);
+    tes_iter_fini(&plain1);
+    CHECK(tes_iter_next(&outer));
+    CHECK_EQ(outer.row_count, 1);
+    CHECK(!tes_iter_next(&outer));
+    /* The refused call changed nothing: the change was reported once, and only once. */
+    CHECK_EQ(fx_run_count(s.world, changed), 0);
+}
