@@ -249,8 +249,8 @@ tes_result_t tes_archetype_find(tes_world_t *world, const tes_component_t *compo
     return result;
 }
 
-static tes_result_t chunk_get(const tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
-                              tesi_chunk_t **out) {
+tes_result_t tesi_chunk_lookup(const tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
+                               tesi_chunk_t **out) {
     tesi_archetype_t *a;
     tes_result_t result = archetype_get(world, archetype, &a);
     if (result != TES_OK) return result;
@@ -262,7 +262,7 @@ static tes_result_t chunk_get(const tes_world_t *world, tes_archetype_t archetyp
 tes_result_t tes_chunk_info(const tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
                             tes_chunk_info_t *out) {
     tesi_chunk_t *c;
-    tes_result_t result = chunk_get(world, archetype, chunk, &c);
+    tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
     if (result != TES_OK) return result;
     if (!out) return TES_ERR_INVALID_ARGUMENT;
     *out = (tes_chunk_info_t){tesi_chunk_entities(c), c->count, c->archetype->capacity};
@@ -272,7 +272,7 @@ tes_result_t tes_chunk_info(const tes_world_t *world, tes_archetype_t archetype,
 tes_result_t tes_chunk_column(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
                               tes_component_t component, uint32_t field, void **out_column) {
     tesi_chunk_t *c;
-    tes_result_t result = chunk_get(world, archetype, chunk, &c);
+    tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
     if (result != TES_OK) return result;
     if (!out_column) return TES_ERR_INVALID_ARGUMENT;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;

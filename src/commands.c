@@ -8,7 +8,8 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     uint32_t index = entity & TESI_INDEX_MASK;
     if (index == 0 || index >= world->record_count) return NULL;
     tesi_record_t *record = &world->records[index];
-    if (record->chunk || (record->row & (TESI_ROW_PENDING | TESI_ROW_MARK)) != TESI_ROW_PENDING ||
+    /* The duplicate mark tes_despawn_batch may have set on the row does not matter here. */
+    if (record->chunk || !(record->row & TESI_ROW_PENDING) ||
         record->generation != (entity >> TES_INDEX_BITS)) {
         return NULL;
     }

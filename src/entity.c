@@ -162,15 +162,6 @@ static void despawn(tes_world_t *world, tesi_record_t *record) {
     world->entity_count--;
 }
 
-/* A pending record whether or not its row carries the duplicate mark (despawn_batch). */
-static tesi_record_t *marked_pending(const tes_world_t *world, tes_entity_t entity) {
-    uint32_t index = entity & TESI_INDEX_MASK;
-    if (index == 0 || index >= world->record_count) return NULL;
-    tesi_record_t *record = &world->records[index];
-    bool pending = !record->chunk && (record->row & TESI_ROW_PENDING);
-    return pending && record->generation == (entity >> TES_INDEX_BITS) ? record : NULL;
-}
-
 /* Alive, or pending (spawned by a deferred command): what a deferred command may name. */
 static tes_result_t check_deferrable(const tes_world_t *world, tes_entity_t entity) {
     return tesi_record_of(world, entity) || tesi_pending_record(world, entity)
@@ -204,7 +195,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
     uint32_t marked = 0;
     for (; marked < n; marked++) {
         tesi_record_t *record = tesi_record_of(world, entities[marked]);
-        if (!record && deferring) record = marked_pending(world, entities[marked]);
+        if (!record && deferring) record = tesi_pending_record(world, entities[marked]);
         if (!record) {
             result = TES_ERR_STALE_ENTITY;
             break;
@@ -298,9 +289,7 @@ tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_componen
                      bool *out_has) {
     if (!world || !out_has) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) {
-        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
-    }
+    if (!record) return tesi_not_alive(world, entity);
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     *out_has = tesi_type_index(record->chunk->archetype, component) != TESI_NO_TYPE;
     return TES_OK;
@@ -309,16 +298,13 @@ tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_componen
 tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity, tes_location_t *out) {
     if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) {
-        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
-    }
+    if (!record) return tesi_not_alive(world, entity);
     *out = (tes_location_t){record->chunk->archetype->id, record->chunk->index, record->row};
     return TES_OK;
 }
 
 /* ---- field access ---------------------------------------------------------------------- */
 
-/* Address of an entity's field and its schema, after checking every argument. */
 /* The schema of `component`'s field in an entity of archetype `a`, after checking it all. */
 static tes_result_t check_field(const tes_world_t *world, const tesi_archetype_t *a,
                                 tes_component_t component, uint32_t field,
@@ -333,14 +319,21 @@ static tes_result_t check_field(const tes_world_t *world, const tesi_archetype_t
 }
 
 /* Address of an entity's field and its schema, after checking every argument. */
+/* Where an entity's field lives: found once, used for the access and for marking it. */
+typedef struct field_ref_t {
+    uint8_t *ptr;              /* the entity's cell: its `length` elements */
+    const tesi_field_t *field; /* the schema */
+    tesi_chunk_t *chunk;
+    uint32_t type; /* the component's position in the archetype */
+    uint32_t row;
+} field_ref_t;
+
+/* Finds an entity's field after checking every argument. */
 static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
-                                  tes_component_t component, uint32_t field, uint8_t **out_ptr,
-                                  const tesi_field_t **out_field) {
+                                  tes_component_t component, uint32_t field, field_ref_t *out) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     const tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) {
-        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
-    }
+    if (!record) return tesi_not_alive(world, entity);
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     const tesi_component_t *c = &world->components[component];
     if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
@@ -348,20 +341,24 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
     const tesi_archetype_t *a = record->chunk->archetype;
     uint32_t type = tesi_type_index(a, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    *out_ptr = tesi_cell(record->chunk, &a->columns[a->first_column[type] + field], record->row);
-    *out_field = &c->fields[field];
+    *out = (field_ref_t){
+        .ptr = tesi_cell(record->chunk, &a->columns[a->first_column[type] + field], record->row),
+        .field = &c->fields[field],
+        .chunk = record->chunk,
+        .type = type,
+        .row = record->row,
+    };
     return TES_OK;
 }
 
 /* After a write through tes_set / tes_set_number to a tracked component (callers test the
  * level inline, so an untracked write costs one branch): stamps it changed. */
-static void mark_written(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
-    tesi_record_t *record = &world->records[entity & TESI_INDEX_MASK];
-    tesi_mark_changed(world, record->chunk, tesi_type_index(record->chunk->archetype, component),
-                      record->row);
+/* After a write through tes_set / tes_set_number: stamps the component changed. The level
+ * test is inline, so a write nobody watches costs one branch. */
+static inline void mark_written(tes_world_t *world, const field_ref_t *ref) {
+    if (ref->chunk->trackers) tesi_mark_changed(world, ref->chunk, ref->type, ref->row);
 }
 
-/* A write to an entity a deferred spawn has not placed yet is recorded with the spawn. */
 /* A write to an entity a deferred spawn has not placed yet is checked against the archetype it
  * will have, then recorded with the spawn. Returns its record, or NULL for a normal write. */
 static tesi_record_t *deferred_write(const tes_world_t *world, tes_entity_t entity) {
@@ -370,58 +367,54 @@ static tesi_record_t *deferred_write(const tes_world_t *world, tes_entity_t enti
 
 tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
                      uint32_t field, void *out, size_t size) {
-    uint8_t *ptr;
-    const tesi_field_t *f;
-    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    field_ref_t ref;
+    tes_result_t result = field_address(world, entity, component, field, &ref);
     if (result != TES_OK) return result;
     if (!out) return TES_ERR_INVALID_ARGUMENT;
-    if (size != f->bytes) return TES_ERR_BAD_SIZE;
-    memcpy(out, ptr, size);
+    if (size != ref.field->bytes) return TES_ERR_BAD_SIZE;
+    memcpy(out, ref.ptr, size);
     return TES_OK;
 }
 
 tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                      uint32_t field, const void *value, size_t size) {
     tesi_record_t *pending = deferred_write(world, entity);
-    uint8_t *ptr = NULL;
-    const tesi_field_t *f;
-    tes_result_t result =
-        pending ? check_field(world, tesi_pending_archetype(world, pending), component, field, &f)
-                : field_address(world, entity, component, field, &ptr, &f);
+    field_ref_t ref;
+    tes_result_t result = pending ? check_field(world, tesi_pending_archetype(world, pending),
+                                                component, field, &ref.field)
+                                  : field_address(world, entity, component, field, &ref);
     if (result != TES_OK) return result;
     if (!value) return TES_ERR_INVALID_ARGUMENT;
-    if (size != f->bytes) return TES_ERR_BAD_SIZE;
+    if (size != ref.field->bytes) return TES_ERR_BAD_SIZE;
     if (pending) {
         return tesi_defer(world, TESI_CMD_SET, entity, component, field, 0, 0, value,
                           (uint32_t)size);
     }
-    memcpy(ptr, value, size);
-    if (world->components[component].level) mark_written(world, entity, component);
+    memcpy(ref.ptr, value, size);
+    mark_written(world, &ref);
     return TES_OK;
 }
 
 tes_result_t tes_field_ptr(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                            uint32_t field, void **out_ptr) {
-    uint8_t *ptr;
-    const tesi_field_t *f;
-    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    field_ref_t ref;
+    tes_result_t result = field_address(world, entity, component, field, &ref);
     if (result != TES_OK) return result;
     if (!out_ptr) return TES_ERR_INVALID_ARGUMENT;
-    *out_ptr = ptr;
+    *out_ptr = ref.ptr;
     return TES_OK;
 }
 
 tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entity,
                             tes_component_t component, uint32_t field, uint32_t element,
                             double *out) {
-    uint8_t *ptr;
-    const tesi_field_t *f;
-    tes_result_t result = field_address(world, entity, component, field, &ptr, &f);
+    field_ref_t ref;
+    tes_result_t result = field_address(world, entity, component, field, &ref);
     if (result != TES_OK) return result;
     if (!out) return TES_ERR_INVALID_ARGUMENT;
-    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
-    ptr += (size_t)element * tes_type_size(f->type);
-    switch (f->type) {
+    if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    const uint8_t *ptr = ref.ptr + (size_t)element * tes_type_size(ref.field->type);
+    switch (ref.field->type) {
     case TES_F32:
         *out = *(const float *)(const void *)ptr;
         break;
@@ -508,19 +501,20 @@ static bool encode_number(tes_type_t type, double value, uint8_t *out) {
 tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                             uint32_t field, uint32_t element, double value) {
     tesi_record_t *pending = deferred_write(world, entity);
-    uint8_t *ptr = NULL, scratch[8];
-    const tesi_field_t *f;
-    tes_result_t result =
-        pending ? check_field(world, tesi_pending_archetype(world, pending), component, field, &f)
-                : field_address(world, entity, component, field, &ptr, &f);
+    field_ref_t ref;
+    uint8_t scratch[8];
+    tes_result_t result = pending ? check_field(world, tesi_pending_archetype(world, pending),
+                                                component, field, &ref.field)
+                                  : field_address(world, entity, component, field, &ref);
     if (result != TES_OK) return result;
-    if (element >= f->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
-    uint8_t *target = pending ? scratch : ptr + (size_t)element * tes_type_size(f->type);
-    if (!encode_number(f->type, value, target)) return TES_ERR_BAD_VALUE;
+    if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    uint8_t *target =
+        pending ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
+    if (!encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
     if (pending) {
         return tesi_defer(world, TESI_CMD_SET_NUMBER, entity, component, field, element, value,
                           NULL, 0);
     }
-    if (world->components[component].level) mark_written(world, entity, component);
+    mark_written(world, &ref);
     return TES_OK;
 }

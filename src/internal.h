@@ -347,10 +347,17 @@ void tesi_commands_fini(tes_world_t *world);
 /* A record reserved by a deferred spawn (not alive yet), or NULL. Its row holds
  * TESI_ROW_PENDING | the archetype it will have once the deferred commands so far apply. */
 tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity);
+/* Why a handle names no live entity: pending (a deferred spawn) or stale. */
+static inline tes_result_t tesi_not_alive(const tes_world_t *world, tes_entity_t entity) {
+    return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
+}
 static inline tesi_archetype_t *tesi_pending_archetype(const tes_world_t *world,
                                                        const tesi_record_t *record) {
     return world->archetypes[record->row & ~(TESI_ROW_PENDING | TESI_ROW_MARK)];
 }
+/* The chunk of an archetype, checking both ids. */
+tes_result_t tesi_chunk_lookup(const tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
+                               tesi_chunk_t **out);
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
 uint32_t tesi_take_index(tes_world_t *world);

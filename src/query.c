@@ -419,9 +419,7 @@ static tes_result_t locate(const tes_world_t *world, tes_entity_t entity, tes_co
                            tesi_record_t **out, uint32_t *out_type) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) {
-        return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
-    }
+    if (!record) return tesi_not_alive(world, entity);
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     uint32_t type = tesi_type_index(record->chunk->archetype, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
@@ -440,14 +438,12 @@ tes_result_t tes_mark_changed(tes_world_t *world, tes_entity_t entity, tes_compo
 
 tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
                                     tes_component_t component, const uint32_t *rows, uint32_t n) {
-    if (!world) return TES_ERR_INVALID_ARGUMENT;
-    if (archetype >= world->archetype_count) return TES_ERR_UNKNOWN_ARCHETYPE;
-    tesi_archetype_t *a = world->archetypes[archetype];
-    if (chunk >= a->chunk_count) return TES_ERR_INVALID_ARGUMENT;
+    tesi_chunk_t *c;
+    tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
+    if (result != TES_OK) return result;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    uint32_t type = tesi_type_index(a, component);
+    uint32_t type = tesi_type_index(c->archetype, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    tesi_chunk_t *c = a->chunks[chunk];
     if (rows) {
         for (uint32_t i = 0; i < n; i++) {
             if (rows[i] >= c->count) return TES_ERR_INVALID_ARGUMENT;

@@ -254,18 +254,19 @@ static void untrack(tes_world_t *world, tes_component_t component) {
     }
 }
 
-/* Undoes a start of tracking that ran out of memory at archetype `failed_at`: the component is
- * untracked again, its trackers freed, and chunks left with nothing tracked lose their arrays. */
-static void untrack_after_failure(tes_world_t *world, tes_component_t component,
-                                  uint32_t failed_at) {
+/* Makes the component untracked: frees its trackers, and lowers tracked_count of the first
+ * `raised` archetypes (those counted as tracking it); chunks left with nothing tracked lose
+ * their tracker arrays. Serves both the way down and the undo of a start that ran out of
+ * memory part way. */
+static void stop_tracking(tes_world_t *world, tes_component_t component, uint32_t raised) {
     world->components[component].level = TES_UNTRACKED;
     untrack(world, component);
-    for (uint32_t m = 0; m <= failed_at; m++) {
-        tesi_archetype_t *b = world->archetypes[m];
-        if (tesi_type_index(b, component) == TESI_NO_TYPE) continue;
-        if (--b->tracked_count) continue;
-        for (uint32_t c = 0; c < b->chunk_count; c++)
-            tesi_trackers_detach(world, b->chunks[c]);
+    for (uint32_t m = 0; m < raised; m++) {
+        tesi_archetype_t *a = world->archetypes[m];
+        if (tesi_type_index(a, component) == TESI_NO_TYPE) continue;
+        if (--a->tracked_count) continue;
+        for (uint32_t c = 0; c < a->chunk_count; c++)
+            tesi_trackers_detach(world, a->chunks[c]);
     }
 }
 
@@ -276,30 +277,28 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
                            : comp->tick_consumers ? TES_TRACK_TICKS
                                                   : TES_UNTRACKED;
     if (level == old && !(reseed_now && level == TES_TRACK_DIRTY)) return TES_OK;
+    if (level == TES_UNTRACKED) {
+        stop_tracking(world, component, world->archetype_count);
+        return TES_OK;
+    }
     comp->level = level;
     for (uint32_t k = 0; k < world->archetype_count; k++) {
         tesi_archetype_t *a = world->archetypes[k];
         uint32_t type = tesi_type_index(a, component);
         if (type == TESI_NO_TYPE) continue;
-        if (old == TES_UNTRACKED && level != TES_UNTRACKED) a->tracked_count++;
-        if (old != TES_UNTRACKED && level == TES_UNTRACKED) a->tracked_count--;
+        if (old == TES_UNTRACKED) a->tracked_count++;
         for (uint32_t c = 0; c < a->chunk_count; c++) {
             tesi_chunk_t *chunk = a->chunks[c];
-            if (level == TES_UNTRACKED) {
-                tracker_free(world, chunk->trackers[type]);
-                chunk->trackers[type] = NULL;
-                if (!a->tracked_count) tesi_trackers_detach(world, chunk);
-                continue;
-            }
             if (old == TES_UNTRACKED) {
                 if (tesi_trackers_attach(world, chunk) != TES_OK) {
-                    untrack_after_failure(world, component, k);
+                    stop_tracking(world, component, k + 1);
                     return TES_ERR_OUT_OF_MEMORY;
                 }
                 /* Tracking starts now: what exists counts as added now. */
                 tesi_tracker_t *t = chunk->trackers[type];
-                for (uint32_t r = 0; r < chunk->count; r++)
+                for (uint32_t r = 0; r < chunk->count; r++) {
                     t->added[r] = world->change_tick;
+                }
             }
             tesi_tracker_t *t = chunk->trackers[type];
             if (level == TES_TRACK_DIRTY) {
