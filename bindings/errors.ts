@@ -1,0 +1,97 @@
+/**
+ * `TesseraError`: the one error type of the API. Its `code` is stable; its message names the
+ * operation and the entity, component and field involved.
+ *
+ * @module
+ */
+
+/**
+ * Stable error codes. The C core's results (`TES_ERR_*` in `src/tessera.h`) appear without
+ * their prefix; the rest are raised by the TypeScript layer.
+ */
+export type ErrorCode =
+    // From the C core.
+    | 'INVALID_ARGUMENT'
+    | 'OUT_OF_MEMORY'
+    | 'STALE_ENTITY'
+    | 'TOO_MANY_ENTITIES'
+    | 'DUPLICATE_ENTITY'
+    | 'UNKNOWN_COMPONENT'
+    | 'TOO_MANY_COMPONENTS'
+    | 'DUPLICATE_NAME'
+    | 'BAD_SCHEMA'
+    | 'UNKNOWN_FIELD'
+    | 'ELEMENT_OUT_OF_RANGE'
+    | 'MISSING_COMPONENT'
+    | 'TAG_HAS_NO_DATA'
+    | 'BAD_SIZE'
+    | 'BAD_VALUE'
+    | 'UNKNOWN_ARCHETYPE'
+    | 'ROW_TOO_LARGE'
+    | 'CORRUPT'
+    | 'PENDING_ENTITY'
+    | 'UNKNOWN_STAGE'
+    | 'QUERY_IN_USE'
+    | 'BAD_FIELD_TYPE'
+    // From the TypeScript layer.
+    /** The world, query, subscription or system was destroyed or closed. */
+    | 'DESTROYED'
+    /** A chunk was used after its iteration moved on. */
+    | 'CHUNK_EXPIRED'
+    /** Memory grew while a column view handed out for the chunk was still in use. */
+    | 'VIEW_DETACHED'
+    /** The module could not be loaded or does not look like tessera.wasm. */
+    | 'LOAD_FAILED';
+
+/** What an error is about; every part is optional. */
+export interface ErrorContext {
+    /** The entity handle involved. */
+    readonly entity?: number | undefined;
+    /** The component's name. */
+    readonly component?: string | undefined;
+    /** The field's name. */
+    readonly field?: string | undefined;
+}
+
+/**
+ * Every failure of the API. A failed call leaves the world exactly as it was (the C core's
+ * contract), except where a method's documentation says otherwise.
+ *
+ * @example
+ * try { world.get(e, Position); }
+ * catch (error) { if (error instanceof TesseraError && error.code === 'STALE_ENTITY') ... }
+ */
+export class TesseraError extends Error {
+    override readonly name = 'TesseraError';
+    /** Stable code, e.g. `'STALE_ENTITY'`. */
+    readonly code: ErrorCode;
+    /** The operation that failed, e.g. `'world.set'`. */
+    readonly operation: string;
+    /** The entity handle involved, if any. */
+    readonly entity: number | undefined;
+    /** The component's name, if any. */
+    readonly component: string | undefined;
+    /** The field's name, if any. */
+    readonly field: string | undefined;
+
+    constructor(code: ErrorCode, operation: string, problem: string, context: ErrorContext = {}) {
+        super(`tessera: ${operation} failed${describeContext(context)}: ${problem}`);
+        this.code = code;
+        this.operation = operation;
+        this.entity = context.entity;
+        this.component = context.component;
+        this.field = context.field;
+    }
+}
+
+/** "entity 42 (index 42, generation 0)": handles pack a 21-bit index and a 9-bit generation. */
+export function describeEntity(entity: number): string {
+    return `entity ${entity} (index ${entity & 0x1fffff}, generation ${entity >>> 21})`;
+}
+
+function describeContext({ entity, component, field }: ErrorContext): string {
+    const parts: string[] = [];
+    if (entity !== undefined) parts.push(describeEntity(entity));
+    if (component !== undefined) parts.push(field === undefined ? component : `${component}.${field}`);
+    return parts.length ? ` for ${parts.join(', ')}` : '';
+}

@@ -1,0 +1,160 @@
+/**
+ * The module's linear memory as the wrapper sees it: typed-array views that are re-derived
+ * whenever `memory.buffer` changed (memory growth detaches every earlier view), a scratch
+ * block for out-parameters, a growable temporary block for arrays passed to C, and C strings.
+ *
+ * @module
+ */
+import type { Pointer, TesseraExports } from './load.js';
+import { TesseraError, type ErrorCode } from './errors.js';
+
+/** Bytes of the scratch block: room for every out-parameter struct of the API. */
+const SCRATCH_BYTES = 256;
+
+/** @internal */
+export class Heap {
+    readonly exports: TesseraExports;
+    readonly memory: WebAssembly.Memory;
+    /** Start of the scratch block, 16-byte aligned. */
+    readonly scratch: Pointer;
+    /** Error codes by C result number, from the module's own tes_result_name. */
+    readonly codes: readonly ErrorCode[];
+    /** Messages by C result number. */
+    readonly messages: readonly string[];
+
+    private buffer: ArrayBuffer;
+    private views!: {
+        u8: Uint8Array;
+        i32: Int32Array;
+        u32: Uint32Array;
+        f32: Float32Array;
+        f64: Float64Array;
+        data: DataView;
+    };
+    private temp: Pointer = 0;
+    private tempBytes = 0;
+    private readonly decoder = new TextDecoder();
+    private readonly encoder = new TextEncoder();
+
+    constructor(exports: TesseraExports) {
+        this.exports = exports;
+        this.memory = exports.memory;
+        this.buffer = this.memory.buffer;
+        this.rebuild();
+        this.scratch = this.malloc(SCRATCH_BYTES, 'load');
+        const codes: ErrorCode[] = [];
+        const messages: string[] = [];
+        // Past the last result, tes_result_name answers TES_ERR_UNKNOWN_RESULT.
+        for (let result = 0; result < 1024; result++) {
+            const name = this.string(exports.tes_result_name(result));
+            if (name === 'TES_ERR_UNKNOWN_RESULT') break;
+            codes.push(name.replace(/^TES_(ERR_)?/, '') as ErrorCode);
+            messages.push(this.string(exports.tes_result_message(result)));
+        }
+        this.codes = codes;
+        this.messages = messages;
+    }
+
+    /** True (and views rebuilt) when memory grew since the views were made. */
+    refresh(): boolean {
+        if (this.buffer === this.memory.buffer) return false;
+        this.buffer = this.memory.buffer;
+        this.rebuild();
+        return true;
+    }
+
+    get u8(): Uint8Array {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.u8;
+    }
+    get i32(): Int32Array {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.i32;
+    }
+    get u32(): Uint32Array {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.u32;
+    }
+    get f32(): Float32Array {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.f32;
+    }
+    get f64(): Float64Array {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.f64;
+    }
+    get data(): DataView {
+        if (this.buffer !== this.memory.buffer) this.refresh();
+        return this.views.data;
+    }
+
+    /** The u32 at a (4-aligned) address. */
+    u32At(pointer: Pointer): number {
+        return this.u32[pointer >>> 2]!;
+    }
+
+    /** A u64 at an (8-aligned) address, as a number (exact below 2^53). */
+    u64At(pointer: Pointer): number {
+        return Number(this.data.getBigUint64(pointer, true));
+    }
+
+    /** Memory from the C heap; a TesseraError when the module is out of memory. */
+    malloc(bytes: number, operation: string): Pointer {
+        const pointer = this.exports.tes_malloc(bytes) >>> 0;
+        if (pointer === 0) {
+            throw new TesseraError('OUT_OF_MEMORY', operation, `cannot allocate ${bytes} bytes`);
+        }
+        return pointer;
+    }
+
+    /**
+     * A temporary block of at least `bytes`, valid until the next `tempBlock` call. It only
+     * grows, so steady-state calls allocate nothing.
+     */
+    tempBlock(bytes: number, operation: string): Pointer {
+        if (bytes > this.tempBytes) {
+            const size = Math.max(bytes, this.tempBytes * 2, 1024);
+            const block = this.malloc(size, operation);
+            if (this.temp) this.exports.tes_free(this.temp);
+            this.temp = block;
+            this.tempBytes = size;
+        }
+        return this.temp;
+    }
+
+    /** Copies a list of u32 (entities, components) into the temporary block. */
+    tempU32(values: ArrayLike<number>, operation: string): Pointer {
+        const pointer = this.tempBlock(Math.max(4, values.length * 4), operation);
+        this.u32.set(values, pointer >>> 2);
+        return pointer;
+    }
+
+    /** Reads a NUL-terminated UTF-8 string. */
+    string(pointer: Pointer): string {
+        const bytes = this.u8;
+        let end = pointer;
+        while (bytes[end] !== 0) end++;
+        return this.decoder.decode(bytes.subarray(pointer, end));
+    }
+
+    /** Copies `text` as a NUL-terminated string into fresh C memory; free it with tes_free. */
+    newString(text: string, operation: string): Pointer {
+        const encoded = this.encoder.encode(text);
+        const pointer = this.malloc(encoded.length + 1, operation);
+        this.u8.set(encoded, pointer);
+        this.u8[pointer + encoded.length] = 0;
+        return pointer;
+    }
+
+    private rebuild(): void {
+        const buffer = this.buffer;
+        this.views = {
+            u8: new Uint8Array(buffer),
+            i32: new Int32Array(buffer),
+            u32: new Uint32Array(buffer),
+            f32: new Float32Array(buffer),
+            f64: new Float64Array(buffer),
+            data: new DataView(buffer),
+        };
+    }
+}

@@ -1,0 +1,49 @@
+/**
+ * tessera: an archetype + chunk Entity Component System whose core is C compiled to
+ * WebAssembly. Change detection costs what changed, not what exists.
+ *
+ * @example
+ * import { createWorld, component, tag } from 'tessera-ecs';
+ * const Position = component('Position', { x: 'f32', y: 'f32' });
+ * const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
+ * const world = await createWorld();
+ * world.spawn(Position({ x: 0, y: 0 }), Velocity({ x: 1, y: 0 }));
+ * const moving = world.query({ all: [Position, Velocity], writes: [Position] });
+ * for (const chunk of moving) {
+ *     const px = chunk.column(Position, 'x'), vx = chunk.column(Velocity, 'x');
+ *     for (let i = 0; i < chunk.count; i++) px[i] += vx[i];
+ * }
+ *
+ * @module
+ */
+export { createWorld, init, TesseraModule, type CreateWorldOptions } from './module.js';
+export { World, type Entity, type WorldOptions, type WorldStats } from './world.js';
+export {
+    component,
+    tag,
+    isComponent,
+    limits,
+    type Component,
+    type ComponentInit,
+    type ComponentItem,
+    type Tag,
+    type Schema,
+    type FieldType,
+    type FieldSpec,
+    type FieldInfo,
+    type FieldName,
+    type FloatFieldName,
+    type ColumnOf,
+    type ColumnArray,
+    type TypedArrayOf,
+    type Values,
+    type ValuesInput,
+    type FieldValue,
+    type FieldInput,
+    type ScalarOf,
+} from './schema.js';
+export { Query, Chunk, ChunkIterator, type QueryDesc } from './query.js';
+export { Subscription, Changes, type SubscriptionDesc } from './subscription.js';
+export type { Stage, System, SystemDesc } from './system.js';
+export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
+export type { LoadOptions } from './load.js';

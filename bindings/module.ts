@@ -1,0 +1,87 @@
+/**
+ * Loading: `createWorld()` loads `tessera.wasm` once (found next to this file through
+ * `new URL('./tessera.wasm', import.meta.url)`, which works in Node, plain browsers, workers
+ * and bundlers such as Vite) and makes worlds in it. `init()` loads it from elsewhere, or
+ * ahead of time so that worlds can then be made synchronously.
+ *
+ * @module
+ */
+import { TesseraError } from './errors.js';
+import { Heap } from './heap.js';
+import { loadTessera, type LoadOptions } from './load.js';
+import { World, type WorldOptions } from './world.js';
+
+/** A loaded tessera module: worlds made from it share its wasm memory. */
+export class TesseraModule {
+    /** @internal */
+    readonly heap: Heap;
+
+    /** @internal Use `init()`. */
+    constructor(heap: Heap) {
+        this.heap = heap;
+    }
+
+    /** The module's linear memory (for tools; views over it are invalidated by growth). */
+    get memory(): WebAssembly.Memory {
+        return this.heap.memory;
+    }
+
+    /** Makes a world, synchronously. */
+    createWorld(options: WorldOptions = {}): World {
+        return new World(this.heap, options);
+    }
+}
+
+let defaultModule: Promise<TesseraModule> | undefined;
+
+/**
+ * Loads and instantiates `tessera.wasm`. Without options the module is loaded once and shared
+ * (later calls return the same one); with `bytes` or `url` a new instance is made, and the
+ * first such call also becomes the default used by `createWorld()`.
+ *
+ * @example
+ * // Vite or a plain browser: the default finds the .wasm next to the package's JS.
+ * const tessera = await init();
+ * const world = tessera.createWorld();
+ * // Anywhere: bring your own bytes.
+ * await init({ bytes: await (await fetch('/assets/tessera.wasm')).arrayBuffer() });
+ */
+export function init(options: LoadOptions = {}): Promise<TesseraModule> {
+    if (options.bytes === undefined && options.url === undefined) {
+        defaultModule ??= load(options);
+        return defaultModule;
+    }
+    const loaded = load(options);
+    defaultModule ??= loaded;
+    return loaded;
+}
+
+/** Options of {@link createWorld}: the world's own, plus where to load the module from. */
+export interface CreateWorldOptions extends WorldOptions {
+    /** Where to load `tessera.wasm` from (passed to {@link init}). */
+    readonly wasm?: LoadOptions;
+}
+
+/**
+ * Makes a world, loading the module on first use.
+ *
+ * @example
+ * import { createWorld, component } from 'tessera-ecs';
+ * const Position = component('Position', { x: 'f32', y: 'f32' });
+ * const world = await createWorld();
+ * const e = world.spawn(Position({ x: 1, y: 2 }));
+ */
+export async function createWorld(options: CreateWorldOptions = {}): Promise<World> {
+    const module = await init(options.wasm ?? {});
+    return module.createWorld(options);
+}
+
+async function load(options: LoadOptions): Promise<TesseraModule> {
+    try {
+        const { exports } = await loadTessera(options);
+        return new TesseraModule(new Heap(exports));
+    } catch (error) {
+        if (error instanceof TesseraError) throw error;
+        throw new TesseraError('LOAD_FAILED', 'init', error instanceof Error ? error.message : String(error), {});
+    }
+}

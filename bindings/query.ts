@@ -1,0 +1,635 @@
+/**
+ * Queries and chunk iteration. A query walks the chunks of every archetype it matches; each
+ * chunk hands out typed-array views of its columns straight over wasm memory, so a loop body
+ * makes no call into wasm and allocates nothing per entity.
+ *
+ * @module
+ */
+import { TesseraError } from './errors.js';
+import type { Pointer } from './load.js';
+import {
+    arrayTypes,
+    fieldOf,
+    type ColumnArray,
+    type ColumnOf,
+    type Component,
+    type FieldName,
+    type FloatFieldName,
+    type Schema,
+} from './schema.js';
+import type { Entity, World } from './world.js';
+
+/** The terms of a query. Every list is optional. */
+export interface QueryDesc {
+    /** Entities must have every one of these. */
+    readonly all?: readonly Component<any>[];
+    /** Entities must have none of these. */
+    readonly none?: readonly Component<any>[];
+    /** Entities must have at least one of these (when the list is not empty). */
+    readonly any?: readonly Component<any>[];
+    /** Filter: only entities that gained one of these since the query's last run (implies all). */
+    readonly added?: readonly Component<any>[];
+    /** Filter: only entities whose component changed since the query's last run (implies all). */
+    readonly changed?: readonly Component<any>[];
+    /** Removals of these components are reported to subscriptions (see `world.subscribe`). */
+    readonly removed?: readonly Component<any>[];
+    /**
+     * Components the loop writes through views: when the iteration moves past a chunk, they
+     * are marked changed for every row it visited (one call into wasm per chunk and
+     * component, deduplicated per row). Each must be in `all`, `added` or `changed`.
+     */
+    readonly writes?: readonly Component<any>[];
+}
+
+/** Byte offsets in `tes_iter_t` (wasm32). */
+const ITER = { archetype: 0, chunk: 4, count: 8, entities: 12, rows: 16, rowCount: 20 } as const;
+/** `tes_op_kind_t` values. */
+const OP = { fill: 1, add: 2, scale: 3, addScaled: 4, clamp: 5, subCollect: 6 } as const;
+/** `tes_op_t` (wasm32): k 0, lo 8, hi 16, kind 24, component 28, field 32, src 36, src field 40. */
+const OP_BYTES = 48;
+
+/** Identity rows 0..n-1, shared: `chunk.slots` of unfiltered chunks is a subarray of it. */
+let identity = new Uint32Array(0);
+function identityRows(count: number): Uint32Array {
+    if (identity.length < count) {
+        identity = new Uint32Array(Math.max(count, identity.length * 2, 1024));
+        for (let i = 0; i < identity.length; i++) identity[i] = i;
+    }
+    return identity.subarray(0, count);
+}
+
+/**
+ * Rows marked changed by hand in the current chunk, per component: a JS-side bitmap keeps the
+ * list free of duplicates, so it never outgrows the chunk and is flushed in one call.
+ */
+class MarkList {
+    bits = new Uint8Array(0);
+    rows = new Uint32Array(0);
+    length = 0;
+    whole = false;
+
+    prepare(capacity: number): void {
+        if (this.bits.length < capacity) {
+            this.bits = new Uint8Array(capacity);
+            this.rows = new Uint32Array(capacity);
+        }
+    }
+
+    clear(): void {
+        for (let i = 0; i < this.length; i++) this.bits[this.rows[i]!] = 0;
+        this.length = 0;
+        this.whole = false;
+    }
+}
+
+/**
+ * A query over a world. Iterate it with `for (const chunk of query)`. A query with `added` or
+ * `changed` filters (or `removed` terms) is a consumer: each iteration is one run that sees
+ * what happened since its previous run, exactly once.
+ */
+export class Query {
+    /** The world the query belongs to. */
+    readonly world: World;
+    /** True when the query has added/changed filters or removed terms. */
+    readonly consumer: boolean;
+    /** True when the query has added/changed filters (iterations visit dirty rows only). */
+    readonly filtered: boolean;
+    /** @internal The `tes_query_t *`; 0 after close. */
+    pointer: Pointer;
+    /** @internal Removed terms in the order the C core reports them. */
+    readonly removedComponents: readonly Component<any>[];
+    /** @internal */
+    readonly writeIds: readonly number[];
+    /** @internal Hand-marked rows per component id of the current chunk. */
+    readonly marks = new Map<number, MarkList>();
+    /** @internal Live iterations of this query. */
+    runs = 0;
+    /** @internal Components every matched archetype has (all, added, changed). */
+    readonly required: ReadonlySet<Component<any>>;
+
+    /** @internal Use `world.query()`. */
+    constructor(world: World, desc: QueryDesc, operation: string) {
+        this.world = world;
+        const pointerOfWorld = world.live(operation);
+        if (typeof desc !== 'object' || desc === null) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a query description object');
+        }
+        const terms = ['all', 'none', 'any', 'added', 'changed', 'removed'] as const;
+        const lists = terms.map((term) => componentList(desc[term], `${operation} ${term}`));
+        const writes = componentList(desc.writes, `${operation} writes`);
+        this.required = new Set([...lists[0]!, ...lists[3]!, ...lists[4]!]);
+        for (const component of writes) {
+            if (!this.required.has(component)) {
+                throw new TesseraError(
+                    'INVALID_ARGUMENT',
+                    operation,
+                    `writes lists ${component.name}, which is not in all, added or changed`,
+                    { component: component.name },
+                );
+            }
+        }
+        const ids = lists.map((list) => list.map((c) => world.idOf(c, operation)));
+        this.writeIds = writes.map((c) => world.idOf(c, operation));
+        this.filtered = ids[3]!.length + ids[4]!.length > 0;
+        this.consumer = this.filtered || ids[5]!.length > 0;
+        // The C core keeps removed terms in order, without duplicates.
+        this.removedComponents = [...new Set(lists[5]!)];
+
+        const heap = world.heap;
+        const total = ids.reduce((n, list) => n + list.length, 0);
+        const desc48 = heap.tempBlock(48 + total * 4, operation);
+        const u32 = heap.u32;
+        let next = desc48 + 48;
+        ids.forEach((list, term) => {
+            u32[(desc48 >>> 2) + term * 2] = list.length ? next : 0;
+            u32[(desc48 >>> 2) + term * 2 + 1] = list.length;
+            u32.set(list, next >>> 2);
+            next += list.length * 4;
+        });
+        const out = heap.scratch;
+        world.check(heap.exports.tes_query_create(pointerOfWorld, desc48, out), operation);
+        this.pointer = heap.u32At(out);
+    }
+
+    /** True after {@link Query.close} (or when its world was destroyed). */
+    get closed(): boolean {
+        return this.pointer === 0 || this.world.destroyed;
+    }
+
+    /** Iterates the matching chunks (one run for a consumer). */
+    [Symbol.iterator](): ChunkIterator {
+        return this.chunks();
+    }
+
+    /**
+     * Starts an iteration: the chunks with something to visit, one {@link Chunk} each. Run it
+     * to the end or leave the loop with `break`/`return`/`throw` (which ends it too): while any
+     * iteration is live, structural changes are deferred until the last one ends.
+     */
+    chunks(): ChunkIterator {
+        return new ChunkIterator(this, this.live('query.chunks'), 'query.chunks');
+    }
+
+    /** Number of entities the query matches. Not for consumers (that would consume a run). */
+    count(): number {
+        this.plainOnly('query.count');
+        let total = 0;
+        for (const chunk of this) total += chunk.count;
+        return total;
+    }
+
+    /** The handles of the entities the query visits, in a fresh array (one run for a consumer). */
+    entities(): Uint32Array {
+        const parts: Uint32Array[] = [];
+        let total = 0;
+        for (const chunk of this) {
+            const part = chunk.filtered ? selectRows(chunk.entities, chunk.slots) : chunk.entities.slice();
+            parts.push(part);
+            total += part.length;
+        }
+        const all = new Uint32Array(total);
+        let at = 0;
+        for (const part of parts) {
+            all.set(part, at);
+            at += part.length;
+        }
+        return all;
+    }
+
+    // ---- bulk structural changes ---------------------------------------------------------
+
+    /** Adds a component (zeroed) or tag to every entity the query matches, archetype by archetype. */
+    addAll(component: Component<any>): void {
+        this.forArchetypes('query.addAll', component, (world, archetype, id) =>
+            this.world.heap.exports.tes_archetype_add(world, archetype, id),
+        );
+    }
+
+    /** Removes a component or tag from every entity the query matches. */
+    removeAll(component: Component<any>): void {
+        this.forArchetypes('query.removeAll', component, (world, archetype, id) =>
+            this.world.heap.exports.tes_archetype_remove(world, archetype, id),
+        );
+    }
+
+    /** Despawns every entity the query matches. */
+    despawnAll(): void {
+        const operation = 'query.despawnAll';
+        this.plainOnly(operation);
+        const entities = this.entities();
+        this.world.despawnMany(entities);
+    }
+
+    // ---- kernels: column math inside wasm, SIMD, marking what they write -----------------
+
+    /** `a = value` for one field of every visited entity (all elements of array fields). */
+    fill<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
+        this.apply('query.fill', OP.fill, component, field, value);
+    }
+
+    /** `a += value`. */
+    offset<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
+        this.apply('query.offset', OP.add, component, field, value);
+    }
+
+    /** `a *= factor`. */
+    scale<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, factor: number): void {
+        this.apply('query.scale', OP.scale, component, field, factor);
+    }
+
+    /**
+     * `a += b * factor`, e.g. `moving.addScaled(Position, 'x', Velocity, 'x', dt)`. Both
+     * fields must have the same type and length.
+     */
+    addScaled<S extends Schema, T extends Schema>(
+        component: Component<S>,
+        field: FloatFieldName<S>,
+        source: Component<T>,
+        sourceField: FloatFieldName<T>,
+        factor: number,
+    ): void {
+        this.apply('query.addScaled', OP.addScaled, component, field, factor, 0, 0, source, sourceField);
+    }
+
+    /** `a = min(max(a, min), max)`. */
+    clamp<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, min: number, max: number): void {
+        this.apply('query.clamp', OP.clamp, component, field, 0, min, max);
+    }
+
+    /**
+     * `a -= amount`, returning the entities whose value went from above 0 to 0 or below in this
+     * call (timers, lifetimes, health), in a fresh array.
+     */
+    countdown<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, amount: number): Uint32Array {
+        return this.apply('query.countdown', OP.subCollect, component, field, amount);
+    }
+
+    /** Closes the query: a consumer stops holding back change history. Idempotent. */
+    close(): void {
+        if (this.pointer === 0) return;
+        if (this.runs > 0) {
+            throw new TesseraError('QUERY_IN_USE', 'query.close', 'an iteration of this query is live');
+        }
+        if (!this.world.destroyed) this.world.heap.exports.tes_query_destroy(this.world.pointer, this.pointer);
+        this.pointer = 0;
+    }
+
+    /** @internal The world pointer, or `DESTROYED` when the query or its world is gone. */
+    live(operation: string): Pointer {
+        const world = this.world.live(operation);
+        if (this.pointer === 0) throw new TesseraError('DESTROYED', operation, 'the query was closed');
+        return world;
+    }
+
+    private plainOnly(operation: string): void {
+        if (this.consumer) {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'not for a query with added/changed/removed terms (it would consume a run); use a plain query',
+            );
+        }
+    }
+
+    private forArchetypes(
+        operation: string,
+        component: Component<any>,
+        change: (world: Pointer, archetype: number, id: number) => number,
+    ): void {
+        this.plainOnly(operation);
+        const id = this.world.idOf(component, operation);
+        const archetypes = new Set<number>();
+        for (const chunk of this) archetypes.add(chunk.archetype);
+        const world = this.live(operation);
+        for (const archetype of archetypes) {
+            this.world.check(change(world, archetype, id), operation, { component: component.name });
+        }
+    }
+
+    private apply(
+        operation: string,
+        kind: number,
+        component: Component<any>,
+        field: string,
+        k: number,
+        lo = 0,
+        hi = 0,
+        source?: Component<any>,
+        sourceField?: string,
+    ): Uint32Array {
+        const world = this.live(operation);
+        if (this.runs > 0) {
+            throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
+        }
+        const heap = this.world.heap;
+        const meta = fieldOf(component, field, operation);
+        const id = this.world.idOf(component, operation);
+        let sourceId = 0;
+        let sourceIndex = 0;
+        if (source !== undefined) {
+            sourceId = this.world.idOf(source, operation);
+            sourceIndex = fieldOf(source, sourceField!, operation).index;
+        }
+        for (const [name, value] of [['value', k], ['min', lo], ['max', hi]] as const) {
+            if (typeof value !== 'number') {
+                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number`, {
+                    component: component.name,
+                    field,
+                });
+            }
+        }
+        const op = heap.tempBlock(OP_BYTES, operation);
+        const f64 = heap.f64;
+        f64[op >>> 3] = k;
+        f64[(op >>> 3) + 1] = lo;
+        f64[(op >>> 3) + 2] = hi;
+        const u32 = heap.u32;
+        u32.set([kind, id, meta.index, sourceId, sourceIndex], (op + 24) >>> 2);
+        const out = heap.scratch;
+        this.world.check(heap.exports.tes_query_apply(world, this.pointer, op, out, out + 4), operation, {
+            component: component.name,
+            field,
+        });
+        const count = heap.u32At(out + 4);
+        const entities = heap.u32At(out);
+        return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
+    }
+}
+
+/**
+ * One iteration of a query. `for...of` drives it; leaving the loop early ends it. A chunk is
+ * valid until the iterator moves on.
+ */
+export class ChunkIterator implements IterableIterator<Chunk> {
+    private readonly query: Query;
+    private readonly block: Pointer;
+    private current: Chunk | undefined;
+    private done = false;
+
+    /** @internal */
+    constructor(query: Query, world: Pointer, operation: string) {
+        this.query = query;
+        const owner = query.world;
+        this.block = owner.takeIterBlock(operation);
+        const result = owner.heap.exports.tes_query_iter(world, query.pointer, this.block);
+        if (result !== 0) {
+            owner.returnIterBlock(this.block);
+            owner.check(result, operation);
+        }
+        query.runs++;
+        owner.liveIterations++;
+    }
+
+    [Symbol.iterator](): this {
+        return this;
+    }
+
+    next(): IteratorResult<Chunk, undefined> {
+        if (this.done) return { done: true, value: undefined };
+        try {
+            this.finishChunk();
+        } catch (error) {
+            this.end();
+            throw error;
+        }
+        const heap = this.query.world.heap;
+        if (heap.exports.tes_iter_next(this.block) === 0) {
+            this.end();
+            return { done: true, value: undefined };
+        }
+        this.current = new Chunk(this.query, this.block);
+        return { done: false, value: this.current };
+    }
+
+    /** Ends the iteration early (what `break` does): marks, then applies deferred changes. */
+    return(): IteratorResult<Chunk, undefined> {
+        if (!this.done) {
+            try {
+                this.finishChunk();
+            } finally {
+                this.query.world.heap.exports.tes_iter_fini(this.block);
+                this.end();
+            }
+        }
+        return { done: true, value: undefined };
+    }
+
+    /** Marks what the current chunk wrote: hand-marked rows, then the query's `writes`. */
+    private finishChunk(): void {
+        const chunk = this.current;
+        if (chunk === undefined) return;
+        this.current = undefined;
+        chunk.expire();
+        const query = this.query;
+        const world = query.world;
+        const heap = world.heap;
+        const rows = heap.u32At(this.block + ITER.rows);
+        for (const [id, marks] of query.marks) {
+            if (marks.whole) {
+                world.check(
+                    heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, chunk.rowCount),
+                    'chunk.markChanged',
+                );
+            } else if (marks.length) {
+                const list = heap.tempU32(marks.rows.subarray(0, marks.length), 'chunk.markChanged');
+                world.check(
+                    heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, list, marks.length),
+                    'chunk.markChanged',
+                );
+            }
+            marks.clear();
+        }
+        for (const id of query.writeIds) {
+            world.check(
+                heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, chunk.rowCount),
+                'query writes',
+            );
+        }
+    }
+
+    private end(): void {
+        if (this.done) return;
+        this.done = true;
+        this.current?.expire();
+        this.current = undefined;
+        this.query.runs--;
+        this.query.world.liveIterations--;
+        this.query.world.returnIterBlock(this.block);
+    }
+}
+
+/**
+ * One chunk of an iteration: up to a few thousand entities of one archetype, stored as
+ * parallel columns. Valid until the iteration moves on.
+ *
+ * Views (`column`, `entities`, `slots`) point straight into wasm memory. They stay valid for
+ * this chunk until a call that may allocate: structural calls inside the loop (spawn, despawn,
+ * add, remove, their batch forms) are deferred and may grow memory, which detaches every view.
+ * After such a call, ask the chunk again; it is cheap and always answers with live views.
+ */
+export class Chunk {
+    /** The archetype's id. */
+    readonly archetype: number;
+    /** The chunk's index in its archetype. */
+    readonly index: number;
+    /** Occupied rows of the chunk. */
+    readonly count: number;
+    /** Rows this iteration visits: `count`, or the dirty rows' number when filtered. */
+    readonly rowCount: number;
+    /** True when only some rows are visited (`slots` lists them). */
+    readonly filtered: boolean;
+
+    private readonly query: Query;
+    private readonly entitiesPointer: Pointer;
+    private readonly rowsPointer: Pointer;
+    private readonly views = new Map<number, ColumnArray>();
+    private expired = false;
+
+    /** @internal */
+    constructor(query: Query, block: Pointer) {
+        const heap = query.world.heap;
+        const base = block >>> 2;
+        const u32 = heap.u32;
+        this.query = query;
+        this.archetype = u32[base]!;
+        this.index = u32[base + ITER.chunk / 4]!;
+        this.count = u32[base + ITER.count / 4]!;
+        this.entitiesPointer = u32[base + ITER.entities / 4]!;
+        this.rowsPointer = u32[base + ITER.rows / 4]!;
+        this.rowCount = u32[base + ITER.rowCount / 4]!;
+        this.filtered = this.rowsPointer !== 0;
+    }
+
+    /** The entity handles of the chunk, by row (`entities[0..count-1]`). */
+    get entities(): Uint32Array {
+        this.alive('chunk.entities');
+        const start = this.entitiesPointer >>> 2;
+        return this.query.world.heap.u32.subarray(start, start + this.count);
+    }
+
+    /**
+     * The rows to visit: the dirty rows (each once) for a filtered query, else `0..count-1`.
+     * `for (const i of chunk.slots)` works for both.
+     */
+    get slots(): Uint32Array {
+        this.alive('chunk.slots');
+        if (!this.filtered) return identityRows(this.count);
+        const start = this.rowsPointer >>> 2;
+        return this.query.world.heap.u32.subarray(start, start + this.rowCount);
+    }
+
+    /**
+     * A typed-array view of one field over the chunk's rows: element `row` (or
+     * `row * length + k` for array fields). Its type follows the schema (`f32` gives a
+     * `Float32Array`). Writes through it are not seen by change detection until marked: list
+     * the component in the query's `writes`, or call {@link Chunk.markChanged}.
+     */
+    column<S extends Schema, K extends FieldName<S>>(component: Component<S>, field: K): ColumnOf<S, K> {
+        const operation = 'chunk.column';
+        this.alive(operation);
+        const world = this.query.world;
+        const heap = world.heap;
+        const id = world.idOf(component, operation);
+        const meta = fieldOf(component, field, operation);
+        const key = id * 64 + meta.index;
+        const cached = this.views.get(key);
+        if (cached !== undefined && cached.buffer === heap.memory.buffer) return cached as ColumnOf<S, K>;
+        const out = heap.scratch;
+        world.check(
+            heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
+            operation,
+            { component: component.name, field },
+        );
+        let view: ColumnArray = new arrayTypes[meta.type](heap.memory.buffer, heap.u32At(out), this.count * meta.length);
+        if (world.debug) view = guardView(view, heap.memory, component.name, field);
+        this.views.set(key, view);
+        return view as ColumnOf<S, K>;
+    }
+
+    /**
+     * Marks a component changed: one row (`markChanged(Health, i)`; a few nanoseconds, no call
+     * into wasm, duplicates dropped), or every visited row (`markChanged(Health)`). Applied in
+     * one call when the iteration moves past the chunk.
+     */
+    markChanged(component: Component<any>, row?: number): void {
+        const operation = 'chunk.markChanged';
+        this.alive(operation);
+        const world = this.query.world;
+        const id = world.idOf(component, operation);
+        if (!this.query.required.has(component) && !world.archetypeHas(this.archetype, id)) {
+            world.check(world.resultCode('MISSING_COMPONENT'), operation, { component: component.name });
+        }
+        let marks = this.query.marks.get(id);
+        if (marks === undefined) {
+            marks = new MarkList();
+            this.query.marks.set(id, marks);
+        }
+        if (row === undefined) {
+            marks.whole = true;
+            return;
+        }
+        if (row >>> 0 !== row || row >= this.count) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `row ${String(row)} is not in 0..${this.count - 1}`, {
+                component: component.name,
+            });
+        }
+        marks.prepare(this.count);
+        if (marks.bits[row] === 0) {
+            marks.bits[row] = 1;
+            marks.rows[marks.length++] = row;
+        }
+    }
+
+    /** @internal */
+    expire(): void {
+        this.expired = true;
+    }
+
+    private alive(operation: string): void {
+        if (this.expired) {
+            throw new TesseraError('CHUNK_EXPIRED', operation, 'the iteration has moved past this chunk');
+        }
+        this.query.world.live(operation);
+    }
+}
+
+/** A view that throws `VIEW_DETACHED` when used after memory growth (debug worlds). */
+function guardView(view: ColumnArray, memory: WebAssembly.Memory, component: string, field: string): ColumnArray {
+    const check = () => {
+        if (view.buffer !== memory.buffer) {
+            throw new TesseraError(
+                'VIEW_DETACHED',
+                'column view',
+                'memory grew after this view was made (a call that allocates ran); call chunk.column() again',
+                { component, field },
+            );
+        }
+    };
+    return new Proxy(view, {
+        get(target, property) {
+            check();
+            const value = Reflect.get(target, property, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+        },
+        set(target, property, value) {
+            check();
+            return Reflect.set(target, property, value, target);
+        },
+    });
+}
+
+function componentList(list: unknown, operation: string): Component<any>[] {
+    if (list === undefined) return [];
+    if (!Array.isArray(list)) {
+        throw new TesseraError('INVALID_ARGUMENT', operation, 'expected an array of components');
+    }
+    return list as Component<any>[];
+}
+
+function selectRows(entities: Uint32Array, rows: Uint32Array): Uint32Array {
+    const out = new Uint32Array(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = entities[rows[i]!]!;
+    return out;
+}
+
+export type { Entity };

@@ -1,0 +1,336 @@
+/**
+ * Components and tags: defined once, at module level, usable in any world. A schema's field
+ * names and types flow into the TypeScript types, so `chunk.column(Position, 'x')` is a
+ * `Float32Array` and a misspelt field is a type error.
+ *
+ * @module
+ */
+import { TesseraError } from './errors.js';
+
+/** Scalar types a field can have; the C core stores them natively, little-endian. */
+export type FieldType = 'f32' | 'f64' | 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32';
+
+/** A field: a scalar type, or `[type, length]` for a fixed array of `length` (2..256) scalars. */
+export type FieldSpec = FieldType | readonly [FieldType, number];
+
+/** A component's fields by name (at most 64). `{}` makes a tag. */
+export type Schema = { readonly [field: string]: FieldSpec };
+
+/** The typed array of each field type. */
+export interface TypedArrayOf {
+    f32: Float32Array;
+    f64: Float64Array;
+    i8: Int8Array;
+    u8: Uint8Array;
+    i16: Int16Array;
+    u16: Uint16Array;
+    i32: Int32Array;
+    u32: Uint32Array;
+}
+
+/** Any typed array a column can be. */
+export type ColumnArray = TypedArrayOf[FieldType];
+
+/** The scalar type of a field spec. */
+export type ScalarOf<F extends FieldSpec> = F extends readonly [infer T extends FieldType, number]
+    ? T
+    : F extends FieldType
+      ? F
+      : never;
+
+/** Field names of a schema (as strings). */
+export type FieldName<S extends Schema> = keyof S & string;
+
+/** Names of the fields of a schema whose type is `f32` or `f64` (what kernels accept). */
+export type FloatFieldName<S extends Schema> = {
+    [K in FieldName<S>]: ScalarOf<S[K]> extends 'f32' | 'f64' ? K : never;
+}[FieldName<S>];
+
+/** The column view type of one field: `Float32Array` for an `f32` field, and so on. */
+export type ColumnOf<S extends Schema, K extends FieldName<S>> = TypedArrayOf[ScalarOf<S[K]>];
+
+/** The value of one field as `get` returns it: a number, or an array for array fields. */
+export type FieldValue<F extends FieldSpec> = F extends FieldType ? number : number[];
+
+/** The value of one field as `set` and initial values take it. */
+export type FieldInput<F extends FieldSpec> = F extends FieldType ? number : ArrayLike<number>;
+
+/** All fields of a component, as `world.get(e, C)` returns them. */
+export type Values<S extends Schema> = { -readonly [K in FieldName<S>]: FieldValue<S[K]> };
+
+/** Some fields of a component, as `world.set` and initial values take them. */
+export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> };
+
+/** A component with initial values, as `Position({ x: 1 })` makes it; spawn and add take it. */
+export interface ComponentInit<S extends Schema = Schema> {
+    readonly component: Component<S>;
+    readonly values: ValuesInput<S>;
+}
+
+/** How a field is laid out; the same order as in the schema. */
+export interface FieldInfo {
+    readonly name: string;
+    /** Index in the component, as the C core numbers fields. */
+    readonly index: number;
+    readonly type: FieldType;
+    /** Scalars per entity: 1 for a scalar field, n for `[type, n]`. */
+    readonly length: number;
+}
+
+/**
+ * A component type: a name and a schema. Call it with values to get an initializer for
+ * `spawn` and `add`: `world.spawn(Position({ x: 1, y: 2 }))`.
+ */
+export interface Component<S extends Schema = Schema> {
+    (values: ValuesInput<S>): ComponentInit<S>;
+    /** The name the component is registered under in every world (unique per world). */
+    readonly name: string;
+    /** The schema it was defined with. */
+    readonly schema: S;
+    /** Its fields in schema order. */
+    readonly fields: readonly FieldInfo[];
+    /** True for a tag (no fields, no storage). */
+    readonly isTag: boolean;
+    /** Process-wide definition number; worlds map it to their own component id. @internal */
+    readonly key: number;
+}
+
+/** A component without data: membership only. */
+export type Tag = Component<{}>;
+
+/** Anything that names a component in an entity's set, with or without initial values. */
+export type ComponentItem = Component<any> | ComponentInit<any>;
+
+/** Limits of the C core (`src/tessera.h`). */
+export const limits = {
+    maxFields: 64,
+    maxArrayLength: 256,
+    maxNameBytes: 127,
+} as const;
+
+const typeCodes: Record<FieldType, number> = {
+    f32: 1,
+    f64: 2,
+    i8: 3,
+    u8: 4,
+    i16: 5,
+    u16: 6,
+    i32: 7,
+    u32: 8,
+};
+
+/** The C core's `tes_type_t` value of a field type. @internal */
+export function typeCode(type: FieldType): number {
+    return typeCodes[type];
+}
+
+/** Typed array constructor per field type. @internal */
+export const arrayTypes = {
+    f32: Float32Array,
+    f64: Float64Array,
+    i8: Int8Array,
+    u8: Uint8Array,
+    i16: Int16Array,
+    u16: Uint16Array,
+    i32: Int32Array,
+    u32: Uint32Array,
+} as const;
+
+/** Internal per-field metadata: name lookup without walking the list. @internal */
+export interface FieldMeta extends FieldInfo {
+    readonly bytesPerElement: number;
+}
+
+const fieldIndexes = new WeakMap<Component<any>, Map<string, FieldMeta>>();
+let nextKey = 0;
+const encoder = new TextEncoder();
+
+/**
+ * Defines a component type. Field names and types flow into the TypeScript types.
+ *
+ * @param name unique per world, 1..127 UTF-8 bytes.
+ * @param schema fields by name: `'f32'`, `'f64'`, `'i8'`, `'u8'`, `'i16'`, `'u16'`, `'i32'`,
+ *   `'u32'`, or `[type, length]` for a fixed array per entity.
+ * @example
+ * const Position = component('Position', { x: 'f32', y: 'f32' });
+ * const Inventory = component('Inventory', { items: ['u32', 8], count: 'u8' });
+ */
+export function component<const S extends Schema>(name: string, schema: S): Component<S> {
+    const operation = 'component';
+    checkName(operation, name, 'component name', { component: String(name) });
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+        throw new TesseraError('BAD_SCHEMA', operation, 'the schema must be an object of fields', {
+            component: name,
+        });
+    }
+    const entries = Object.entries(schema);
+    if (entries.length > limits.maxFields) {
+        throw new TesseraError(
+            'BAD_SCHEMA',
+            operation,
+            `${entries.length} fields, at most ${limits.maxFields} are allowed`,
+            { component: name },
+        );
+    }
+    const metas: FieldMeta[] = entries.map(([field, spec], index) => {
+        checkName(operation, field, 'field name', { component: name, field });
+        const [type, length] = Array.isArray(spec) ? spec : [spec, 1];
+        if (!Object.hasOwn(typeCodes, type)) {
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                `unknown field type ${JSON.stringify(type)} (expected one of ${Object.keys(typeCodes).join(', ')})`,
+                { component: name, field },
+            );
+        }
+        if (
+            Array.isArray(spec) &&
+            (!Number.isInteger(length) || length < 2 || length > limits.maxArrayLength)
+        ) {
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                `array length ${String(length)} is not an integer in 2..${limits.maxArrayLength}`,
+                { component: name, field },
+            );
+        }
+        const fieldType = type as FieldType;
+        return {
+            name: field,
+            index,
+            type: fieldType,
+            length: length as number,
+            bytesPerElement: arrayTypes[fieldType].BYTES_PER_ELEMENT,
+        };
+    });
+    const key = nextKey++;
+    const init = (values: ValuesInput<S>): ComponentInit<S> => {
+        if (typeof values !== 'object' || values === null) {
+            throw new TesseraError('BAD_VALUE', `${name}(values)`, 'values must be an object', {
+                component: name,
+            });
+        }
+        return { component: made, values };
+    };
+    const made = Object.defineProperties(init, {
+        name: { value: name, enumerable: true },
+        schema: { value: Object.freeze({ ...schema }), enumerable: true },
+        fields: { value: Object.freeze(metas.map((m) => Object.freeze({ ...m }))), enumerable: true },
+        isTag: { value: metas.length === 0, enumerable: true },
+        key: { value: key },
+        toString: { value: () => name },
+    }) as unknown as Component<S>;
+    fieldIndexes.set(made, new Map(metas.map((meta) => [meta.name, meta])));
+    return made;
+}
+
+/**
+ * Defines a tag: a component without fields. Entities have it or not; it costs no storage.
+ * @example
+ * const Frozen = tag('Frozen');
+ * world.add(e, Frozen);
+ */
+export function tag(name: string): Tag {
+    return component(name, {});
+}
+
+/** True when `value` is a component made by {@link component} or {@link tag}. */
+export function isComponent(value: unknown): value is Component<any> {
+    return typeof value === 'function' && fieldIndexes.has(value as Component<any>);
+}
+
+/** The field metadata of `component.field`, or a TesseraError naming both. @internal */
+export function fieldOf(component: Component<any>, field: string, operation: string): FieldMeta {
+    const meta = fieldIndexes.get(component)?.get(field);
+    if (meta === undefined) {
+        const known = component.fields.map((f) => f.name).join(', ') || 'none: it is a tag';
+        throw new TesseraError(
+            component.isTag ? 'TAG_HAS_NO_DATA' : 'UNKNOWN_FIELD',
+            operation,
+            `${component.name} has no field ${JSON.stringify(field)} (fields: ${known})`,
+            { component: component.name, field: String(field) },
+        );
+    }
+    return meta;
+}
+
+/** The fields of a component as internal metadata. @internal */
+export function fieldsOf(component: Component<any>): readonly FieldMeta[] {
+    return component.fields as readonly FieldMeta[];
+}
+
+/** Splits a spawn/add item into its component and its initial values (if any). @internal */
+export function splitItem(
+    item: ComponentItem,
+    operation: string,
+): [Component<any>, ValuesInput<any> | undefined] {
+    if (isComponent(item)) return [item, undefined];
+    if (typeof item === 'object' && item !== null && isComponent(item.component)) {
+        return [item.component, item.values];
+    }
+    throw new TesseraError(
+        'INVALID_ARGUMENT',
+        operation,
+        `expected a component or Component(values), got ${describeValue(item)}`,
+    );
+}
+
+/** A short description of any value for error messages. @internal */
+export function describeValue(value: unknown): string {
+    if (typeof value === 'string') return JSON.stringify(value);
+    if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+    if (Array.isArray(value)) return `an array of ${value.length}`;
+    if (value === null || typeof value !== 'object') return String(value);
+    return `an object (${Object.prototype.toString.call(value)})`;
+}
+
+function checkName(
+    operation: string,
+    name: unknown,
+    what: string,
+    context: { component?: string; field?: string },
+): void {
+    if (typeof name !== 'string' || name.length === 0) {
+        throw new TesseraError('BAD_SCHEMA', operation, `a ${what} must be a non-empty string`, context);
+    }
+    const bytes = encoder.encode(name).length;
+    if (bytes > limits.maxNameBytes || name.includes('\0')) {
+        throw new TesseraError(
+            'BAD_SCHEMA',
+            operation,
+            `a ${what} must be 1..${limits.maxNameBytes} UTF-8 bytes without NUL (got ${bytes})`,
+            context,
+        );
+    }
+}
+
+/** The largest finite f32. */
+const F32_MAX = 3.4028234663852886e38;
+
+const integerRanges: Partial<Record<FieldType, readonly [number, number]>> = {
+    i8: [-128, 127],
+    u8: [0, 255],
+    i16: [-32768, 32767],
+    u16: [0, 65535],
+    i32: [-2147483648, 2147483647],
+    u32: [0, 4294967295],
+};
+
+/**
+ * Why `value` cannot be stored in a field of `type` without loss, or undefined when it can.
+ * The same rules as the C core's tes_set_number: integers must be integral and in range; f32
+ * rejects finite values beyond its range; NaN and infinities are fine for floats. @internal
+ */
+export function valueProblem(type: FieldType, value: unknown): string | undefined {
+    if (typeof value !== 'number') return `expected a number, got ${describeValue(value)}`;
+    const range = integerRanges[type];
+    if (range !== undefined) {
+        if (!Number.isInteger(value)) return `${value} is not an integer (${type} field)`;
+        if (value < range[0] || value > range[1]) {
+            return `${value} is out of range for ${type} (${range[0]}..${range[1]})`;
+        }
+    } else if (type === 'f32' && Number.isFinite(value) && Math.abs(value) > F32_MAX) {
+        return `${value} is beyond the range of f32`;
+    }
+    return undefined;
+}

@@ -1,0 +1,141 @@
+/**
+ * Change subscriptions: a consumer query drained once per frame in one call into wasm. The
+ * cost follows what changed (the C core walks dirty lists and removal logs), never the number
+ * of entities.
+ *
+ * @module
+ */
+import { TesseraError } from './errors.js';
+import { Query, type ChunkIterator } from './query.js';
+import type { Component } from './schema.js';
+import type { World } from './world.js';
+
+/** What a subscription reports. At least one of `added`, `changed`, `removed` is required. */
+export interface SubscriptionDesc {
+    /** Report entities that gained one of these components (AND with `changed`). */
+    readonly added?: readonly Component<any>[];
+    /** Report entities whose component changed (set, markChanged, writes, kernels). */
+    readonly changed?: readonly Component<any>[];
+    /** Report entities that lost one of these components (despawns included). */
+    readonly removed?: readonly Component<any>[];
+    /** Narrow `added` / `changed` reports to entities that also have all of these. */
+    readonly all?: readonly Component<any>[];
+    /** ... none of these. */
+    readonly none?: readonly Component<any>[];
+    /** ... at least one of these. */
+    readonly any?: readonly Component<any>[];
+}
+
+/** `tes_collect_t` (wasm32): entities 0, count 4, removed 8, removed_counts 12, removed_total 16. */
+const COLLECT_BYTES = 20;
+
+/** What one drain saw. The arrays are fresh copies: keep them as long as you like. */
+export class Changes {
+    /**
+     * Entities whose `added` / `changed` components were added / changed since the previous
+     * drain, each once, chunk by chunk. Empty for a removed-only subscription.
+     */
+    readonly entities: Uint32Array;
+    /** Entities that lost any of the `removed` components, term by term (may be dead now). */
+    readonly removed: Uint32Array;
+    private readonly removedTerms: ReadonlyMap<Component<any>, Uint32Array>;
+
+    /** @internal */
+    constructor(entities: Uint32Array, removed: Uint32Array, terms: ReadonlyMap<Component<any>, Uint32Array>) {
+        this.entities = entities;
+        this.removed = removed;
+        this.removedTerms = terms;
+    }
+
+    /** The entities that lost one component (one of the subscription's `removed`), oldest first. */
+    removedOf(component: Component<any>): Uint32Array {
+        const list = this.removedTerms.get(component);
+        if (list === undefined) {
+            throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', 'not one of the subscription\'s removed components', {
+                component: String(component?.name),
+            });
+        }
+        return list;
+    }
+
+    /** True when nothing was reported. */
+    get empty(): boolean {
+        return this.entities.length === 0 && this.removed.length === 0;
+    }
+}
+
+/**
+ * A change subscription with its own watermark: each add, change and removal is reported
+ * exactly once, by the first drain after it. Close it when done, or it keeps history alive.
+ *
+ * @example
+ * const hits = world.subscribe({ changed: [Health], removed: [Health] });
+ * // each frame:
+ * const changes = hits.drain();
+ * for (const e of changes.entities) showDamage(e, world.get(e, Health, 'value'));
+ */
+export class Subscription {
+    /** The consumer query behind the subscription (its `writes` is empty). */
+    readonly query: Query;
+
+    /** @internal Use `world.subscribe()`. */
+    constructor(world: World, desc: SubscriptionDesc) {
+        const operation = 'world.subscribe';
+        world.live(operation);
+        if (typeof desc !== 'object' || desc === null) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a subscription description object');
+        }
+        const reports = (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0);
+        if (reports === 0) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'name at least one component in added, changed or removed');
+        }
+        this.query = new Query(world, desc, operation);
+    }
+
+    /** True after {@link Subscription.close}. */
+    get closed(): boolean {
+        return this.query.closed;
+    }
+
+    /** Everything since the previous drain (or since the subscription was made), in one call. */
+    drain(): Changes {
+        const operation = 'subscription.drain';
+        const query = this.query;
+        const world = query.live(operation);
+        const owner = query.world;
+        if (query.runs > 0) throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this subscription is live');
+        const heap = owner.heap;
+        const out = heap.tempBlock(COLLECT_BYTES, operation);
+        owner.check(heap.exports.tes_query_collect(world, query.pointer, out), operation);
+        const copy = (pointer: number, count: number) =>
+            count ? heap.u32.slice(pointer >>> 2, (pointer >>> 2) + count) : new Uint32Array(0);
+        const entities = copy(heap.u32At(out), heap.u32At(out + 4));
+        const removed = copy(heap.u32At(out + 8), heap.u32At(out + 16));
+        const terms = new Map<Component<any>, Uint32Array>();
+        const counts = heap.u32At(out + 12) >>> 2;
+        let at = 0;
+        query.removedComponents.forEach((component, i) => {
+            const n = heap.u32[counts + i]!;
+            terms.set(component, removed.subarray(at, at + n));
+            at += n;
+        });
+        return new Changes(entities, removed, terms);
+    }
+
+    /**
+     * The same run as {@link Subscription.drain}, chunk by chunk, with column views: each
+     * chunk's `slots` are the added / changed rows only.
+     */
+    chunks(): ChunkIterator {
+        return this.query.chunks();
+    }
+
+    [Symbol.iterator](): ChunkIterator {
+        return this.chunks();
+    }
+
+    /** Stops the subscription: it no longer holds back pruning. Idempotent. */
+    close(): void {
+        this.query.close();
+    }
+}

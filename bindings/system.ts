@@ -1,0 +1,128 @@
+/**
+ * Systems and stages: functions run with their query on every due `world.tick()`, stage by
+ * stage in creation order. They live on the JavaScript side (a call from wasm into JS per
+ * system would buy nothing); `tick` then lets the C core prune change history.
+ *
+ * @module
+ */
+import { TesseraError } from './errors.js';
+import type { Query, QueryDesc } from './query.js';
+import type { World } from './world.js';
+
+/** A named group of systems; stages run in creation order. */
+export interface Stage {
+    readonly name: string;
+}
+
+/** What a system is. */
+export interface SystemDesc {
+    /** For error messages and debugging. */
+    readonly name?: string;
+    /** The stage (or its name) to run in. Default: `'update'`, created first on demand. */
+    readonly stage?: Stage | string;
+    /** The system's own query; with filters it is a consumer with its own watermark. */
+    readonly query: QueryDesc;
+    /** Runs every `interval` ticks (when `world.frame % interval === 0`). Default 1. */
+    readonly interval?: number;
+    /**
+     * The body: iterate `query` (`for (const chunk of query)`); one iteration is one run.
+     * Structural changes made while iterating are applied when the iteration ends.
+     */
+    readonly run: (query: Query, world: World) => void;
+}
+
+/** A registered system. */
+export interface System {
+    readonly name: string;
+    readonly stage: Stage;
+    readonly query: Query;
+    /** Unregisters the system and closes its query. Idempotent. */
+    destroy(): void;
+}
+
+const DEFAULT_STAGE = 'update';
+
+interface Entry {
+    readonly system: System;
+    readonly run: (query: Query, world: World) => void;
+    readonly interval: number;
+}
+
+/** @internal The stages and systems of one world. */
+export class Scheduler {
+    frame = 0;
+    private readonly world: World;
+    private readonly stages: { stage: Stage; systems: Entry[] }[] = [];
+    private ticking = false;
+
+    constructor(world: World) {
+        this.world = world;
+    }
+
+    stage(name: string): Stage {
+        if (typeof name !== 'string' || name.length === 0) {
+            throw new TesseraError('INVALID_ARGUMENT', 'world.stage', 'a stage name must be a non-empty string');
+        }
+        const known = this.stages.find((s) => s.stage.name === name);
+        if (known) return known.stage;
+        const stage = Object.freeze({ name });
+        this.stages.push({ stage, systems: [] });
+        return stage;
+    }
+
+    system(desc: SystemDesc): System {
+        const operation = 'world.system';
+        if (typeof desc !== 'object' || desc === null || typeof desc.run !== 'function') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected { query, run(query, world) }');
+        }
+        const interval = desc.interval ?? 1;
+        if (!Number.isInteger(interval) || interval < 1) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${String(interval)}`);
+        }
+        const stageName = typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE);
+        const stage = this.stage(stageName);
+        const slot = this.stages.find((s) => s.stage === stage)!;
+        const query = this.world.query(desc.query);
+        const name = desc.name ?? (desc.run.name || `system ${slot.systems.length + 1}`);
+        const system: System = {
+            name,
+            stage,
+            query,
+            destroy: () => {
+                const at = slot.systems.indexOf(entry);
+                if (at < 0) return;
+                slot.systems.splice(at, 1);
+                query.close();
+            },
+        };
+        const entry: Entry = { system, run: desc.run, interval };
+        slot.systems.push(entry);
+        return Object.freeze(system);
+    }
+
+    tick(): void {
+        const operation = 'world.tick';
+        const world = this.world;
+        if (world.liveIterations > 0) {
+            throw new TesseraError(
+                'QUERY_IN_USE',
+                operation,
+                'an iteration is still live: a loop over a query was left without ending it (drive it to the end or break out of for...of)',
+            );
+        }
+        if (this.ticking) throw new TesseraError('INVALID_ARGUMENT', operation, 'tick() was called from a system');
+        this.ticking = true;
+        try {
+            for (const { systems } of this.stages) {
+                for (const entry of [...systems]) {
+                    if (this.frame % entry.interval !== 0 || entry.system.query.closed) continue;
+                    entry.run(entry.system.query, world);
+                }
+            }
+        } finally {
+            this.ticking = false;
+        }
+        world.check(world.heap.exports.tes_tick(world.live(operation)), operation);
+        this.frame++;
+    }
+}
