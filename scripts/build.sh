@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The package build (npm run build): build/wasm/tessera.wasm, tsc bindings/ -> dist/, and the
-# module copied next to the JS as dist/tessera.wasm.
+# module copied next to the JS as dist/tessera.wasm. dist/ starts empty, so it holds exactly
+# what the package ships (files: ["dist"]): no leftovers of renamed or deleted sources.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 tes_build wasm --target tessera_wasm
+rm -rf dist
 npx tsc -p tsconfig.json
-cp build/wasm/tessera.wasm dist/tessera.wasm
+install -m 644 build/wasm/tessera.wasm dist/tessera.wasm

@@ -20,6 +20,8 @@ need wasm-opt binaryen
 need cmake cmake
 need gcc gcc
 need make make
+# The browser tests drive Debian's Chromium through playwright-core (no browser download).
+need chromium chromium
 
 if ((${#apt_packages[@]})); then
     mapfile -t apt_packages < <(printf '%s\n' "${apt_packages[@]}" | sort -u)

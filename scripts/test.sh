@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # npm test: every check, fail fast. C tests natively under ASan + UBSan, the same C tests as
-# wasm under Node, the package build, then the Vitest suites against the built dist/.
+# wasm under Node, the package build, the Vitest suites against the built dist/, then the
+# install tests: the packed tarball installed into an empty project, run in Node and, bundled
+# by Vite and as plain modules, in headless Chromium.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Each runner's log is kept, so the closing line can add up what ran.
@@ -28,9 +30,15 @@ step "vitest (type-check, then run)"
 npx tsc -p tests/js/tsconfig.json
 npx vitest run --reporter=default --reporter=json --outputFile="$logs/vitest.json"
 
-# ctest: "100% tests passed, 0 tests failed out of N"; Vitest: its JSON report.
+step "install tests: npm pack, install into an empty project; Node, Vite + headless Chromium"
+npx tsc -p tests/package/tsconfig.json
+npx vitest run --config vitest.package.config.ts --reporter=default --reporter=json \
+    --outputFile="$logs/install.json"
+
+# ctest: "100% tests passed, 0 tests failed out of N"; Vitest: its JSON reports.
 ctest_total() { grep -oE 'tests failed out of [0-9]+' "$1" | grep -oE '[0-9]+$'; }
-vitest_passed=$(node -p "require('$logs/vitest.json').numPassedTests")
-passed=$(($(ctest_total "$logs/asan.txt") + $(ctest_total "$logs/wasm.txt") + vitest_passed))
+vitest_passed() { node -p "require('$1').numPassedTests"; }
+passed=$(($(ctest_total "$logs/asan.txt") + $(ctest_total "$logs/wasm.txt") +
+    $(vitest_passed "$logs/vitest.json") + $(vitest_passed "$logs/install.json")))
 step "all green in ${SECONDS}s"
 echo "tests: $passed passed, 0 failed"

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// The install tests (after `npm run build`): the package as a user gets it. The global setup
+// packs dist/ and installs the tarball into an empty temp project; tests/package checks it in
+// Node, tests/browser bundles it with Vite and loads it in headless Chromium.
+export default defineConfig({
+    test: {
+        include: ['tests/package/**/*.test.ts', 'tests/browser/**/*.test.ts'],
+        globalSetup: ['tests/package/install.ts'],
+        environment: 'node',
+        testTimeout: 60_000,
+        hookTimeout: 120_000,
+    },
+});
