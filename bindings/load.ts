@@ -196,6 +196,26 @@ export interface TesseraExports {
         outCount: Pointer,
     ): number;
 
+    /**
+     * `tes_query_collect(world, query, tes_collect_t *out)`: one whole run of a consumer query.
+     * tes_collect_t (20 bytes): entities 0, count 4, removed 8, removed_counts 12,
+     * removed_total 16; the arrays belong to the query until its next run.
+     */
+    tes_query_collect(world: Pointer, query: Pointer, out: Pointer): number;
+    /**
+     * `tes_query_apply(world, query, const tes_op_t *op, const tes_entity_t **out_entities,
+     * uint32_t *out_count)`: one run of the query applying a column operation.
+     * tes_op_t (48 bytes): k 0, lo 8, hi 16 (f64), kind 24, component 28, field 32,
+     * src_component 36, src_field 40 (u32).
+     */
+    tes_query_apply(
+        world: Pointer,
+        query: Pointer,
+        op: Pointer,
+        outEntities: Pointer,
+        outCount: Pointer,
+    ): number;
+
     /** `tes_stage_create(world, const char *name, uint32_t *out_stage)`. */
     tes_stage_create(world: Pointer, name: Pointer, outStage: Pointer): number;
     /** `tes_system_create(world, const tes_system_desc_t *desc, tes_system_t **out)`. */

@@ -310,6 +310,10 @@ void tesi_trackers_copy(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
 /* A row that was vacated: its ticks go back to 0 (its dirty entry, if any, becomes stale). */
 void tesi_trackers_clear_row(tesi_chunk_t *chunk, uint32_t row);
 void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, uint32_t row);
+/* Marks rows[0..n-1] of the chunk changed (rows 0..n-1 when rows is NULL); one branch when the
+ * component is untracked. */
+void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, const uint32_t *rows,
+                    uint32_t n);
 /* Room for `n` more entries in the removal log of every component of the archetype that has
  * removal consumers (any archetype when NULL). */
 tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n);
@@ -328,6 +332,19 @@ void tesi_logs_fini(tes_world_t *world);
 /* ---- query.c, system.c, commands.c -------------------------------------------------------- */
 
 void tesi_queries_fini(tes_world_t *world);
+/* A run in two steps, for calls that reserve their output in between (tes_query_collect,
+ * tes_query_apply). prepare does every check and allocation of tes_query_iter (QUERY_IN_USE,
+ * matching, a filtered run's visits) without starting the run or changing anything
+ * observable, and gives the exact number of rows the run will visit when out_rows is not NULL
+ * (for an unfiltered run that costs a walk over the matched archetypes). start begins the
+ * prepared run, as tes_query_iter does; it cannot fail. Nothing may happen in between but
+ * allocations. */
+tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *out_rows);
+void tesi_query_start(tes_world_t *world, tes_query_t *q, tes_iter_t *out_iter);
+/* True when every archetype the query matches has the component (all, added, changed terms). */
+bool tesi_query_requires(const tes_query_t *q, tes_component_t component);
+/* The query's output array (valid until its next run), with room for n entities. */
+tes_result_t tesi_query_output(tes_world_t *world, tes_query_t *q, uint64_t n, tes_entity_t **out);
 void tesi_systems_fini(tes_world_t *world);
 /* The query's lowest last_run for a component: of its consumers as first filter (`removal` =
  * false) or as removed term (true); UINT64_MAX when none. */

@@ -34,12 +34,18 @@ struct tes_query_t {
     uint32_t visit_slots;
     uint32_t *rows;
     uint32_t row_slots;
+    uint32_t visit_rows; /* rows of all visits */
+    /* What tes_query_collect and tes_query_apply hand out, valid until the next run. */
+    tes_entity_t *output;
+    uint32_t output_slots;
+    uint32_t *removed_counts;
+    uint32_t removed_count_slots;
     uint64_t last_run;
     uint32_t live;  /* iterations in progress */
     uint32_t index; /* in world->queries */
 };
 
-static tes_result_t collect(tes_world_t *world, tes_query_t *q, uint64_t this_run);
+static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run);
 
 static bool is_consumer(const tes_query_t *q) {
     return q->filter_count || q->removed_count;
@@ -116,6 +122,8 @@ static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->match_flags, q->match_slots);
     tesi_free(world, q->rows, q->row_slots * sizeof *q->rows);
     tesi_free(world, q->visits, q->visit_slots * sizeof *q->visits);
+    tesi_free(world, q->output, q->output_slots * sizeof *q->output);
+    tesi_free(world, q->removed_counts, q->removed_count_slots * sizeof *q->removed_counts);
     tesi_free(world, q, sizeof *q);
 }
 
@@ -252,27 +260,57 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
 
 /* ---- runs ------------------------------------------------------------------------------ */
 
+/* A run is prepared (everything that can fail) and then started (nothing can fail), so that
+ * tes_query_collect and tes_query_apply can reserve their output in between and fail without
+ * consuming the run. */
+tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *out_rows) {
+    /* One live run per consumer: a second would share its visits and move last_run back. */
+    if (q->live && is_consumer(q)) return TES_ERR_QUERY_IN_USE;
+    tes_result_t result = refresh(world, q);
+    if (result == TES_OK && q->filter_count) result = collect_visits(world, q, world->change_tick);
+    if (result != TES_OK || !out_rows) return result;
+    uint64_t rows = q->visit_rows;
+    if (!q->filter_count) {
+        rows = 0;
+        for (uint32_t i = 0; i < q->matched_count; i++)
+            rows += q->matched[i]->entity_count;
+    }
+    *out_rows = rows;
+    return TES_OK;
+}
+
+void tesi_query_start(tes_world_t *world, tes_query_t *q, tes_iter_t *out_iter) {
+    *out_iter = (tes_iter_t){.this_run = world->change_tick, .world_ = world, .query_ = q};
+    /* A consumer's run takes the current tick; writes from now on carry a newer one. */
+    if (is_consumer(q)) world->change_tick++;
+    q->live++;
+    world->defer_depth++;
+}
+
 tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter) {
     if (!world || !query || !out_iter) return TES_ERR_INVALID_ARGUMENT;
-    /* One live run per consumer: a second would share its visits and move last_run back. */
-    if (query->live && is_consumer(query)) return TES_ERR_QUERY_IN_USE;
-    tes_result_t result = refresh(world, query);
-    uint64_t this_run = world->change_tick;
-    if (result == TES_OK && query->filter_count) result = collect(world, query, this_run);
-    if (result != TES_OK) return result;
-    *out_iter = (tes_iter_t){.this_run = this_run, .world_ = world, .query_ = query};
-    /* A consumer's run takes the current tick; writes from now on carry a newer one. */
-    if (is_consumer(query)) world->change_tick++;
-    query->live++;
-    world->defer_depth++;
-    return TES_OK;
+    tes_result_t result = tesi_query_prepare(world, query, NULL);
+    if (result == TES_OK) tesi_query_start(world, query, out_iter);
+    return result;
+}
+
+bool tesi_query_requires(const tes_query_t *q, tes_component_t component) {
+    return contains(q->all, q->all_count, component);
+}
+
+tes_result_t tesi_query_output(tes_world_t *world, tes_query_t *q, uint64_t n, tes_entity_t **out) {
+    /* Doubling may ask for up to 2n: keep that within size_t (wasm32). */
+    if (n > UINT32_MAX || n * 2u * sizeof *q->output > SIZE_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = tesi_reserve(world, (void **)&q->output, &q->output_slots, (uint32_t)n,
+                                       sizeof *q->output, 64);
+    if (result == TES_OK) *out = q->output;
+    return result;
 }
 
 static bool in_window(uint64_t tick, uint64_t last_run, uint64_t this_run) {
     return tick > last_run && tick <= this_run;
 }
 
-/* Fills q->rows with the chunk's rows that pass every filter; returns how many. */
 /* Writes to `out` the chunk's rows that pass every filter; returns how many. */
 static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t this_run,
                             uint32_t *out) {
@@ -300,7 +338,7 @@ static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t 
  * now. A row written again during the run, before the run reached it, is then still reported
  * by this run for the earlier write, and by the next run for the new one. Walks only the
  * first filter's trackers that hold dirty entries. */
-static tes_result_t collect(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
+static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
     const tesi_component_t *comp = &world->components[q->filters[0].component];
     uint64_t most = 0;
     for (uint32_t i = 0; i < comp->dirty_set_count; i++)
@@ -323,6 +361,7 @@ static tes_result_t collect(tes_world_t *world, tes_query_t *q, uint64_t this_ru
         q->visits[q->visit_count++] = (visit_t){chunk, used, n};
         used += n;
     }
+    q->visit_rows = used;
     return TES_OK;
 }
 
@@ -336,7 +375,6 @@ static void finish(tes_iter_t *it) {
     if (--world->defer_depth == 0) tesi_flush(world);
 }
 
-/* Sets the iterator's public fields to a chunk and its rows. */
 /* Sets the iterator's public fields to a chunk and its rows (NULL: all of them). */
 static bool visit(tes_iter_t *it, const tesi_chunk_t *chunk, const uint32_t *rows,
                   uint32_t row_count) {
@@ -412,6 +450,54 @@ tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
     return TES_OK;
 }
 
+/* ---- collecting a run ------------------------------------------------------------------ */
+
+tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_collect_t *out) {
+    if (!world || !query || !out || !is_consumer(query)) return TES_ERR_INVALID_ARGUMENT;
+    /* Only a filtered run has entities to report: the dense path would walk the world. */
+    uint64_t rows = 0;
+    tes_result_t result = tesi_query_prepare(world, query, query->filter_count ? &rows : NULL);
+    if (result != TES_OK) return result;
+    /* The windows the run will have: this_run is the tick the start takes. */
+    uint64_t this_run = world->change_tick, removed_total = 0;
+    for (uint32_t i = 0; i < query->removed_count; i++) {
+        const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
+        removed_total += log_after(log, this_run) - log_after(log, query->last_run);
+    }
+    result = tesi_reserve(world, (void **)&query->removed_counts, &query->removed_count_slots,
+                          query->removed_count, sizeof *query->removed_counts, 4);
+    tes_entity_t *output = NULL;
+    if (result == TES_OK) result = tesi_query_output(world, query, rows + removed_total, &output);
+    if (result != TES_OK) return result;
+
+    tes_iter_t it;
+    tesi_query_start(world, query, &it);
+    /* Removals first, while the run is live (its end may flush deferred commands). They go
+     * after the run's `rows` entities. */
+    uint32_t r = (uint32_t)rows;
+    for (uint32_t i = 0; i < query->removed_count; i++) {
+        const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
+        uint32_t begin = log_after(log, query->last_run), end = log_after(log, this_run);
+        if (end > begin) memcpy(output + r, log->entities + begin, (end - begin) * sizeof *output);
+        query->removed_counts[i] = end - begin;
+        r += end - begin;
+    }
+    uint32_t n = 0;
+    if (query->filter_count) {
+        while (tes_iter_next(&it)) {
+            for (uint32_t i = 0; i < it.row_count; i++)
+                output[n++] = it.entities[it.rows ? it.rows[i] : i];
+        }
+    }
+    tes_iter_fini(&it);
+    *out = (tes_collect_t){.entities = n ? output : NULL,
+                           .count = n,
+                           .removed = removed_total ? output + rows : NULL,
+                           .removed_counts = query->removed_count ? query->removed_counts : NULL,
+                           .removed_total = (uint32_t)removed_total};
+    return TES_OK;
+}
+
 /* ---- marking and introspection --------------------------------------------------------- */
 
 /* The record of a live entity having `component`, and the component's position. */
@@ -449,10 +535,7 @@ tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetyp
             if (rows[i] >= c->count) return TES_ERR_INVALID_ARGUMENT;
         }
     }
-    if (world->components[component].level == TES_UNTRACKED) return TES_OK;
-    uint32_t total = rows ? n : c->count;
-    for (uint32_t i = 0; i < total; i++)
-        tesi_mark_changed(world, c, type, rows ? rows[i] : i);
+    tesi_mark_rows(world, c, type, rows, rows ? n : c->count);
     return TES_OK;
 }
 

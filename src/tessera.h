@@ -78,7 +78,8 @@ extern "C" {
     X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")               \
     X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet") \
     X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                      \
-    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")
+    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")                \
+    X(TES_ERR_BAD_FIELD_TYPE, "the operation does not support this field's type")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -475,6 +476,111 @@ TES_API tes_result_t tes_iter_column(tes_iter_t *iter, tes_component_t component
  * the tes_iter_next that returns false); the array stays valid until then. */
 TES_API tes_result_t tes_iter_removed(tes_iter_t *iter, tes_component_t component,
                                       const tes_entity_t **out_entities, uint32_t *out_count);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Collecting a run                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* What one run of a consumer query saw, for hosts that drain a subscription with one call.
+ * wasm32 layout: entities 0, count 4, removed 8, removed_counts 12, removed_total 16; 20 bytes. */
+typedef struct tes_collect_t {
+    /* The entities the run visits (added / changed filters), chunk by chunk in visit order,
+     * each once; NULL when count is 0. */
+    const tes_entity_t *entities;
+    uint32_t count;
+    /* The run's removals, term after term in the query's removed order (below), each term's
+     * oldest first; they may be dead. NULL when removed_total is 0. */
+    const tes_entity_t *removed;
+    /* removed_counts[i]: entries of removed term i (one per removed term; NULL for none). */
+    const uint32_t *removed_counts;
+    uint32_t removed_total; /* sum of removed_counts */
+} tes_collect_t;
+
+/* Runs `query` to its end, as tes_query_iter + tes_iter_next until false would, and collects
+ * what the run saw: the entities it visits and, for each removed term, what tes_iter_removed
+ * would hand out. The query must be a consumer (added / changed filters or removed terms), else
+ * TES_ERR_INVALID_ARGUMENT. A query without added / changed filters visits no entities here
+ * (count 0, whatever it matches): a removals-only subscription does not walk the world.
+ *
+ * The removed terms come in the order the query stores them: the order of
+ * tes_query_desc_t.removed with repeated ids dropped (the first occurrence kept). So for
+ * removed = {B, A, B}, removed_counts[0] counts B's removals and removed_counts[1] A's.
+ *
+ * The arrays are owned by the query and stay valid until its next run (tes_query_iter,
+ * tes_query_collect, tes_query_apply) or destruction. They are reserved before the run starts:
+ * out of memory returns TES_ERR_OUT_OF_MEMORY before anything is consumed (last_run, the
+ * change tick and every value stay as they were; the next call sees the same events).
+ * TES_ERR_QUERY_IN_USE while the query has a live run. */
+TES_API tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_collect_t *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Kernels                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * Column operations run inside the library over every row a query visits, so per-frame math
+ * needs no per-entity loop in the host. Unfiltered chunks are processed as one contiguous range
+ * of the column (SIMD in the wasm build); filtered runs touch their dirty rows only. Fields of
+ * type f32 and f64 only; an array field is processed element by element. f32 fields compute in
+ * float: k, lo and hi are converted once per call (rounding to nearest).
+ */
+
+typedef enum tes_op_kind_t {
+    TES_OP_FILL = 1,    /* a = k */
+    TES_OP_ADD,         /* a += k */
+    TES_OP_SCALE,       /* a *= k */
+    TES_OP_ADD_SCALED,  /* a += b * k   (b: src_component.src_field, same type and length as a) */
+    TES_OP_CLAMP,       /* a = min(max(a, lo), hi); NaN elements stay NaN */
+    TES_OP_SUB_COLLECT, /* a -= k, and collect the entities for which some element of a went
+                           from > 0 to <= 0 in this operation (timers, lifetimes, health) */
+    TES_OP_LAST = TES_OP_SUB_COLLECT
+} tes_op_kind_t;
+
+/* One operation on a field `a` = component.field. wasm32 layout (JS writes it): k 0, lo 8,
+ * hi 16, kind 24, component 28, field 32, src_component 36, src_field 40; 48 bytes, 8-aligned. */
+typedef struct tes_op_t {
+    double k;                      /* the operand (unused by CLAMP) */
+    double lo, hi;                 /* CLAMP only: lo <= hi */
+    uint32_t kind;                 /* tes_op_kind_t */
+    tes_component_t component;     /* the target a */
+    uint32_t field;                /* field index in component */
+    tes_component_t src_component; /* b, TES_OP_ADD_SCALED only (ignored otherwise) */
+    uint32_t src_field;
+} tes_op_t;
+
+/* Applies `op` to every row one run of `query` visits: every row of every matched chunk, or,
+ * for a query with added / changed filters, the rows that run reports. The apply IS one run of
+ * the query: a consumer's last_run advances and the change tick moves on, like any other run.
+ *
+ * Marks the target component changed for exactly the rows written (every row of a chunk when
+ * unfiltered), as tes_chunk_mark_changed does: free for an untracked component. The marks are
+ * newer than the run, so a query filtered on changed(target), the applying query included,
+ * sees those rows on its next run.
+ *
+ * TES_OP_SUB_COLLECT returns the entities whose value crossed from > 0 to <= 0 (each once, in
+ * visit order) through out_entities / out_count: an array owned by the query, valid until its
+ * next run or destruction. Entities already <= 0 before the call are not collected. For every
+ * other op *out_count is 0. out_entities and out_count may be NULL.
+ *
+ * Every check happens before anything is written, in this order:
+ *   world, query or op NULL, or kind not a tes_op_kind_t   TES_ERR_INVALID_ARGUMENT
+ *   component (or src_component) not registered            TES_ERR_UNKNOWN_COMPONENT
+ *   it is a tag                                             TES_ERR_TAG_HAS_NO_DATA
+ *   no such field                                           TES_ERR_UNKNOWN_FIELD
+ *   the field is not f32 or f64                             TES_ERR_BAD_FIELD_TYPE
+ *   ADD_SCALED: src type differs from the target's          TES_ERR_BAD_FIELD_TYPE
+ *   ADD_SCALED: src length differs from the target's        TES_ERR_BAD_SIZE
+ *   the component is not in the query's all, added or
+ *   changed terms (a matched archetype might lack it)       TES_ERR_MISSING_COMPONENT
+ *   CLAMP with lo > hi or either NaN                        TES_ERR_INVALID_ARGUMENT
+ *   f32 field: a finite k (lo, hi for CLAMP) beyond float's
+ *   range (it would become infinity)                        TES_ERR_BAD_VALUE
+ *   a consumer query with a live run                        TES_ERR_QUERY_IN_USE
+ *   no memory for the run (its visits, the collected list)  TES_ERR_OUT_OF_MEMORY
+ * On any of these nothing is written and nothing is consumed. The collected list is reserved for
+ * every row the run visits before the first write, so out of memory never leaves an operation
+ * half applied. */
+TES_API tes_result_t tes_query_apply(tes_world_t *world, tes_query_t *query, const tes_op_t *op,
+                                     const tes_entity_t **out_entities, uint32_t *out_count);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Systems and stages                                                                        */

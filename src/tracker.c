@@ -166,6 +166,13 @@ void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, u
     if (level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY) list_row(world, t, row);
 }
 
+void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, const uint32_t *rows,
+                    uint32_t n) {
+    if (world->components[chunk->archetype->components[type]].level == TES_UNTRACKED) return;
+    for (uint32_t i = 0; i < n; i++)
+        tesi_mark_changed(world, chunk, type, rows ? rows[i] : i);
+}
+
 /* ---- removal logs ---------------------------------------------------------------------- */
 
 static tes_result_t log_reserve(tes_world_t *world, tesi_removal_log_t *log, uint32_t n) {

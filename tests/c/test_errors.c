@@ -22,7 +22,9 @@ TEST(ok_is_zero_and_results_are_numbered_in_table_order) {
     CHECK_EQ(TES_ERR_CORRUPT, 18);
     CHECK_EQ(TES_ERR_PENDING_ENTITY, 19);
     CHECK_EQ(TES_ERR_UNKNOWN_STAGE, 20);
-    CHECK_EQ(TES_ERR_QUERY_IN_USE, TES_RESULT_COUNT - 1);
+    CHECK_EQ(TES_ERR_QUERY_IN_USE, 21);
+    CHECK_EQ(TES_ERR_BAD_FIELD_TYPE, 22);
+    CHECK_EQ(TES_ERR_BAD_FIELD_TYPE, TES_RESULT_COUNT - 1);
 }
 
 TEST(result_names_are_the_enum_names) {
