@@ -59,6 +59,9 @@ tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uin
     while (grown < needed)
         grown *= 2u;
     if (grown > UINT32_MAX) grown = needed;
+    /* size_t is 32 bits in wasm: a product past it would wrap to a small block. */
+    if ((uint64_t)needed * elem > SIZE_MAX) return TES_ERR_OUT_OF_MEMORY;
+    if (grown * elem > SIZE_MAX) grown = needed;
     void *fresh = tesi_alloc(world, (size_t)grown * elem);
     if (!fresh) return TES_ERR_OUT_OF_MEMORY;
     if (*array) {
