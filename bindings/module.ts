@@ -37,7 +37,8 @@ let defaultModule: Promise<TesseraModule> | undefined;
 /**
  * Loads and instantiates `tessera.wasm`. Without options the module is loaded once and shared
  * (later calls return the same one); with `bytes` or `url` a new instance is made, and the
- * first such call also becomes the default used by `createWorld()`.
+ * first such call also becomes the default used by `createWorld()`. A load that fails is not
+ * kept: the next call loads again.
  *
  * @example
  * // Vite or a plain browser: the default finds the .wasm next to the package's JS.
@@ -47,12 +48,17 @@ let defaultModule: Promise<TesseraModule> | undefined;
  * await init({ bytes: await (await fetch('/assets/tessera.wasm')).arrayBuffer() });
  */
 export function init(options: LoadOptions = {}): Promise<TesseraModule> {
-    if (options.bytes === undefined && options.url === undefined) {
-        defaultModule ??= load(options);
-        return defaultModule;
-    }
+    const explicit = options.bytes !== undefined || options.url !== undefined;
+    if (!explicit && defaultModule !== undefined) return defaultModule;
     const loaded = load(options);
-    defaultModule ??= loaded;
+    if (defaultModule === undefined) {
+        defaultModule = loaded;
+        // A failed load must not stay the default (createWorld() would fail for good, e.g.
+        // after init() was given bad bytes first): the next call loads again.
+        loaded.catch(() => {
+            if (defaultModule === loaded) defaultModule = undefined;
+        });
+    }
     return loaded;
 }
 

@@ -100,7 +100,7 @@ export class Query {
     readonly removedComponents: readonly Component<any>[];
     /** @internal */
     readonly writeIds: readonly number[];
-    /** @internal Hand-marked rows per component id of the current chunk. */
+    /** @internal Hand-marked rows per component id of the current chunk of the outermost run. */
     readonly marks = new Map<number, MarkList>();
     /** @internal Live iterations of this query. */
     runs = 0;
@@ -363,6 +363,8 @@ export class Query {
 export class ChunkIterator implements IterableIterator<Chunk> {
     private readonly query: Query;
     private readonly block: Pointer;
+    /** Hand-marked rows of the current chunk per component id (see the constructor). */
+    private readonly marks: Map<number, MarkList>;
     private current: Chunk | undefined;
     private done = false;
 
@@ -376,6 +378,9 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             owner.returnIterBlock(this.block);
             owner.check(result, operation);
         }
+        // A nested run of the same (plain) query must not flush the outer run's marks into its
+        // own chunk: only a run started while none is live uses the query's reusable lists.
+        this.marks = query.runs === 0 ? query.marks : new Map();
         query.runs++;
         owner.liveIterations++;
     }
@@ -397,7 +402,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             this.end();
             return { done: true, value: undefined };
         }
-        this.current = new Chunk(this.query, this.block);
+        this.current = new Chunk(this.query, this.block, this.marks);
         return { done: false, value: this.current };
     }
 
@@ -424,7 +429,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         const world = query.world;
         const heap = world.heap;
         const rows = heap.u32At(this.block + ITER.rows);
-        for (const [id, marks] of query.marks) {
+        for (const [id, marks] of this.marks) {
             if (marks.whole) {
                 world.check(
                     heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, chunk.rowCount),
@@ -482,15 +487,18 @@ export class Chunk {
     private readonly query: Query;
     private readonly entitiesPointer: Pointer;
     private readonly rowsPointer: Pointer;
-    private readonly views = new Map<number, ColumnArray>();
+    /** Views handed out, with the buffer they were made over (a debug view guards its own). */
+    private readonly views = new Map<number, { buffer: ArrayBufferLike; view: ColumnArray }>();
+    private readonly marks: Map<number, MarkList>;
     private expired = false;
 
     /** @internal */
-    constructor(query: Query, block: Pointer) {
+    constructor(query: Query, block: Pointer, marks: Map<number, MarkList>) {
         const heap = query.world.heap;
         const base = block >>> 2;
         const u32 = heap.u32;
         this.query = query;
+        this.marks = marks;
         this.archetype = u32[base]!;
         this.index = u32[base + ITER.chunk / 4]!;
         this.count = u32[base + ITER.count / 4]!;
@@ -533,16 +541,17 @@ export class Chunk {
         const meta = fieldOf(component, field, operation);
         const key = id * 64 + meta.index;
         const cached = this.views.get(key);
-        if (cached !== undefined && cached.buffer === heap.memory.buffer) return cached as ColumnOf<S, K>;
+        if (cached !== undefined && cached.buffer === heap.memory.buffer) return cached.view as ColumnOf<S, K>;
         const out = heap.scratch;
         world.check(
             heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
             operation,
             { component: component.name, field },
         );
-        let view: ColumnArray = new arrayTypes[meta.type](heap.memory.buffer, heap.u32At(out), this.count * meta.length);
+        const buffer = heap.memory.buffer;
+        let view: ColumnArray = new arrayTypes[meta.type](buffer, heap.u32At(out), this.count * meta.length);
         if (world.debug) view = guardView(view, heap.memory, component.name, field);
-        this.views.set(key, view);
+        this.views.set(key, { buffer, view });
         return view as ColumnOf<S, K>;
     }
 
@@ -559,10 +568,10 @@ export class Chunk {
         if (!this.query.required.has(component) && !world.archetypeHas(this.archetype, id)) {
             world.check(world.resultCode('MISSING_COMPONENT'), operation, { component: component.name });
         }
-        let marks = this.query.marks.get(id);
+        let marks = this.marks.get(id);
         if (marks === undefined) {
             marks = new MarkList();
-            this.query.marks.set(id, marks);
+            this.marks.set(id, marks);
         }
         if (row === undefined) {
             marks.whole = true;

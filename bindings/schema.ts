@@ -239,8 +239,11 @@ export function isComponent(value: unknown): value is Component<any> {
     return typeof value === 'function' && fieldIndexes.has(value as Component<any>);
 }
 
-/** The field metadata of `component.field`, or a TesseraError naming both. @internal */
-export function fieldOf(component: Component<any>, field: string, operation: string): FieldMeta {
+/**
+ * The field metadata of `component.field`, or a TesseraError naming both (and the entity, when
+ * the call is about one, as every other error of such a call does). @internal
+ */
+export function fieldOf(component: Component<any>, field: string, operation: string, entity?: number): FieldMeta {
     const meta = fieldIndexes.get(component)?.get(field);
     if (meta === undefined) {
         const known = component.fields.map((f) => f.name).join(', ') || 'none: it is a tag';
@@ -248,7 +251,7 @@ export function fieldOf(component: Component<any>, field: string, operation: str
             component.isTag ? 'TAG_HAS_NO_DATA' : 'UNKNOWN_FIELD',
             operation,
             `${component.name} has no field ${JSON.stringify(field)} (fields: ${known})`,
-            { component: component.name, field: String(field) },
+            { ...(entity === undefined ? {} : { entity }), component: component.name, field: String(field) },
         );
     }
     return meta;

@@ -91,8 +91,9 @@ export class Scheduler {
             destroy: () => {
                 const at = slot.systems.indexOf(entry);
                 if (at < 0) return;
-                slot.systems.splice(at, 1);
+                // Close first: it throws while the query is iterated, and then nothing changed.
                 query.close();
+                slot.systems.splice(at, 1);
             },
         };
         const entry: Entry = { system, run: desc.run, interval };

@@ -221,12 +221,16 @@ export class World {
     /** True when the handle names a live (or pending) entity. Never throws for a number. */
     isAlive(entity: Entity): boolean {
         const world = this.live('world.isAlive');
-        return (entity >>> 0) === entity && this.heap.exports.tes_is_alive(world, entity) !== 0;
+        if ((entity >>> 0) !== entity) return false;
+        // tes_is_alive answers for placed entities only.
+        return this.heap.exports.tes_is_alive(world, entity) !== 0 || this.pending(entity);
     }
 
     /**
      * Adds components (or tags), each optionally with initial values. Adding a component the
-     * entity already has keeps its data, and then writes the given values as a change.
+     * entity already has keeps its data, and then writes the given values as a change. Inside
+     * an iteration the add is deferred, so values for a component a placed entity lacks are
+     * refused (`MISSING_COMPONENT`, nothing added): set them after the loop.
      */
     add(entity: Entity, ...items: ComponentItem[]): void {
         const operation = 'world.add';
@@ -234,17 +238,35 @@ export class World {
         const world = this.live(operation);
         handle(entity, operation);
         const exports = this.heap.exports;
+        // Which components with values the entity has, asked before anything is added. A
+        // pending entity cannot answer (its adds and values are deferred alike). Inside an
+        // iteration the add is deferred but a write to a placed entity is not, so values for a
+        // component it lacks cannot be written: refuse before anything is recorded.
+        const pending = this.liveIterations > 0 && this.pending(entity);
+        const had = set.values.map((values, i) => {
+            if (values === undefined || pending) return false;
+            const component = set.components[i]!;
+            const has = this.hasId(entity, set.ids[i]!, component, operation);
+            if (!has && this.liveIterations > 0) {
+                throw new TesseraError(
+                    'MISSING_COMPONENT',
+                    operation,
+                    'inside an iteration the add is deferred, so values cannot be written yet: add it, then set them after the loop',
+                    { entity, component: component.name },
+                );
+            }
+            return has;
+        });
         for (let i = 0; i < set.ids.length; i++) {
             const id = set.ids[i]!;
             const component = set.components[i]!;
             const values = set.values[i];
-            const had = values !== undefined && this.hasId(entity, id, component, operation);
             this.check(exports.tes_add(world, entity, id), operation, {
                 entity,
                 component: component.name,
             });
             if (values === undefined) continue;
-            if (had) this.writeValues(entity, component, id, values, operation);
+            if (had[i]) this.writeValues(entity, component, id, values, operation);
             else this.writeInitial(entity, component, values, operation);
         }
     }
@@ -281,7 +303,7 @@ export class World {
         const operation = 'world.get';
         const id = this.idOf(component, operation);
         if (field !== undefined) {
-            const meta = fieldOf(component, field, operation);
+            const meta = fieldOf(component, field, operation, entity);
             return this.readField(this.fieldPointer(entity, component, id, meta, operation), meta);
         }
         if (component.isTag) {
@@ -561,7 +583,7 @@ export class World {
             });
         }
         for (const [field, value] of Object.entries(values)) {
-            const meta = fieldOf(component, field, operation);
+            const meta = fieldOf(component, field, operation, entity);
             const context = { ...(entity === undefined ? {} : { entity }), component: component.name, field };
             if (value === undefined) continue;
             if (meta.length === 1) {
@@ -583,6 +605,12 @@ export class World {
                 if (problem) throw new TesseraError('BAD_VALUE', operation, `element ${i}: ${problem}`, context);
             }
         }
+    }
+
+    /** True when the handle names an entity spawned inside an iteration, not placed yet. */
+    private pending(entity: Entity): boolean {
+        const result = this.heap.exports.tes_location(this.pointer, entity, this.heap.scratch);
+        return result === this.resultCode('PENDING_ENTITY');
     }
 
     private hasId(entity: Entity, id: number, component: Component<any>, operation: string): boolean {

@@ -1,0 +1,376 @@
+// Entities: spawn, despawn, isAlive, add/remove/has, get/set, the batch forms, stale handles.
+import { describe, expect, test } from 'vitest';
+
+import { component, tag } from '../../dist/index.js';
+import { expectError, snapshot, sorted, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Position = component('Position', { x: 'f32', y: 'f32' });
+const Health = component('Health', { value: 'i32' });
+const Inventory = component('Inventory', { items: ['u32', 4], count: 'u8' });
+const Path = component('Path', { points: ['f64', 3] });
+const Frozen = tag('Frozen');
+const AllTypes = component('AllTypes', {
+    f32: 'f32',
+    f64: 'f64',
+    i8: 'i8',
+    u8: 'u8',
+    i16: 'i16',
+    u16: 'u16',
+    i32: 'i32',
+    u32: 'u32',
+});
+
+const F32_MAX = 3.4028234663852886e38;
+/** Each field type's extremes and a few values in between, as they read back. */
+const extremes = [
+    { f32: F32_MAX, f64: Number.MAX_VALUE, i8: 127, u8: 255, i16: 32767, u16: 65535, i32: 2147483647, u32: 4294967295 },
+    { f32: -F32_MAX, f64: -Number.MAX_VALUE, i8: -128, u8: 0, i16: -32768, u16: 0, i32: -2147483648, u32: 0 },
+    { f32: 1.5, f64: 0.1, i8: -1, u8: 128, i16: -300, u16: 40000, i32: -70000, u32: 3000000000 },
+    { f32: Infinity, f64: -Infinity, i8: 0, u8: 1, i16: 1, u16: 1, i32: 1, u32: 1 },
+    { f32: Math.fround(1e-45), f64: Number.MIN_VALUE, i8: 5, u8: 6, i16: 7, u16: 8, i32: 9, u32: 10 }, // denormals
+];
+
+describe('spawn', () => {
+    test('an empty entity: alive, counted, with no components', async () => {
+        const world = await newWorld();
+        const e = world.spawn();
+        expect(e).toBeGreaterThan(0);
+        expect(world.isAlive(e)).toBe(true);
+        expect(world.has(e, Position)).toBe(false);
+        expect(world.stats().entityCount).toBe(1);
+        expect(world.spawn()).not.toBe(e);
+        world.validate();
+    });
+
+    test('with components and a tag: fields start at 0', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, Frozen, Inventory);
+        expect(world.has(e, Position)).toBe(true);
+        expect(world.has(e, Frozen)).toBe(true);
+        expect(world.has(e, Health)).toBe(false);
+        expect(world.get(e, Position)).toEqual({ x: 0, y: 0 });
+        expect(world.get(e, Inventory)).toEqual({ items: [0, 0, 0, 0], count: 0 });
+    });
+
+    test('with initial values: given fields set, the others 0, neighbours untouched', async () => {
+        const world = await newWorld();
+        const a = world.spawn(Position({ x: 1.5 }), Inventory({ items: [1, 2, 3, 4294967295] }));
+        const b = world.spawn(Position({ x: -2, y: 7 }), Inventory({ count: 9 }));
+        expect(world.get(a, Position)).toEqual({ x: 1.5, y: 0 });
+        expect(world.get(a, Inventory)).toEqual({ items: [1, 2, 3, 4294967295], count: 0 });
+        expect(world.get(b, Position)).toEqual({ x: -2, y: 7 });
+        expect(world.get(b, Inventory)).toEqual({ items: [0, 0, 0, 0], count: 9 });
+    });
+
+    test('array values may be any array-like (typed arrays included)', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Inventory({ items: new Uint32Array([4, 3, 2, 1]) }), Path({ points: new Float64Array([0.1, 0.2, 0.3]) }));
+        expect(world.get(e, Inventory, 'items')).toEqual([4, 3, 2, 1]);
+        expect(world.get(e, Path, 'points')).toEqual([0.1, 0.2, 0.3]);
+    });
+
+    test('every field type round-trips its limits through spawn, set and get', async () => {
+        const world = await newWorld();
+        for (const values of extremes) {
+            const e = world.spawn(AllTypes(values));
+            expect(world.get(e, AllTypes)).toEqual(values);
+            const other = world.spawn(AllTypes);
+            world.set(other, AllTypes, values);
+            expect(world.get(other, AllTypes)).toEqual(values);
+            for (const [field, value] of Object.entries(values)) {
+                world.set(other, AllTypes, field as keyof typeof values, 0);
+                world.set(other, AllTypes, field as keyof typeof values, value);
+                expect(world.get(other, AllTypes, field as keyof typeof values)).toBe(value);
+            }
+        }
+    });
+
+    test('floats: f32 rounds to nearest, f64 is exact, NaN and -0 survive', async () => {
+        const world = await newWorld();
+        const e = world.spawn(AllTypes({ f32: 0.1, f64: 0.1 }));
+        expect(world.get(e, AllTypes, 'f32')).toBe(Math.fround(0.1));
+        expect(world.get(e, AllTypes, 'f64')).toBe(0.1);
+        world.set(e, AllTypes, { f32: NaN, f64: -0 });
+        expect(world.get(e, AllTypes, 'f32')).toBeNaN();
+        expect(Object.is(world.get(e, AllTypes, 'f64'), -0)).toBe(true);
+    });
+
+    test('each spawn gets a fresh handle; handles are small integers', async () => {
+        const world = await newWorld();
+        const handles = Array.from({ length: 100 }, () => world.spawn(Frozen));
+        expect(new Set(handles).size).toBe(100);
+        for (const e of handles) expect(e >>> 0 === e && e < 2 ** 30).toBe(true);
+    });
+});
+
+describe('despawn and isAlive', () => {
+    test('despawn kills one entity and keeps the others and their data', async () => {
+        const world = await newWorld();
+        const a = world.spawn(Position({ x: 1 }));
+        const b = world.spawn(Position({ x: 2 }));
+        const c = world.spawn(Position({ x: 3 }));
+        world.despawn(a); // b and c may move (swap-remove): their data must follow
+        expect(world.isAlive(a)).toBe(false);
+        expect(world.isAlive(b)).toBe(true);
+        expect(world.get(b, Position, 'x')).toBe(2);
+        expect(world.get(c, Position, 'x')).toBe(3);
+        expect(world.stats().entityCount).toBe(2);
+        expectError(() => world.despawn(a), 'STALE_ENTITY', { entity: a, operation: 'world.despawn' });
+        world.validate();
+    });
+
+    test('isAlive answers false, without throwing, for anything that is not a live handle', async () => {
+        const world = await newWorld();
+        const e = world.spawn();
+        for (const value of [0, -1, 1.5, 2 ** 40, NaN, 12345, e + 1]) expect(world.isAlive(value)).toBe(false);
+        expect(world.isAlive('1' as never)).toBe(false);
+        expect(world.isAlive(e)).toBe(true);
+    });
+});
+
+describe('add, remove, has', () => {
+    test('add: zeroed, or with values; several at once; tags', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 5, y: 6 }));
+        world.add(e, Health, Frozen, Inventory({ items: [1, 1, 2, 3] }));
+        expect(world.has(e, Health) && world.has(e, Frozen) && world.has(e, Inventory)).toBe(true);
+        expect(world.get(e, Health)).toEqual({ value: 0 });
+        expect(world.get(e, Inventory)).toEqual({ items: [1, 1, 2, 3], count: 0 });
+        expect(world.get(e, Position)).toEqual({ x: 5, y: 6 }); // moved with the entity
+        world.validate();
+    });
+
+    test('add of a component the entity has keeps its data, and writes given values as a change', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 5, y: 6 }), Health({ value: 10 }));
+        const changed = world.subscribe({ changed: [Health] });
+        const added = world.subscribe({ added: [Health] });
+        added.drain(); // the entity's Health counts as added when tracking starts
+        world.add(e, Position, Health); // no values: nothing happens
+        expect(world.get(e, Position)).toEqual({ x: 5, y: 6 });
+        expect(world.get(e, Health)).toEqual({ value: 10 });
+        expect(changed.drain().entities).toEqual(new Uint32Array([]));
+        world.add(e, Health({ value: 11 }));
+        expect(world.get(e, Health)).toEqual({ value: 11 });
+        expect(changed.drain().entities).toEqual(new Uint32Array([e]));
+        expect(added.drain().entities).toEqual(new Uint32Array([]));
+    });
+
+    test('add of a new component with values counts as added, not changed', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        const changed = world.subscribe({ changed: [Health] });
+        const added = world.subscribe({ added: [Health] });
+        world.add(e, Health({ value: 3 }));
+        expect(added.drain().entities).toEqual(new Uint32Array([e]));
+        expect(changed.drain().entities).toEqual(new Uint32Array([]));
+    });
+
+    test('remove: the component is gone, others stay; removing one it lacks does nothing', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 1, y: 2 }), Health({ value: 3 }), Frozen);
+        world.remove(e, Health, Frozen);
+        expect(world.has(e, Health)).toBe(false);
+        expect(world.has(e, Frozen)).toBe(false);
+        expect(world.get(e, Position)).toEqual({ x: 1, y: 2 });
+        world.remove(e, Health, Inventory);
+        expect(world.has(e, Position)).toBe(true);
+        // Back again: fresh, zeroed data.
+        world.add(e, Health);
+        expect(world.get(e, Health)).toEqual({ value: 0 });
+        world.validate();
+    });
+
+    test('has, get, set, add, remove on a dead entity throw STALE_ENTITY', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        world.despawn(e);
+        expectError(() => world.has(e, Position), 'STALE_ENTITY', { entity: e, operation: 'world.has' });
+        expectError(() => world.get(e, Position), 'STALE_ENTITY', { entity: e, operation: 'world.get' });
+        expectError(() => world.set(e, Position, { x: 1 }), 'STALE_ENTITY', { entity: e });
+        expectError(() => world.add(e, Health), 'STALE_ENTITY', { entity: e, operation: 'world.add' });
+        expectError(() => world.remove(e, Position), 'STALE_ENTITY', { entity: e, operation: 'world.remove' });
+        expectError(() => world.markChanged(e, Position), 'STALE_ENTITY', { entity: e });
+    });
+});
+
+describe('get and set', () => {
+    test('get returns a fresh copy: changing it changes nothing', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Inventory({ items: [1, 2, 3, 4], count: 4 }));
+        const copy = world.get(e, Inventory);
+        copy.items[0] = 99;
+        copy.count = 0;
+        world.get(e, Inventory, 'items')[1] = 99;
+        expect(world.get(e, Inventory)).toEqual({ items: [1, 2, 3, 4], count: 4 });
+        expect(world.get(e, Inventory)).not.toBe(world.get(e, Inventory));
+    });
+
+    test('set writes the given fields only (object form) or one field', async () => {
+        const world = await newWorld();
+        const a = world.spawn(Position({ x: 1, y: 2 }), Inventory({ items: [1, 2, 3, 4], count: 4 }));
+        const b = world.spawn(Position({ x: 3, y: 4 }), Inventory);
+        world.set(a, Position, { y: 20 });
+        expect(world.get(a, Position)).toEqual({ x: 1, y: 20 });
+        world.set(a, Position, 'x', -10);
+        expect(world.get(a, Position)).toEqual({ x: -10, y: 20 });
+        world.set(a, Inventory, 'items', [5, 6, 7, 8]);
+        world.set(a, Inventory, { count: 200 });
+        expect(world.get(a, Inventory)).toEqual({ items: [5, 6, 7, 8], count: 200 });
+        world.set(a, Position, { x: undefined, y: 1 } as never); // undefined: left as is (JS callers)
+        expect(world.get(a, Position)).toEqual({ x: -10, y: 1 });
+        expect(world.get(b, Position)).toEqual({ x: 3, y: 4 });
+        expect(world.get(b, Inventory)).toEqual({ items: [0, 0, 0, 0], count: 0 });
+    });
+
+    test('get and set of a component the entity lacks: MISSING_COMPONENT', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        expectError(() => world.get(e, Health), 'MISSING_COMPONENT', { entity: e, component: 'Health' });
+        expectError(() => world.get(e, Health, 'value'), 'MISSING_COMPONENT', { field: 'value' });
+        expectError(() => world.set(e, Health, { value: 1 }), 'MISSING_COMPONENT', { entity: e });
+        expect(world.has(e, Health)).toBe(false);
+    });
+
+    test('a tag has no data to get or set', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Frozen);
+        expectError(() => world.get(e, Frozen), 'TAG_HAS_NO_DATA', { component: 'Frozen' });
+        expectError(() => world.set(e, Frozen, { v: 1 } as never), 'TAG_HAS_NO_DATA', { component: 'Frozen' });
+    });
+});
+
+describe('spawnMany', () => {
+    test('fills every entity across several chunks, after existing rows, leaving those alone', async () => {
+        const world = await newWorld({ chunkBytes: 4096 });
+        // A partly filled chunk first, so that the batch starts mid-chunk.
+        const early = Array.from({ length: 5 }, (_, i) =>
+            world.spawn(Position({ x: i, y: -i }), Inventory({ items: [i, i, i, i], count: i }), Frozen),
+        );
+        const count = 1000;
+        const items = [7, 8, 9, 4000000000];
+        const batch = world.spawnMany(count, Position({ x: 1.5, y: -2 }), Inventory({ items, count: 255 }), Frozen);
+        expect(batch).toBeInstanceOf(Uint32Array);
+        expect(batch).toHaveLength(count);
+        expect(new Set([...batch, ...early]).size).toBe(count + 5);
+        // The archetype spans at least 3 chunks (so the fill crossed chunk boundaries).
+        const chunks = [...world.query({ all: [Position, Inventory, Frozen] })].length;
+        expect(chunks).toBeGreaterThanOrEqual(3);
+        for (const e of batch) {
+            expect(world.get(e, Position)).toEqual({ x: 1.5, y: -2 });
+            expect(world.get(e, Inventory)).toEqual({ items, count: 255 });
+            expect(world.has(e, Frozen)).toBe(true);
+        }
+        early.forEach((e, i) => {
+            expect(world.get(e, Position)).toEqual({ x: i, y: -i });
+            expect(world.get(e, Inventory)).toEqual({ items: [i, i, i, i], count: i });
+        });
+        expect(world.stats().entityCount).toBe(count + 5);
+        world.validate();
+    });
+
+    test('without values: zeroed; count 0: nothing', async () => {
+        const world = await newWorld();
+        expect(world.spawnMany(0, Position({ x: 1 }))).toEqual(new Uint32Array(0));
+        const batch = world.spawnMany(3, Position, Health);
+        for (const e of batch) expect([world.get(e, Position), world.get(e, Health)]).toEqual([{ x: 0, y: 0 }, { value: 0 }]);
+        expect(world.stats().entityCount).toBe(3);
+    });
+
+    test('default-sized chunks: every entity of a batch of three chunks gets its values', async () => {
+        const world = await newWorld();
+        const batch = world.spawnMany(12000, Position({ x: 3, y: 4 }));
+        expect([...world.query({ all: [Position] })].length).toBeGreaterThanOrEqual(3);
+        for (const e of batch) expect(world.get(e, Position)).toEqual({ x: 3, y: 4 });
+    });
+});
+
+describe('despawnMany', () => {
+    test('despawns every listed entity', async () => {
+        const world = await newWorld();
+        const batch = world.spawnMany(50, Position);
+        const keep = world.spawn(Position({ x: 9 }));
+        world.despawnMany(batch.subarray(10, 40));
+        for (let i = 0; i < 50; i++) expect(world.isAlive(batch[i]!)).toBe(i < 10 || i >= 40);
+        expect(world.get(keep, Position, 'x')).toBe(9);
+        expect(world.stats().entityCount).toBe(21);
+        world.despawnMany([]);
+        world.validate();
+    });
+
+    test('all or nothing: a stale or duplicate entity fails the call and despawns none', async () => {
+        const world = await newWorld();
+        const [a, b, c, dead] = world.spawnMany(4, Position({ x: 2 }));
+        world.despawn(dead!);
+        const before = snapshot(world, [a!, b!, c!], [Position]);
+        expectError(() => world.despawnMany([a!, dead!, b!]), 'STALE_ENTITY', {
+            entity: dead!,
+            operation: 'world.despawnMany',
+        });
+        expectError(() => world.despawnMany([a!, b!, a!]), 'DUPLICATE_ENTITY', { entity: a! });
+        expectError(() => world.despawnMany([a!, -1]), 'INVALID_ARGUMENT');
+        expect(snapshot(world, [a!, b!, c!], [Position])).toEqual(before);
+        world.validate();
+    });
+});
+
+describe('stale handles', () => {
+    test('a reused slot: the old handle throws STALE_ENTITY and never touches the new entity', async () => {
+        // Slots are reused once more than minFreeIndices wait (0 would mean the default, 4096).
+        const world = await newWorld({ minFreeIndices: 1 });
+        const old = world.spawn(Position({ x: 1, y: 1 }), Health({ value: 1 }));
+        world.despawn(old);
+        world.despawn(world.spawn()); // two wait now: the oldest (old's slot) is reused
+        const reused = world.spawn(Position({ x: 2, y: 2 }), Health({ value: 2 }));
+        // Same slot, next generation.
+        expect(reused & 0x1fffff).toBe(old & 0x1fffff);
+        expect(reused >>> 21).toBe((old >>> 21) + 1);
+        expect(world.isAlive(old)).toBe(false);
+        expectError(() => world.get(old, Position), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.set(old, Position, { x: 99 }), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.set(old, Health, 'value', 99), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.remove(old, Health), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.add(old, Frozen), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.despawn(old), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.despawnMany([old]), 'STALE_ENTITY', { entity: old });
+        expect(world.isAlive(reused)).toBe(true);
+        expect(world.get(reused, Position)).toEqual({ x: 2, y: 2 });
+        expect(world.get(reused, Health)).toEqual({ value: 2 });
+        expect(world.has(reused, Frozen)).toBe(false);
+        world.validate();
+    });
+
+    test('by default a freed slot is not reused soon', async () => {
+        const world = await newWorld();
+        const old = world.spawn(Position);
+        world.despawn(old);
+        const fresh = Array.from({ length: 100 }, () => world.spawn(Position));
+        expect(fresh.map((e) => e & 0x1fffff)).not.toContain(old & 0x1fffff);
+    });
+
+    test('despawn-and-respawn cycles keep every live entity on its own data', async () => {
+        const world = await newWorld({ minFreeIndices: 1 });
+        const live = new Map<number, number>();
+        const slots = new Set<number>();
+        let reuses = 0;
+        let next = 0;
+        for (let round = 0; round < 20; round++) {
+            for (let i = 0; i < 10; i++) {
+                const value = next++;
+                const e = world.spawn(Health({ value }));
+                if (slots.has(e & 0x1fffff)) reuses++;
+                slots.add(e & 0x1fffff);
+                live.set(e, value);
+            }
+            const doomed = [...live.keys()].filter((_, i) => i % 3 === round % 3);
+            world.despawnMany(doomed);
+            for (const e of doomed) live.delete(e);
+        }
+        expect(sorted(world.query({ all: [Health] }).entities())).toEqual(sorted(live.keys()));
+        for (const [e, value] of live) expect(world.get(e, Health, 'value')).toBe(value);
+        expect(reuses).toBeGreaterThan(20);
+        world.validate();
+    });
+});

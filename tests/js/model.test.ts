@@ -1,0 +1,434 @@
+// A randomized model test through the public API: random command sequences (spawn, spawnMany,
+// despawn, despawnMany, add, remove, set, errors on stale handles and missing components,
+// subscription drains, ticks, view writes, kernels, deferred changes inside a loop) run against
+// a world and a plain JS model, compared after every step: every live entity's components and
+// values, the entity count, stale handles, what each subscription reports, world.validate().
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+
+import { component, createWorld, tag, type Component, type Entity, type Subscription, type World } from '../../dist/index.js';
+import { expectError, sorted } from './support.js';
+
+const A = component('A', { x: 'f32', n: 'i16' });
+const B = component('B', { v: ['u8', 3], w: 'f64' });
+const T = tag('T');
+const components = [A, B, T] as const;
+type Name = 'A' | 'B' | 'T';
+const byName: Record<Name, Component<any>> = { A, B, T };
+
+type AValues = { x?: number; n?: number };
+type BValues = { v?: number[]; w?: number };
+type Values = AValues | BValues;
+/** An entity of the model: its components by name and their full values (`true` for T). */
+type ModelEntity = Map<Name, Record<string, number | number[]> | true>;
+
+const zero: Record<Name, () => Record<string, number | number[]> | true> = {
+    A: () => ({ x: 0, n: 0 }),
+    B: () => ({ v: [0, 0, 0], w: 0 }),
+    T: () => true,
+};
+
+// ---- what subscriptions see, in the model -------------------------------------------------
+
+interface SubscriptionModel {
+    readonly desc: { added?: Name[]; changed?: Name[]; removed?: Name[]; none?: Name[] };
+    /** Per live entity: components added / changed since this subscription's last drain. */
+    readonly added: Map<Entity, Set<Name>>;
+    readonly changed: Map<Entity, Set<Name>>;
+    /** Removals since the last drain, per removed term. */
+    readonly log: Map<Name, Entity[]>;
+}
+
+const subscriptionDescs: SubscriptionModel['desc'][] = [
+    { added: ['A'], removed: ['A', 'T'] },
+    { changed: ['A'], none: ['T'] },
+    { added: ['B'], changed: ['B'] }, // both must hold
+    { changed: ['B'], removed: ['B'] },
+];
+
+class Model {
+    readonly entities = new Map<Entity, ModelEntity>();
+    readonly dead: Entity[] = [];
+    readonly subs: SubscriptionModel[] = subscriptionDescs.map((desc) => ({
+        desc,
+        added: new Map(),
+        changed: new Map(),
+        log: new Map((desc.removed ?? []).map((name) => [name, []])),
+    }));
+
+    spawn(e: Entity, parts: [Name, Values | undefined][]): void {
+        this.entities.set(e, new Map());
+        for (const [name, values] of parts) this.gain(e, name, values);
+    }
+
+    /** The entity gains a component: added, not changed (values written as part of the add). */
+    gain(e: Entity, name: Name, values: Values | undefined): void {
+        const data = zero[name]();
+        if (data !== true && values) Object.assign(data, structuredClone(values));
+        this.entities.get(e)!.set(name, data);
+        for (const sub of this.subs) {
+            set(sub.added, e).add(name);
+            set(sub.changed, e).delete(name);
+        }
+    }
+
+    lose(e: Entity, name: Name): void {
+        if (!this.entities.get(e)!.delete(name)) return;
+        for (const sub of this.subs) {
+            sub.added.get(e)?.delete(name);
+            sub.changed.get(e)?.delete(name);
+            sub.log.get(name)?.push(e);
+        }
+    }
+
+    change(e: Entity, name: Name, values: Values): void {
+        const data = this.entities.get(e)!.get(name) as Record<string, unknown>;
+        for (const [field, value] of Object.entries(values)) {
+            if (value !== undefined) data[field] = structuredClone(value);
+        }
+        this.touch(e, name);
+    }
+
+    touch(e: Entity, name: Name): void {
+        for (const sub of this.subs) set(sub.changed, e).add(name);
+    }
+
+    despawn(e: Entity): void {
+        for (const name of [...this.entities.get(e)!.keys()]) this.lose(e, name);
+        this.entities.delete(e);
+        for (const sub of this.subs) {
+            sub.added.delete(e);
+            sub.changed.delete(e);
+        }
+        this.dead.push(e);
+    }
+
+    /** What a drain of subscription `i` reports, and the model's state after it. */
+    drain(i: number): { entities: number[]; removed: Map<Name, number[]> } {
+        const sub = this.subs[i]!;
+        const { added = [], changed = [], none = [] } = sub.desc;
+        const entities: number[] = [];
+        if (added.length + changed.length > 0) {
+            for (const [e, parts] of this.entities) {
+                if (![...added, ...changed].every((name) => parts.has(name))) continue;
+                if (none.some((name) => parts.has(name))) continue;
+                if (!added.every((name) => sub.added.get(e)?.has(name))) continue;
+                if (!changed.every((name) => sub.changed.get(e)?.has(name))) continue;
+                entities.push(e);
+            }
+        }
+        const removed = new Map([...sub.log].map(([name, list]) => [name, sorted(list)]));
+        sub.added.clear();
+        sub.changed.clear();
+        for (const list of sub.log.values()) list.length = 0;
+        return { entities: sorted(entities), removed };
+    }
+}
+
+function set(map: Map<Entity, Set<Name>>, e: Entity): Set<Name> {
+    let found = map.get(e);
+    if (found === undefined) map.set(e, (found = new Set()));
+    return found;
+}
+
+// ---- commands --------------------------------------------------------------------------------
+
+const f32 = fc.integer({ min: -4000, max: 4000 }).map((i) => i / 4); // exact in f32 and its sums
+const aValues = fc.record({ x: f32, n: fc.integer({ min: -32768, max: 32767 }) }, { requiredKeys: [] });
+const bValues = fc.record(
+    { v: fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 3, maxLength: 3 }), w: fc.double({ noNaN: true }) },
+    { requiredKeys: [] },
+);
+const nonEmpty = <V extends object>(arb: fc.Arbitrary<V>) => arb.filter((v) => Object.keys(v).length > 0);
+/** A component in a spawn: absent, bare, or with values. */
+const part = (values: fc.Arbitrary<Values>) => fc.oneof(fc.constant(null), fc.constant('bare' as const), values);
+const spawnParts = fc.record({ A: part(aValues), B: part(bValues), T: fc.boolean() });
+const pick = fc.nat();
+const dataName = fc.constantFrom<'A' | 'B'>('A', 'B');
+const anyName = fc.constantFrom<Name>('A', 'B', 'T');
+
+const command = fc.oneof(
+    { weight: 6, arbitrary: fc.record({ kind: fc.constant('spawn' as const), parts: spawnParts }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('spawnMany' as const), count: fc.integer({ min: 0, max: 6 }), parts: spawnParts }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('despawn' as const), pick }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('despawnMany' as const), picks: fc.array(pick, { minLength: 1, maxLength: 4 }), stale: fc.boolean() }) },
+    {
+        weight: 5,
+        arbitrary: fc.record({
+            kind: fc.constant('add' as const),
+            pick,
+            name: anyName,
+            a: fc.option(aValues, { nil: undefined }),
+            b: fc.option(bValues, { nil: undefined }),
+        }),
+    },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('remove' as const), pick, name: anyName }) },
+    {
+        weight: 6,
+        arbitrary: fc.record({
+            kind: fc.constant('set' as const),
+            pick,
+            name: dataName,
+            a: nonEmpty(aValues),
+            b: nonEmpty(bValues),
+            oneField: fc.boolean(),
+        }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('stale' as const), pick, name: dataName }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('drain' as const), sub: fc.integer({ min: 0, max: subscriptionDescs.length - 1 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('writeLoop' as const), x: f32 }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('offset' as const), k: f32 }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('countdown' as const), k: f32 }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('loopDeferred' as const), x: f32 }) },
+);
+type Command = typeof command extends fc.Arbitrary<infer C> ? C : never;
+
+// ---- running a command on both ---------------------------------------------------------------
+
+interface Run {
+    readonly world: World;
+    readonly model: Model;
+    readonly subs: Subscription[];
+}
+
+function items(parts: Command & { kind: 'spawn' | 'spawnMany' }): { list: Parameters<World['spawn']>; model: [Name, Values | undefined][] } {
+    const list: Parameters<World['spawn']> = [];
+    const model: [Name, Values | undefined][] = [];
+    for (const name of ['A', 'B'] as const) {
+        const p = parts.parts[name];
+        if (p === null) continue;
+        list.push(p === 'bare' ? byName[name] : byName[name](p));
+        model.push([name, p === 'bare' ? undefined : p]);
+    }
+    if (parts.parts.T) {
+        list.push(T);
+        model.push(['T', undefined]);
+    }
+    return { list, model };
+}
+
+function live(model: Model, index: number): Entity | undefined {
+    const list = [...model.entities.keys()];
+    return list.length ? list[index % list.length] : undefined;
+}
+
+function step({ world, model, subs }: Run, c: Command): void {
+    switch (c.kind) {
+        case 'spawn': {
+            const { list, model: parts } = items(c);
+            model.spawn(world.spawn(...list), parts);
+            break;
+        }
+        case 'spawnMany': {
+            const { list, model: parts } = items(c);
+            for (const e of world.spawnMany(c.count, ...list)) model.spawn(e, parts);
+            break;
+        }
+        case 'despawn': {
+            const e = live(model, c.pick);
+            if (e === undefined) break;
+            world.despawn(e);
+            model.despawn(e);
+            break;
+        }
+        case 'despawnMany': {
+            const list = c.picks.map((p) => live(model, p)).filter((e) => e !== undefined);
+            if (c.stale && model.dead.length) list.push(model.dead[c.picks[0]! % model.dead.length]!);
+            if (list.length === 0) break;
+            const duplicate = new Set(list).size !== list.length;
+            const stale = list.some((e) => !model.entities.has(e));
+            if (stale || duplicate) {
+                // With both mistakes in one list, either may be reported first.
+                let code: string | undefined;
+                try {
+                    world.despawnMany(list);
+                } catch (error) {
+                    code = (error as { code?: string }).code;
+                }
+                expect([stale && 'STALE_ENTITY', duplicate && 'DUPLICATE_ENTITY']).toContain(code);
+                break;
+            }
+            world.despawnMany(list);
+            for (const e of list) model.despawn(e);
+            break;
+        }
+        case 'add': {
+            const e = live(model, c.pick);
+            if (e === undefined) break;
+            const values = c.name === 'A' ? c.a : c.name === 'B' ? c.b : undefined;
+            const component = byName[c.name];
+            world.add(e, values === undefined ? component : component(values));
+            const parts = model.entities.get(e)!;
+            if (!parts.has(c.name)) model.gain(e, c.name, values);
+            else if (values !== undefined && Object.values(values).some((v) => v !== undefined)) model.change(e, c.name, values);
+            break;
+        }
+        case 'remove': {
+            const e = live(model, c.pick);
+            if (e === undefined) break;
+            world.remove(e, byName[c.name]);
+            model.lose(e, c.name);
+            break;
+        }
+        case 'set': {
+            const e = live(model, c.pick);
+            if (e === undefined) break;
+            let values: Values = c.name === 'A' ? c.a : c.b;
+            if (c.oneField) values = Object.fromEntries([Object.entries(values)[0]!]);
+            const component = byName[c.name];
+            if (!model.entities.get(e)!.has(c.name)) {
+                expectError(() => world.set(e, component, values), 'MISSING_COMPONENT', { entity: e });
+                break;
+            }
+            if (c.oneField) {
+                const [field, value] = Object.entries(values)[0]!;
+                world.set(e, component, field, value);
+            } else {
+                world.set(e, component, values);
+            }
+            model.change(e, c.name, values);
+            break;
+        }
+        case 'stale': {
+            if (model.dead.length === 0) break;
+            const e = model.dead[c.pick % model.dead.length]!;
+            expectError(() => world.set(e, A, { x: 1 }), 'STALE_ENTITY', { entity: e });
+            expectError(() => world.get(e, byName[c.name]), 'STALE_ENTITY', { entity: e });
+            expectError(() => world.add(e, T), 'STALE_ENTITY', { entity: e });
+            expectError(() => world.despawn(e), 'STALE_ENTITY', { entity: e });
+            break;
+        }
+        case 'drain': {
+            const changes = subs[c.sub]!.drain();
+            const expected = model.drain(c.sub);
+            expect(sorted(changes.entities), `entities of subscription ${c.sub}`).toEqual(expected.entities);
+            for (const [name, list] of expected.removed) {
+                expect(sorted(changes.removedOf(byName[name])), `removed ${name} of subscription ${c.sub}`).toEqual(list);
+            }
+            expect(changes.removed).toHaveLength([...expected.removed.values()].reduce((n, l) => n + l.length, 0));
+            break;
+        }
+        case 'tick':
+            world.tick();
+            break;
+        case 'writeLoop': {
+            const query = world.query({ all: [A], writes: [A] });
+            for (const chunk of query) chunk.column(A, 'x').fill(c.x);
+            query.close();
+            for (const [e, parts] of model.entities) if (parts.has('A')) model.change(e, 'A', { x: c.x });
+            break;
+        }
+        case 'offset': {
+            const query = world.query({ all: [B] });
+            query.offset(B, 'w', c.k);
+            query.close();
+            for (const [e, parts] of model.entities) {
+                const b = parts.get('B') as { w: number } | undefined;
+                if (b) model.change(e, 'B', { w: b.w + c.k });
+            }
+            break;
+        }
+        case 'countdown': {
+            const query = world.query({ all: [A] });
+            const crossed = query.countdown(A, 'x', c.k);
+            query.close();
+            const expected: number[] = [];
+            for (const [e, parts] of model.entities) {
+                const a = parts.get('A') as { x: number } | undefined;
+                if (!a) continue;
+                if (a.x > 0 && a.x - c.k <= 0) expected.push(e);
+                model.change(e, 'A', { x: a.x - c.k });
+            }
+            expect(sorted(crossed)).toEqual(sorted(expected));
+            break;
+        }
+        case 'loopDeferred': {
+            // Inside a loop over T: despawn everything visited, spawn one entity per chunk. All
+            // of it is applied when the loop ends.
+            const visited: Entity[] = [];
+            const spawned: Entity[] = [];
+            const query = world.query({ all: [T] });
+            for (const chunk of query) {
+                for (const e of chunk.entities) {
+                    visited.push(e);
+                    world.despawn(e);
+                }
+                spawned.push(world.spawn(A({ x: c.x })));
+                expect(world.stats().entityCount).toBe(model.entities.size);
+            }
+            query.close();
+            const tagged = [...model.entities].filter(([, parts]) => parts.has('T')).map(([e]) => e);
+            expect(sorted(visited)).toEqual(sorted(tagged));
+            for (const e of visited) model.despawn(e);
+            for (const e of spawned) {
+                model.spawn(e, [['A', undefined]]);
+                model.change(e, 'A', { x: c.x }); // values of a pending entity are deferred writes
+            }
+            break;
+        }
+    }
+}
+
+/** Everything the model knows, checked against the world. */
+function check({ world, model }: Run): void {
+    // One comparison of everything (one expect per entity would cost more than the world).
+    const actual: unknown[] = [world.stats().entityCount];
+    const expected: unknown[] = [model.entities.size];
+    for (const [e, parts] of model.entities) {
+        const has: Record<string, unknown> = {};
+        for (const component of components) {
+            if (!world.has(e, component)) continue;
+            has[component.name] = component.isTag ? true : world.get(e, component);
+        }
+        actual.push([e, world.isAlive(e), has]);
+        expected.push([e, true, Object.fromEntries(parts)]);
+    }
+    for (const e of model.dead.slice(-5)) {
+        actual.push([e, world.isAlive(e)]);
+        expected.push([e, false]);
+    }
+    expect(actual).toEqual(expected);
+    world.validate();
+}
+
+describe('model', () => {
+    test('random command sequences agree with a plain JS model after every step', async () => {
+        const runs = { count: 0, steps: 0, drains: 0 };
+        await fc.assert(
+            fc.asyncProperty(fc.array(command, { minLength: 50, maxLength: 150, size: 'max' }), async (commands) => {
+                // Slots are reused quickly, so stale handles sit next to new entities.
+                const world = await createWorld({ minFreeIndices: 1, chunkBytes: 1024 });
+                try {
+                    const run: Run = {
+                        world,
+                        model: new Model(),
+                        subs: subscriptionDescs.map((desc) =>
+                            world.subscribe({
+                                ...(desc.added && { added: desc.added.map((n) => byName[n]) }),
+                                ...(desc.changed && { changed: desc.changed.map((n) => byName[n]) }),
+                                ...(desc.removed && { removed: desc.removed.map((n) => byName[n]) }),
+                                ...(desc.none && { none: desc.none.map((n) => byName[n]) }),
+                            }),
+                        ),
+                    };
+                    for (const c of commands) {
+                        step(run, c);
+                        check(run);
+                        runs.steps++;
+                        if (c.kind === 'drain') runs.drains++;
+                    }
+                    // Finally every subscription agrees too.
+                    for (let i = 0; i < run.subs.length; i++) step(run, { kind: 'drain', sub: i });
+                    runs.count++;
+                } finally {
+                    world.destroy();
+                }
+            }),
+            { seed: 20261121, numRuns: 200 },
+        );
+        expect(runs.count).toBe(200);
+        expect(runs.drains).toBeGreaterThan(1000);
+        expect(runs.steps).toBeGreaterThan(200 * 80); // about 100 commands per run
+    });
+});

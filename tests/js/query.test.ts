@@ -1,0 +1,496 @@
+// Queries: matching, chunk iteration and its views, count/entities, bulk changes, consumer
+// rules, ending runs, and structural changes deferred while iterating.
+import { describe, expect, test } from 'vitest';
+
+import { Chunk, component, tag, type World } from '../../dist/index.js';
+import { expectError, snapshot, sorted, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Position = component('Position', { x: 'f32', y: 'f32' });
+const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
+const Stats = component('Stats', { hp: 'i16', level: 'u8', mass: 'f64', id: 'u32' });
+const Inventory = component('Inventory', { items: ['u32', 4], count: 'u8' });
+const A = tag('A');
+const B = tag('B');
+const C = tag('C');
+
+/** Every combination of the tags A, B, C on an entity with Position (x = its combination). */
+function spawnCombinations(world: World): Map<string, number> {
+    const byName = new Map<string, number>();
+    for (let mask = 0; mask < 8; mask++) {
+        const tags = [A, B, C].filter((_, i) => mask & (1 << i));
+        byName.set(tags.map((t) => t.name).join('') || '-', world.spawn(Position({ x: mask }), ...tags));
+    }
+    return byName;
+}
+
+describe('matching', () => {
+    test('all, none and any, alone and together', async () => {
+        const world = await newWorld();
+        const e = spawnCombinations(world);
+        const names = (desc: Parameters<World['query']>[0]) =>
+            [...world.query(desc).entities()].map((h) => [...e].find(([, v]) => v === h)![0]).sort();
+        expect(names({ all: [Position] })).toEqual(['-', 'A', 'AB', 'ABC', 'AC', 'B', 'BC', 'C']);
+        expect(names({ all: [A] })).toEqual(['A', 'AB', 'ABC', 'AC']);
+        expect(names({ all: [A, B] })).toEqual(['AB', 'ABC']);
+        expect(names({ all: [Position], none: [A] })).toEqual(['-', 'B', 'BC', 'C']);
+        expect(names({ all: [Position], none: [A, B] })).toEqual(['-', 'C']);
+        expect(names({ any: [A, B] })).toEqual(['A', 'AB', 'ABC', 'AC', 'B', 'BC']);
+        expect(names({ all: [C], any: [A, B], none: [] })).toEqual(['ABC', 'AC', 'BC']);
+        expect(names({ all: [Position], any: [], none: [C] })).toEqual(['-', 'A', 'AB', 'B']);
+        expect(names({ all: [A], none: [A] })).toEqual([]);
+        expect(names({ all: [Velocity] })).toEqual([]);
+    });
+
+    test('entities spawned later, in new archetypes, are matched too', async () => {
+        const world = await newWorld();
+        const q = world.query({ all: [Position], none: [B] });
+        expect(q.count()).toBe(0);
+        const a = world.spawn(Position, A);
+        const b = world.spawn(Position, B);
+        const c = world.spawn(Position, C, Velocity);
+        expect(sorted(q.entities())).toEqual(sorted([a, c]));
+        world.add(a, B);
+        world.remove(b, B);
+        expect(sorted(q.entities())).toEqual(sorted([b, c]));
+    });
+
+    test('an empty query matches every entity, including empty ones', async () => {
+        const world = await newWorld();
+        const handles = [world.spawn(), world.spawn(A), world.spawn(Position)];
+        expect(sorted(world.query({}).entities())).toEqual(sorted(handles));
+    });
+});
+
+describe('iteration', () => {
+    test('chunk by chunk: count, entities, slots, typed column views', async () => {
+        const world = await newWorld({ chunkBytes: 2048 });
+        const n = 500;
+        const handles = world.spawnMany(n, Position, Stats, Inventory);
+        handles.forEach((e, i) =>
+            world.set(e, Stats, { hp: -i, level: i % 256, mass: i / 3, id: 4e9 + i }),
+        );
+        const seen: number[] = [];
+        let chunks = 0;
+        const q = world.query({ all: [Position, Stats, Inventory] });
+        for (const chunk of q) {
+            expect(chunk).toBeInstanceOf(Chunk);
+            expect(chunk.index).toBe(chunks++);
+            expect(chunk.filtered).toBe(false);
+            expect(chunk.rowCount).toBe(chunk.count);
+            expect(chunk.count).toBeGreaterThan(0);
+            expect([...chunk.slots]).toEqual([...Array(chunk.count).keys()]);
+            const entities = chunk.entities;
+            expect(entities).toBeInstanceOf(Uint32Array);
+            expect(entities).toHaveLength(chunk.count);
+            const x = chunk.column(Position, 'x');
+            const hp = chunk.column(Stats, 'hp');
+            const level = chunk.column(Stats, 'level');
+            const mass = chunk.column(Stats, 'mass');
+            const id = chunk.column(Stats, 'id');
+            expect([x, hp, level, mass, id].map((v) => v.constructor)).toEqual([
+                Float32Array,
+                Int16Array,
+                Uint8Array,
+                Float64Array,
+                Uint32Array,
+            ]);
+            expect(x).toHaveLength(chunk.count);
+            expect(chunk.column(Inventory, 'items')).toHaveLength(chunk.count * 4); // stride 4
+            for (let i = 0; i < chunk.count; i++) {
+                const e = entities[i]!;
+                const stats = world.get(e, Stats);
+                expect([hp[i], level[i], mass[i], id[i]]).toEqual([stats.hp, stats.level, stats.mass, stats.id]);
+                seen.push(e);
+            }
+        }
+        expect(chunks).toBeGreaterThanOrEqual(3);
+        expect(sorted(seen)).toEqual(sorted(handles));
+    });
+
+    test('writes through views land on the right entity; array fields at row * length + k', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(200, Position, Inventory);
+        for (const chunk of world.query({ all: [Position, Inventory] })) {
+            const x = chunk.column(Position, 'x');
+            const y = chunk.column(Position, 'y');
+            const items = chunk.column(Inventory, 'items');
+            chunk.entities.forEach((e, i) => {
+                x[i] = e;
+                y[i] = -e;
+                for (let k = 0; k < 4; k++) items[i * 4 + k] = e * 10 + k;
+            });
+        }
+        for (const e of handles) {
+            expect(world.get(e, Position)).toEqual({ x: e, y: -e });
+            expect(world.get(e, Inventory, 'items')).toEqual([0, 1, 2, 3].map((k) => e * 10 + k));
+        }
+    });
+
+    test('column views of one chunk are cached; another field or chunk gets its own', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(200, Position);
+        const views = [];
+        for (const chunk of world.query({ all: [Position] })) {
+            expect(chunk.column(Position, 'x')).toBe(chunk.column(Position, 'x'));
+            expect(chunk.column(Position, 'y')).not.toBe(chunk.column(Position, 'x'));
+            views.push(chunk.column(Position, 'x'));
+        }
+        expect(views.length).toBeGreaterThan(1);
+        expect(new Set(views.map((v) => v.byteOffset)).size).toBe(views.length);
+    });
+
+    test('a chunk expires when the iteration moves on', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(200, Position);
+        let first: Chunk | undefined;
+        for (const chunk of world.query({ all: [Position] })) {
+            if (first === undefined) {
+                first = chunk;
+                continue;
+            }
+            expectError(() => first!.column(Position, 'x'), 'CHUNK_EXPIRED', { operation: 'chunk.column' });
+            expectError(() => first!.entities, 'CHUNK_EXPIRED');
+            expectError(() => first!.slots, 'CHUNK_EXPIRED');
+            expectError(() => first!.markChanged(Position), 'CHUNK_EXPIRED');
+            break;
+        }
+        expect(first).toBeDefined();
+    });
+
+    test('column of a field the schema lacks, or of a component the chunk lacks', async () => {
+        const world = await newWorld();
+        world.spawn(Position, A);
+        for (const chunk of world.query({ all: [Position] })) {
+            expectError(() => chunk.column(Position, 'z' as never), 'UNKNOWN_FIELD', { component: 'Position', field: 'z' });
+            expectError(() => chunk.column(Velocity, 'x'), 'MISSING_COMPONENT', { component: 'Velocity' });
+            expectError(() => chunk.column(A, 'x' as never), 'TAG_HAS_NO_DATA', { component: 'A' });
+        }
+    });
+});
+
+describe('count and entities', () => {
+    test('count() and entities() agree with iteration; entities() is a fresh array', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(300, Position, A);
+        world.spawnMany(50, Position, B);
+        const q = world.query({ all: [Position, A] });
+        expect(q.count()).toBe(300);
+        const list = q.entities();
+        expect(sorted(list)).toEqual(sorted(handles));
+        const iterated: number[] = [];
+        for (const chunk of q) iterated.push(...chunk.entities);
+        expect([...list]).toEqual(iterated); // same order as iteration
+        list.fill(0);
+        expect(sorted(q.entities())).toEqual(sorted(handles));
+    });
+});
+
+describe('bulk changes', () => {
+    test('addAll adds a zeroed component or a tag, keeping data; others untouched', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const moving = world.spawnMany(150, Position({ x: 1, y: 2 }), A);
+        const both = world.spawnMany(30, Position({ x: 3, y: 4 }), A, B);
+        const other = world.spawnMany(20, Position({ x: 5, y: 6 }));
+        const q = world.query({ all: [A] });
+        q.addAll(Velocity);
+        q.addAll(C);
+        for (const e of [...moving, ...both]) {
+            expect(world.get(e, Velocity)).toEqual({ x: 0, y: 0 });
+            expect(world.has(e, C)).toBe(true);
+        }
+        for (const e of moving) expect(world.get(e, Position)).toEqual({ x: 1, y: 2 });
+        for (const e of both) expect(world.get(e, Position)).toEqual({ x: 3, y: 4 });
+        for (const e of other) {
+            expect(world.has(e, Velocity) || world.has(e, C)).toBe(false);
+            expect(world.get(e, Position)).toEqual({ x: 5, y: 6 });
+        }
+        // Adding what they all have already does nothing.
+        q.addAll(A);
+        expect(world.query({ all: [A, C, Velocity] }).count()).toBe(180);
+        world.validate();
+    });
+
+    test('removeAll removes from every match only', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const tagged = world.spawnMany(120, Position({ x: 7 }), Velocity({ y: 1 }), A);
+        const plain = world.spawnMany(10, Position({ x: 8 }), Velocity({ y: 2 }));
+        world.query({ all: [A] }).removeAll(Velocity);
+        for (const e of tagged) {
+            expect(world.has(e, Velocity)).toBe(false);
+            expect(world.get(e, Position, 'x')).toBe(7);
+        }
+        for (const e of plain) expect(world.get(e, Velocity, 'y')).toBe(2);
+        world.query({ all: [Position], none: [Velocity] }).removeAll(A);
+        expect(world.query({ all: [A] }).count()).toBe(0);
+        world.validate();
+    });
+
+    test('despawnAll despawns every match only', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const doomed = world.spawnMany(200, Position, A);
+        const kept = world.spawnMany(20, Position({ x: 4 }));
+        world.query({ all: [A] }).despawnAll();
+        for (const e of doomed) expect(world.isAlive(e)).toBe(false);
+        for (const e of kept) expect(world.get(e, Position, 'x')).toBe(4);
+        expect(world.stats().entityCount).toBe(20);
+        world.query({ all: [B] }).despawnAll(); // nothing matches: fine
+        world.validate();
+    });
+});
+
+describe('consumers', () => {
+    test('count, addAll, removeAll, despawnAll refuse consumer queries (they would consume a run)', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, A);
+        for (const desc of [{ changed: [Position] }, { added: [Position] }, { all: [Position], removed: [A] }]) {
+            const q = world.query(desc);
+            expect(q.consumer).toBe(true);
+            expectError(() => q.count(), 'INVALID_ARGUMENT', { operation: 'query.count' });
+            expectError(() => q.addAll(B), 'INVALID_ARGUMENT', { operation: 'query.addAll' });
+            expectError(() => q.removeAll(A), 'INVALID_ARGUMENT', { operation: 'query.removeAll' });
+            expectError(() => q.despawnAll(), 'INVALID_ARGUMENT', { operation: 'query.despawnAll' });
+        }
+        expect(world.isAlive(e) && world.has(e, A) && !world.has(e, B)).toBe(true);
+        expect(world.query({ all: [Position] }).consumer).toBe(false);
+    });
+
+    test('writes must name a component the query requires', async () => {
+        const world = await newWorld();
+        expectError(() => world.query({ all: [Position], writes: [Velocity] }), 'INVALID_ARGUMENT', { component: 'Velocity' });
+        expectError(() => world.query({ any: [Position], writes: [Position] }), 'INVALID_ARGUMENT');
+        expect(world.query({ changed: [Position], writes: [Position] }).filtered).toBe(true);
+    });
+
+    test('a consumer has one live run; a plain query may nest', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        const consumer = world.query({ added: [Position] });
+        let inner = 0;
+        for (const _ of consumer) {
+            expectError(() => consumer.chunks(), 'QUERY_IN_USE');
+            expectError(() => consumer.close(), 'QUERY_IN_USE');
+        }
+        const plain = world.query({ all: [Position] });
+        for (const _ of plain) for (const __ of plain) inner++;
+        expect(inner).toBe(1);
+        world.tick(); // nothing is left live
+    });
+});
+
+describe('ending a run', () => {
+    test('break ends the run: deferred changes are applied, the world can tick', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(300, Position);
+        let spawned = 0;
+        let visited = 0;
+        for (const _ of world.query({ all: [Position] })) {
+            spawned = world.spawn(Velocity({ x: 3 }));
+            visited++;
+            break;
+        }
+        expect(visited).toBe(1);
+        expect(world.get(spawned, Velocity, 'x')).toBe(3);
+        world.tick();
+        world.validate();
+    });
+
+    test('throwing out of the loop ends the run too', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        let despawned = 0;
+        expect(() => {
+            for (const chunk of world.query({ all: [Position] })) {
+                despawned = chunk.entities[0]!;
+                world.despawn(despawned);
+                throw new Error('boom');
+            }
+        }).toThrow('boom');
+        expect(world.isAlive(despawned)).toBe(false);
+        world.tick();
+    });
+
+    test('a consumer broken out of early consumes the whole run (documented: same as reaching the end)', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(300, Position);
+        const changed = world.query({ changed: [Position] });
+        for (const e of handles) world.set(e, Position, { x: 1 });
+        let chunks = 0;
+        for (const _ of changed) {
+            chunks++;
+            break;
+        }
+        expect(chunks).toBe(1);
+        expect(changed.entities()).toHaveLength(0);
+    });
+});
+
+describe('structural changes while iterating are deferred', () => {
+    test('spawn inside the loop: a pending handle until the loop ends', async () => {
+        const world = await newWorld();
+        world.spawnMany(10, Position);
+        const spawned: number[] = [];
+        let visited = 0;
+        for (const chunk of world.query({ all: [Position] })) {
+            visited += chunk.count;
+            for (let i = 0; i < chunk.count; i++) {
+                const e = world.spawn(Position({ x: i, y: 1 }), A);
+                spawned.push(e);
+                expectError(() => world.get(e, Position), 'PENDING_ENTITY', { entity: e });
+                expectError(() => world.has(e, A), 'PENDING_ENTITY', { entity: e });
+                world.set(e, Position, 'y', 2); // recorded with it
+            }
+            expect(world.stats().entityCount).toBe(10);
+        }
+        expect(visited).toBe(10); // the new ones were not visited
+        expect(world.stats().entityCount).toBe(20);
+        spawned.forEach((e, i) => {
+            expect(world.get(e, Position)).toEqual({ x: i, y: 2 });
+            expect(world.has(e, A)).toBe(true);
+        });
+        world.validate();
+    });
+
+    test('despawning every entity of the loop inside it: all visited, all gone after', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const doomed = world.spawnMany(400, Position, A);
+        const kept = world.spawnMany(5, Position({ x: 1 }));
+        const visited: number[] = [];
+        for (const chunk of world.query({ all: [A] })) {
+            for (const e of chunk.entities) {
+                visited.push(e);
+                world.despawn(e);
+                expect(world.has(e, A)).toBe(true); // still there until the loop ends
+            }
+        }
+        expect(sorted(visited)).toEqual(sorted(doomed));
+        for (const e of doomed) expect(world.isAlive(e)).toBe(false);
+        for (const e of kept) expect(world.get(e, Position, 'x')).toBe(1);
+        expect(world.stats().entityCount).toBe(5);
+        world.validate();
+    });
+
+    test('add and remove inside the loop apply after it, in order', async () => {
+        const world = await newWorld();
+        const handles = world.spawnMany(20, Position);
+        for (const chunk of world.query({ all: [Position], none: [A] })) {
+            for (const e of chunk.entities) {
+                world.add(e, A);
+                world.add(e, B);
+                world.remove(e, B);
+                expect(world.has(e, A)).toBe(false);
+            }
+        }
+        for (const e of handles) expect([world.has(e, A), world.has(e, B)]).toEqual([true, false]);
+        world.validate();
+    });
+
+    test('spawnMany inside the loop: pending handles, values applied after', async () => {
+        const world = await newWorld();
+        world.spawn(A);
+        let batch: Uint32Array = new Uint32Array(0);
+        for (const _ of world.query({ all: [A] })) {
+            batch = world.spawnMany(50, Position({ x: 5, y: 6 }), B);
+            expectError(() => world.get(batch[0]!, Position), 'PENDING_ENTITY');
+        }
+        expect(batch).toHaveLength(50);
+        for (const e of batch) expect(world.get(e, Position)).toEqual({ x: 5, y: 6 });
+    });
+
+    test('a pending entity is alive (its handle is valid), and dead again if despawned before the flush', async () => {
+        const world = await newWorld();
+        world.spawn(A);
+        let kept = 0;
+        let dropped = 0;
+        for (const _ of world.query({ all: [A] })) {
+            kept = world.spawn(Position);
+            dropped = world.spawn(Position);
+            expect(world.isAlive(kept)).toBe(true);
+            world.despawn(dropped); // deferred too
+        }
+        expect(world.isAlive(kept)).toBe(true);
+        expect(world.isAlive(dropped)).toBe(false);
+    });
+
+    test('add with values to a pending entity is deferred with it', async () => {
+        const world = await newWorld();
+        world.spawn(A);
+        let e = 0;
+        for (const _ of world.query({ all: [A] })) {
+            e = world.spawn(Position({ x: 1 }));
+            world.add(e, Velocity({ y: 2 }), B);
+            world.add(e, Position({ y: 3 })); // one it will have: its values still land
+        }
+        expect(world.get(e, Velocity)).toEqual({ x: 0, y: 2 });
+        expect(world.get(e, Position)).toEqual({ x: 1, y: 3 });
+        expect(world.has(e, B)).toBe(true);
+    });
+
+    test('add with values inside the loop: written at once when the entity has the component', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 1 }), A);
+        for (const _ of world.query({ all: [A] })) world.add(e, Position({ y: 5 }));
+        expect(world.get(e, Position)).toEqual({ x: 1, y: 5 });
+    });
+
+    test('add with values inside the loop to a placed entity lacking the component fails whole', async () => {
+        // The add would be deferred, but writes to placed entities are not: nothing may be
+        // recorded by a call that fails.
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 1 }), A);
+        for (const _ of world.query({ all: [A] })) {
+            expectError(() => world.add(e, B, Velocity({ x: 2 })), 'MISSING_COMPONENT', {
+                entity: e,
+                component: 'Velocity',
+                operation: 'world.add',
+            });
+        }
+        expect(world.has(e, B) || world.has(e, Velocity)).toBe(false);
+        world.validate();
+    });
+
+    test('addAll, removeAll and despawnAll inside a loop are deferred too', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const tagged = world.spawnMany(150, Position({ x: 2 }), A);
+        const other = world.spawnMany(150, Position({ x: 3 }), C);
+        const third = world.spawnMany(20, Position({ x: 4 }), B);
+        let chunks = 0;
+        for (const _ of world.query({ all: [Position] })) {
+            if (chunks++ > 0) continue;
+            world.query({ all: [A] }).addAll(B);
+            world.query({ all: [B], none: [A] }).removeAll(B);
+            world.query({ all: [C] }).despawnAll();
+            expect(world.has(tagged[0]!, B)).toBe(false);
+            expect(world.has(third[0]!, B)).toBe(true);
+            expect(world.isAlive(other[0]!)).toBe(true);
+        }
+        expect(chunks).toBeGreaterThan(2); // the loop went on over unchanged chunks
+        for (const e of tagged) expect([world.has(e, A), world.has(e, B), world.get(e, Position, 'x')]).toEqual([true, true, 2]);
+        for (const e of third) expect([world.has(e, B), world.get(e, Position, 'x')]).toEqual([false, 4]);
+        for (const e of other) expect(world.isAlive(e)).toBe(false);
+        world.validate();
+    });
+
+    test('non-structural writes inside the loop happen at once', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        for (const chunk of world.query({ all: [Position] })) {
+            world.set(e, Position, { x: 4 });
+            expect(chunk.column(Position, 'x')[0]).toBe(4);
+            expect(world.get(e, Position, 'x')).toBe(4);
+        }
+    });
+
+    test('world.destroy and world.tick refuse while an iteration is live', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 3 }));
+        const it = world.query({ all: [Position] })[Symbol.iterator]();
+        it.next();
+        expectError(() => world.destroy(), 'QUERY_IN_USE');
+        expectError(() => world.tick(), 'QUERY_IN_USE');
+        expect(snapshot(world, [e], [Position])).toEqual({ entities: [[e, { Position: { x: 3, y: 0 } }]], count: 1 });
+        it.return!();
+        world.tick();
+    });
+});

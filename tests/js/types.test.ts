@@ -1,0 +1,201 @@
+// Type tests for the schema inference: checked by `npx tsc -p tests/js/tsconfig.json` (every
+// expectTypeOf and every @ts-expect-error line), and run, so the runtime agrees with the types.
+import { describe, expect, expectTypeOf, test } from 'vitest';
+
+import {
+    component,
+    tag,
+    type Changes,
+    type Chunk,
+    type ColumnOf,
+    type Component,
+    type ComponentInit,
+    type Entity,
+    type FieldName,
+    type FloatFieldName,
+    type Values,
+    type ValuesInput,
+} from '../../dist/index.js';
+import { expectError, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Position = component('Position', { x: 'f32', y: 'f32' });
+const Mixed = component('Mixed', {
+    a: 'f64',
+    b: 'i8',
+    c: 'u8',
+    d: 'i16',
+    e: 'u16',
+    f: 'i32',
+    g: 'u32',
+    slots: ['u32', 4],
+    weights: ['f32', 3],
+});
+const Frozen = tag('Frozen');
+
+describe('schema inference', () => {
+    test('component() keeps field names and types', () => {
+        expectTypeOf(Position).toEqualTypeOf<Component<{ readonly x: 'f32'; readonly y: 'f32' }>>();
+        expectTypeOf<FieldName<typeof Position.schema>>().toEqualTypeOf<'x' | 'y'>();
+        expectTypeOf<FloatFieldName<typeof Mixed.schema>>().toEqualTypeOf<'a' | 'weights'>();
+        expectTypeOf(Frozen).toEqualTypeOf<Component<{}>>();
+        expectTypeOf(Position({ x: 1 })).toEqualTypeOf<ComponentInit<{ readonly x: 'f32'; readonly y: 'f32' }>>();
+        expect(Position.fields.map((f) => f.name)).toEqual(['x', 'y']);
+    });
+
+    test('initial values: known fields, numbers, array-likes for array fields', () => {
+        expectTypeOf<ValuesInput<typeof Mixed.schema>>().toEqualTypeOf<{
+            readonly a?: number;
+            readonly b?: number;
+            readonly c?: number;
+            readonly d?: number;
+            readonly e?: number;
+            readonly f?: number;
+            readonly g?: number;
+            readonly slots?: ArrayLike<number>;
+            readonly weights?: ArrayLike<number>;
+        }>();
+        Mixed({ slots: new Uint32Array(4), weights: [1, 2, 3] });
+        // @ts-expect-error: no field z
+        Position({ z: 1 });
+        // @ts-expect-error: a number field takes numbers
+        Position({ x: '1' });
+        // @ts-expect-error: an array field takes an array
+        Mixed({ slots: 1 });
+        // @ts-expect-error: a scalar field does not take an array
+        Mixed({ a: [1] });
+    });
+});
+
+describe('columns', () => {
+    test('chunk.column is the typed array of the field type; array fields too', async () => {
+        const world = await newWorld();
+        world.spawn(Position, Mixed);
+        for (const chunk of world.query({ all: [Position, Mixed] })) {
+            expectTypeOf(chunk).toEqualTypeOf<Chunk>();
+            const x = chunk.column(Position, 'x');
+            expectTypeOf(x).toEqualTypeOf<Float32Array>();
+            expect(x).toBeInstanceOf(Float32Array);
+            const columns = {
+                a: chunk.column(Mixed, 'a'),
+                b: chunk.column(Mixed, 'b'),
+                c: chunk.column(Mixed, 'c'),
+                d: chunk.column(Mixed, 'd'),
+                e: chunk.column(Mixed, 'e'),
+                f: chunk.column(Mixed, 'f'),
+                g: chunk.column(Mixed, 'g'),
+                slots: chunk.column(Mixed, 'slots'),
+                weights: chunk.column(Mixed, 'weights'),
+            };
+            expectTypeOf(columns).toEqualTypeOf<{
+                a: Float64Array;
+                b: Int8Array;
+                c: Uint8Array;
+                d: Int16Array;
+                e: Uint16Array;
+                f: Int32Array;
+                g: Uint32Array;
+                slots: Uint32Array;
+                weights: Float32Array;
+            }>();
+            expect(Object.values(columns).map((v) => v.constructor)).toEqual([
+                Float64Array,
+                Int8Array,
+                Uint8Array,
+                Int16Array,
+                Uint16Array,
+                Int32Array,
+                Uint32Array,
+                Uint32Array,
+                Float32Array,
+            ]);
+            expectTypeOf<ColumnOf<typeof Mixed.schema, 'c'>>().toEqualTypeOf<Uint8Array>();
+            expectTypeOf(chunk.entities).toEqualTypeOf<Uint32Array>();
+            expectTypeOf(chunk.slots).toEqualTypeOf<Uint32Array>();
+            // @ts-expect-error: misspelt field
+            expectError(() => chunk.column(Position, 'z'), 'UNKNOWN_FIELD');
+            // @ts-expect-error: a tag has no columns
+            expectError(() => chunk.column(Frozen, 'x'), 'TAG_HAS_NO_DATA');
+        }
+    });
+});
+
+describe('get and set', () => {
+    test('get returns the schema as numbers and number arrays', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position({ x: 1, y: 2 }), Mixed({ slots: [1, 2, 3, 4] }));
+        expectTypeOf(e).toEqualTypeOf<Entity>();
+        const position = world.get(e, Position);
+        expectTypeOf(position).toEqualTypeOf<{ x: number; y: number }>();
+        expect(position).toEqual({ x: 1, y: 2 });
+        expectTypeOf(world.get(e, Mixed)).toEqualTypeOf<Values<typeof Mixed.schema>>();
+        expectTypeOf(world.get(e, Mixed).slots).toEqualTypeOf<number[]>();
+        expectTypeOf(world.get(e, Mixed, 'slots')).toEqualTypeOf<number[]>();
+        expectTypeOf(world.get(e, Position, 'x')).toEqualTypeOf<number>();
+        expect(world.get(e, Mixed, 'slots')).toEqual([1, 2, 3, 4]);
+        expect(typeof world.get(e, Position, 'x')).toBe('number');
+        // @ts-expect-error: misspelt field
+        expectError(() => world.get(e, Position, 'z'), 'UNKNOWN_FIELD');
+        // @ts-expect-error: Values has no such property
+        expect(world.get(e, Position).z).toBeUndefined();
+    });
+
+    test('set takes known fields with values of the right shape', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, Mixed);
+        world.set(e, Position, { x: 1 });
+        world.set(e, Position, 'y', 2);
+        world.set(e, Mixed, 'slots', new Uint32Array([1, 2, 3, 4]));
+        world.set(e, Mixed, { weights: [0.5, 1, 2], b: -1 });
+        expect(world.get(e, Position)).toEqual({ x: 1, y: 2 });
+        // @ts-expect-error: misspelt field (object form)
+        expectError(() => world.set(e, Position, { z: 1 }), 'UNKNOWN_FIELD');
+        // @ts-expect-error: misspelt field (one field)
+        expectError(() => world.set(e, Position, 'z', 1), 'UNKNOWN_FIELD');
+        // @ts-expect-error: a string into a number field
+        expectError(() => world.set(e, Position, 'x', '1'), 'BAD_VALUE');
+        // @ts-expect-error: a string into a number field (object form)
+        expectError(() => world.set(e, Position, { x: '1' }), 'BAD_VALUE');
+        // @ts-expect-error: a number into an array field
+        expectError(() => world.set(e, Mixed, 'slots', 4), 'BAD_VALUE');
+        // @ts-expect-error: an array into a scalar field
+        expectError(() => world.set(e, Mixed, { a: [1] }), 'BAD_VALUE');
+        expect(world.get(e, Position)).toEqual({ x: 1, y: 2 });
+    });
+});
+
+describe('kernels and results', () => {
+    test('kernels take float fields only', async () => {
+        const world = await newWorld();
+        world.spawn(Position, Mixed);
+        const q = world.query({ all: [Position, Mixed] });
+        q.offset(Position, 'x', 1);
+        q.fill(Mixed, 'weights', 2);
+        q.addScaled(Position, 'y', Position, 'x', 1);
+        expectTypeOf(q.countdown(Mixed, 'a', 1)).toEqualTypeOf<Uint32Array>();
+        // @ts-expect-error: i32 field
+        expectError(() => q.offset(Mixed, 'f', 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: u8 field
+        expectError(() => q.scale(Mixed, 'c', 2), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: u32 array field
+        expectError(() => q.fill(Mixed, 'slots', 0), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: integer source field
+        expectError(() => q.addScaled(Position, 'x', Mixed, 'g', 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: i16 field
+        expectError(() => q.clamp(Mixed, 'd', 0, 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: misspelt field
+        expectError(() => q.countdown(Position, 'z', 1), 'UNKNOWN_FIELD');
+        expect(world.get(world.query({ all: [Mixed] }).entities()[0]!, Mixed, 'weights')).toEqual([2, 2, 2]);
+    });
+
+    test('drain results are typed arrays', async () => {
+        const world = await newWorld();
+        const sub = world.subscribe({ added: [Position], removed: [Position] });
+        const changes = sub.drain();
+        expectTypeOf(changes).toEqualTypeOf<Changes>();
+        expectTypeOf(changes.entities).toEqualTypeOf<Uint32Array>();
+        expectTypeOf(changes.removedOf(Position)).toEqualTypeOf<Uint32Array>();
+        expect(changes.empty).toBe(true);
+    });
+});
