@@ -168,9 +168,30 @@ void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, u
 
 void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, const uint32_t *rows,
                     uint32_t n) {
-    if (world->components[chunk->archetype->components[type]].level == TES_UNTRACKED) return;
+    tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
+    if (!t) return; /* untracked here */
+    uint64_t tick = world->change_tick;
+    bool dirty = level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY;
+    if (rows) {
+        for (uint32_t i = 0; i < n; i++) {
+            t->changed[rows[i]] = tick;
+            if (dirty) list_row(world, t, rows[i]);
+        }
+        return;
+    }
+    /* Rows 0..n-1: what hosts mark after writing a whole chunk, every frame. The tick stores
+     * are a straight loop; 64 rows whose bits are all set already (the steady state of a
+     * chunk written every frame) cost one word compare instead of 64 bit tests. */
     for (uint32_t i = 0; i < n; i++)
-        tesi_mark_changed(world, chunk, type, rows ? rows[i] : i);
+        t->changed[i] = tick;
+    if (!dirty) return;
+    for (uint32_t word = 0; word * 64u < n; word++) {
+        uint32_t rows_here = n - word * 64u < 64u ? n - word * 64u : 64u;
+        uint64_t want = rows_here == 64u ? ~0ull : (1ull << rows_here) - 1u;
+        if ((t->bits[word] & want) == want) continue;
+        for (uint32_t r = word * 64u; r < word * 64u + rows_here; r++)
+            list_row(world, t, r);
+    }
 }
 
 /* ---- removal logs ---------------------------------------------------------------------- */
