@@ -33,6 +33,7 @@ export {
     type FieldInfo,
     type FieldName,
     type FloatFieldName,
+    type FieldLike,
     type ColumnOf,
     type ColumnArray,
     type TypedArrayOf,

@@ -13,6 +13,7 @@ import {
     type ColumnArray,
     type ColumnOf,
     type Component,
+    type FieldLike,
     type FieldName,
     type FloatFieldName,
     type Schema,
@@ -198,18 +199,17 @@ export class Query {
 
     // ---- bulk structural changes ---------------------------------------------------------
 
-    /** Adds a component (zeroed) or tag to every entity the query matches, archetype by archetype. */
+    /**
+     * Adds a component (zeroed) or tag to every entity the query matches, a whole archetype at
+     * a time (whole chunks change owner when only tags differ and nothing is tracked).
+     */
     addAll(component: Component<any>): void {
-        this.forArchetypes('query.addAll', component, (world, archetype, id) =>
-            this.world.heap.exports.tes_archetype_add(world, archetype, id),
-        );
+        this.changeAll('query.addAll', component, true);
     }
 
     /** Removes a component or tag from every entity the query matches. */
     removeAll(component: Component<any>): void {
-        this.forArchetypes('query.removeAll', component, (world, archetype, id) =>
-            this.world.heap.exports.tes_archetype_remove(world, archetype, id),
-        );
+        this.changeAll('query.removeAll', component, false);
     }
 
     /** Despawns every entity the query matches. */
@@ -241,11 +241,11 @@ export class Query {
      * `a += b * factor`, e.g. `moving.addScaled(Position, 'x', Velocity, 'x', dt)`. Both
      * fields must have the same type and length.
      */
-    addScaled<S extends Schema, T extends Schema>(
+    addScaled<S extends Schema, K extends FloatFieldName<S>, T extends Schema>(
         component: Component<S>,
-        field: FloatFieldName<S>,
+        field: K,
         source: Component<T>,
-        sourceField: FloatFieldName<T>,
+        sourceField: FieldLike<T, S[K]>,
         factor: number,
     ): void {
         this.apply('query.addScaled', OP.addScaled, component, field, factor, 0, 0, source, sourceField);
@@ -291,18 +291,27 @@ export class Query {
         }
     }
 
-    private forArchetypes(
-        operation: string,
-        component: Component<any>,
-        change: (world: Pointer, archetype: number, id: number) => number,
-    ): void {
+    private changeAll(operation: string, component: Component<any>, add: boolean): void {
         this.plainOnly(operation);
-        const id = this.world.idOf(component, operation);
+        const owner = this.world;
+        const id = owner.idOf(component, operation);
+        const exports = owner.heap.exports;
+        const change = add ? exports.tes_add : exports.tes_remove;
+        if (owner.liveIterations > 0) {
+            // Deferred: recorded per entity, so that later deferred changes in the same loop
+            // find the entities where they will be (an archetype-wide record would name the
+            // archetype the entities have now, and miss them once moved).
+            for (const entity of this.entities()) {
+                owner.check(change(owner.pointer, entity, id), operation, { entity, component: component.name });
+            }
+            return;
+        }
         const archetypes = new Set<number>();
         for (const chunk of this) archetypes.add(chunk.archetype);
         const world = this.live(operation);
+        const changeArchetype = add ? exports.tes_archetype_add : exports.tes_archetype_remove;
         for (const archetype of archetypes) {
-            this.world.check(change(world, archetype, id), operation, { component: component.name });
+            owner.check(changeArchetype(world, archetype, id), operation, { component: component.name });
         }
     }
 
@@ -394,6 +403,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         try {
             this.finishChunk();
         } catch (error) {
+            this.query.world.heap.exports.tes_iter_fini(this.block);
             this.end();
             throw error;
         }
@@ -458,8 +468,12 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current?.expire();
         this.current = undefined;
         this.query.runs--;
-        this.query.world.liveIterations--;
-        this.query.world.returnIterBlock(this.block);
+        const world = this.query.world;
+        world.liveIterations--;
+        world.returnIterBlock(this.block);
+        // The C core applied its deferred commands when its last run ended; now the values
+        // of deferred adds can go into their rows.
+        if (world.liveIterations === 0) world.flushDeferredInits();
     }
 }
 

@@ -46,6 +46,11 @@ export type FloatFieldName<S extends Schema> = {
     [K in FieldName<S>]: ScalarOf<S[K]> extends 'f32' | 'f64' ? K : never;
 }[FieldName<S>];
 
+/** Names of the fields of `S` with exactly the spec `F` (same type and array length). */
+export type FieldLike<S extends Schema, F extends FieldSpec> = {
+    [K in FieldName<S>]: [S[K]] extends [F] ? ([F] extends [S[K]] ? K : never) : never;
+}[FieldName<S>];
+
 /** The column view type of one field: `Float32Array` for an `f32` field, and so on. */
 export type ColumnOf<S extends Schema, K extends FieldName<S>> = TypedArrayOf[ScalarOf<S[K]>];
 

@@ -124,9 +124,19 @@ export class Subscription {
 
     /**
      * The same run as {@link Subscription.drain}, chunk by chunk, with column views: each
-     * chunk's `slots` are the added / changed rows only.
+     * chunk's `slots` are the added / changed rows only. Not for subscriptions with `removed`
+     * terms (the loop could not report removals, and would consume them).
      */
     chunks(): ChunkIterator {
+        this.query.live('subscription.chunks');
+        if (this.query.removedComponents.length > 0) {
+            // A chunk loop has no place to hand out removals, and its run would consume them.
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                'subscription.chunks',
+                'this subscription reports removals: use drain(), or a separate subscription for them',
+            );
+        }
         return this.query.chunks();
     }
 

@@ -42,8 +42,8 @@ export interface WorldOptions {
     /** Bytes of one chunk block (default 65536, rounded up to a multiple of 64, at least 1024). */
     readonly chunkBytes?: number;
     /**
-     * Freed entity slots are reused only while more than this many wait (default 4096), which
-     * delays a stale handle aliasing a new entity (see the README's entity handles section).
+     * Freed entity slots are reused only while more than this many wait (default 4096, at
+     * least 1), which delays a stale handle aliasing a new entity (see the README).
      */
     readonly minFreeIndices?: number;
     /**
@@ -103,6 +103,12 @@ export class World {
     readonly debug: boolean;
     /** @internal Live iterations started from JS. */
     liveIterations = 0;
+    /**
+     * Initial values of adds deferred by a live iteration, by entity and C component id. They
+     * are written straight into the rows when the last iteration ends (after the C core applied
+     * the deferred commands), so they count as part of the add, not as a change.
+     */
+    private deferredInits = new Map<Entity, Map<number, DeferredInit>>();
 
     /** C component id by component key (the definition's process-wide number). */
     private readonly ids: number[] = [];
@@ -119,8 +125,10 @@ export class World {
         const desc = heap.scratch;
         const u32 = heap.u32;
         u32.fill(0, desc >>> 2, (desc >>> 2) + 8);
-        u32[desc >>> 2] = checkCount(options.chunkBytes ?? 0, operation, 'chunkBytes');
-        u32[(desc >>> 2) + 1] = checkCount(options.minFreeIndices ?? 0, operation, 'minFreeIndices');
+        // In C, 0 means "the default": here the default is an absent option, and 0 is refused
+        // rather than silently meaning something else.
+        u32[desc >>> 2] = positive(options.chunkBytes, operation, 'chunkBytes');
+        u32[(desc >>> 2) + 1] = positive(options.minFreeIndices, operation, 'minFreeIndices');
         const out = desc + 32;
         this.pointer = 0;
         this.check(heap.exports.tes_world_create(desc, out), operation);
@@ -229,34 +237,21 @@ export class World {
     /**
      * Adds components (or tags), each optionally with initial values. Adding a component the
      * entity already has keeps its data, and then writes the given values as a change. Inside
-     * an iteration the add is deferred, so values for a component a placed entity lacks are
-     * refused (`MISSING_COMPONENT`, nothing added): set them after the loop.
+     * an iteration the add is deferred like every structural change; its values are written
+     * when the iteration ends (after the deferred commands, as part of the add).
      */
     add(entity: Entity, ...items: ComponentItem[]): void {
         const operation = 'world.add';
         const set = this.componentSet(items, operation);
         const world = this.live(operation);
-        handle(entity, operation);
+        this.requireAlive(entity, operation);
         const exports = this.heap.exports;
-        // Which components with values the entity has, asked before anything is added. A
-        // pending entity cannot answer (its adds and values are deferred alike). Inside an
-        // iteration the add is deferred but a write to a placed entity is not, so values for a
-        // component it lacks cannot be written: refuse before anything is recorded.
+        // Which components with values the entity has already, asked before anything is added
+        // (a pending entity has none placed yet).
         const pending = this.liveIterations > 0 && this.pending(entity);
-        const had = set.values.map((values, i) => {
-            if (values === undefined || pending) return false;
-            const component = set.components[i]!;
-            const has = this.hasId(entity, set.ids[i]!, component, operation);
-            if (!has && this.liveIterations > 0) {
-                throw new TesseraError(
-                    'MISSING_COMPONENT',
-                    operation,
-                    'inside an iteration the add is deferred, so values cannot be written yet: add it, then set them after the loop',
-                    { entity, component: component.name },
-                );
-            }
-            return has;
-        });
+        const had = set.values.map(
+            (values, i) => values !== undefined && !pending && this.hasId(entity, set.ids[i]!, set.components[i]!, operation),
+        );
         for (let i = 0; i < set.ids.length; i++) {
             const id = set.ids[i]!;
             const component = set.components[i]!;
@@ -275,7 +270,7 @@ export class World {
     remove(entity: Entity, ...components: Component<any>[]): void {
         const operation = 'world.remove';
         const world = this.live(operation);
-        handle(entity, operation);
+        this.requireAlive(entity, operation);
         const ids = components.map((c) => this.idOf(c, operation));
         for (let i = 0; i < ids.length; i++) {
             this.check(this.heap.exports.tes_remove(world, entity, ids[i]!), operation, {
@@ -288,7 +283,10 @@ export class World {
     /** True when the entity has the component. Throws `STALE_ENTITY` for a dead entity. */
     has(entity: Entity, component: Component<any>): boolean {
         const operation = 'world.has';
-        return this.hasId(entity, this.idOf(component, operation), component, operation);
+        const id = this.knownId(component, operation);
+        if (id !== undefined) return this.hasId(entity, id, component, operation);
+        this.requireAlive(entity, operation); // no entity of this world has it
+        return false;
     }
 
     /** All fields of an entity's component, copied into a fresh object. */
@@ -301,7 +299,13 @@ export class World {
     ): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
         const operation = 'world.get';
-        const id = this.idOf(component, operation);
+        const id = this.knownId(component, operation);
+        if (id === undefined) {
+            // Never used in this world, so no entity has it: say so without registering it.
+            if (field !== undefined) fieldOf(component, field, operation, entity);
+            this.requireAlive(entity, operation);
+            throw this.error(this.resultCode('MISSING_COMPONENT'), operation, { entity, component: component.name, field });
+        }
         if (field !== undefined) {
             const meta = fieldOf(component, field, operation, entity);
             return this.readField(this.fieldPointer(entity, component, id, meta, operation), meta);
@@ -343,7 +347,12 @@ export class World {
                 ? ({ [fieldOrValues]: value } as ValuesInput<any>)
                 : (fieldOrValues as ValuesInput<any>);
         this.checkValues(component, values, operation, entity);
-        this.writeValues(entity, component, id, values, operation);
+        this.requireAlive(entity, operation);
+        // A write to an entity whose add is still deferred joins the add's values: written
+        // through the C core now, it would be applied first and then overwritten by them.
+        const deferred = this.deferredInits.get(entity)?.get(id);
+        if (deferred !== undefined) Object.assign(deferred.values, values);
+        else this.writeValues(entity, component, id, values, operation);
     }
 
     /**
@@ -456,10 +465,21 @@ export class World {
 
     /** @internal Throws the TesseraError of a non-zero C result. */
     check(result: number, operation: string, context?: ErrorContext): void {
-        if (result === 0) return;
+        if (result !== 0) throw this.error(result, operation, context);
+    }
+
+    /** @internal The TesseraError of a C result. */
+    error(result: number, operation: string, context?: ErrorContext): TesseraError {
         const heap = this.heap;
         const problem = heap.messages[result] ?? `unknown result ${result}`;
-        throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, problem, context);
+        return new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, problem, context);
+    }
+
+    /** The C id of a component if this world registered it already (reads need not register). */
+    private knownId(component: Component<any>, operation: string): number | undefined {
+        this.live(operation);
+        if (!isComponent(component)) return this.register(component, operation); // throws
+        return this.ids[component.key];
     }
 
     /** @internal The C id of a component in this world, registering it on first use. */
@@ -607,6 +627,30 @@ export class World {
         }
     }
 
+    /** Throws `STALE_ENTITY` unless the handle names a live or pending entity. */
+    private requireAlive(entity: Entity, operation: string): void {
+        if (!this.isAlive(handle(entity, operation))) {
+            throw this.error(this.resultCode('STALE_ENTITY'), operation, { entity });
+        }
+    }
+
+    /**
+     * @internal Writes the initial values of deferred adds; called when the last live
+     * iteration ended, so the C core has applied its deferred commands. A value whose entity
+     * is gone or lost the component again by then is dropped, as the C core drops a deferred
+     * command whose entity is gone.
+     */
+    flushDeferredInits(): void {
+        if (this.deferredInits.size === 0 || this.pointer === 0) return;
+        const inits = this.deferredInits;
+        this.deferredInits = new Map();
+        for (const [entity, byId] of inits) {
+            for (const { component, values } of byId.values()) {
+                this.writeInitial(entity, component, values, 'deferred add', true);
+            }
+        }
+    }
+
     /** True when the handle names an entity spawned inside an iteration, not placed yet. */
     private pending(entity: Entity): boolean {
         const result = this.heap.exports.tes_location(this.pointer, entity, this.heap.scratch);
@@ -678,26 +722,32 @@ export class World {
 
     /**
      * Writes the initial values of a new component straight into its row, so they count as
-     * part of the add, not as a change. A pending entity (spawned inside an iteration) gets
-     * them through deferred writes instead, which count as a change when applied.
+     * part of the add, not as a change. While an iteration is live the add is deferred: the
+     * values wait for it (see `flushDeferredInits`); `dropMissing` is for that flush.
      */
     private writeInitial(
         entity: Entity,
         component: Component<any>,
         values: ValuesInput<any>,
         operation: string,
+        dropMissing = false,
     ): void {
         const heap = this.heap;
         const id = this.idOf(component, operation);
+        if (this.liveIterations > 0) {
+            let byId = this.deferredInits.get(entity);
+            if (byId === undefined) this.deferredInits.set(entity, (byId = new Map()));
+            const known = byId.get(id);
+            if (known !== undefined) Object.assign(known.values, values);
+            else byId.set(id, { component, values: { ...values } });
+            return;
+        }
         for (const [field, value] of Object.entries(values)) {
             if (value === undefined) continue;
             const meta = fieldOf(component, field, operation);
             const out = heap.scratch;
             const result = heap.exports.tes_field_ptr(this.pointer, entity, id, meta.index, out);
-            if (result === this.resultCode('PENDING_ENTITY')) {
-                this.writeValues(entity, component, id, { [field]: value }, operation);
-                continue;
-            }
+            if (result !== 0 && dropMissing) return;
             this.check(result, operation, { entity, component: component.name, field });
             const view = new arrayTypes[meta.type](heap.memory.buffer, heap.u32At(out), meta.length);
             if (meta.length === 1) view[0] = value as number;
@@ -717,9 +767,7 @@ export class World {
         const location = exports.tes_location(this.pointer, entities[0]!, out);
         if (location === this.resultCode('PENDING_ENTITY')) {
             for (const entity of entities) {
-                for (const [component, values] of inits) {
-                    this.writeValues(entity, component, this.idOf(component, operation), values, operation);
-                }
+                for (const [component, values] of inits) this.writeInitial(entity, component, values, operation);
             }
             return;
         }
@@ -768,6 +816,12 @@ export class World {
     }
 }
 
+/** Values waiting for a deferred add. */
+interface DeferredInit {
+    readonly component: Component<any>;
+    readonly values: ValuesInput<any>;
+}
+
 /** Checks that a value is an entity handle (a uint32) before it reaches wasm. */
 function handle(entity: unknown, operation: string): Entity {
     if (typeof entity !== 'number' || entity >>> 0 !== entity) {
@@ -778,6 +832,15 @@ function handle(entity: unknown, operation: string): Entity {
         );
     }
     return entity;
+}
+
+/** An optional option that must be an integer in 1..2^32-1; 0 (the C default) when absent. */
+function positive(value: unknown, operation: string, name: string): number {
+    if (value === undefined) return 0;
+    if (checkCount(value, operation, name) === 0) {
+        throw new TesseraError('INVALID_ARGUMENT', operation, `${name} must be at least 1 (leave it out for the default)`);
+    }
+    return value as number;
 }
 
 /** Checks a count or size option: an integer in 0..2^32-1. */

@@ -140,18 +140,21 @@ describe('registration per world', () => {
         expect(world.stats().componentCount).toBe(0);
         const e = world.spawn();
         expect(world.stats().componentCount).toBe(0);
-        expect(world.has(e, Position)).toBe(false); // has() registers too (the answer is still no)
-        expect(world.stats().componentCount).toBe(1);
+        // Reading does not register: no entity can have a component the world never met.
+        expect(world.has(e, Position)).toBe(false);
+        expectError(() => world.get(e, Position), 'MISSING_COMPONENT', { entity: e, component: 'Position' });
+        expectError(() => world.get(e, Position, 'x'), 'MISSING_COMPONENT', { field: 'x' });
+        expect(world.stats().componentCount).toBe(0);
         world.add(e, Frozen);
-        expect(world.stats().componentCount).toBe(2);
+        expect(world.stats().componentCount).toBe(1);
         world.query({ all: [Inventory] });
-        expect(world.stats().componentCount).toBe(3);
+        expect(world.stats().componentCount).toBe(2);
         // Using them again registers nothing more.
         world.spawn(Position, Frozen, Inventory);
         expect(world.stats().componentCount).toBe(3);
-        expect(world.componentById(0)).toBe(Position);
-        expect(world.componentById(1)).toBe(Frozen);
-        expect(world.componentById(2)).toBe(Inventory);
+        expect(world.componentById(0)).toBe(Frozen);
+        expect(world.componentById(1)).toBe(Inventory);
+        expect(world.componentById(2)).toBe(Position);
         expect(world.componentById(3)).toBeUndefined();
     });
 

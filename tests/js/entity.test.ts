@@ -193,6 +193,13 @@ describe('add, remove, has', () => {
         expectError(() => world.add(e, Health), 'STALE_ENTITY', { entity: e, operation: 'world.add' });
         expectError(() => world.remove(e, Position), 'STALE_ENTITY', { entity: e, operation: 'world.remove' });
         expectError(() => world.markChanged(e, Position), 'STALE_ENTITY', { entity: e });
+        // Calls with nothing to do still check the handle.
+        expectError(() => world.set(e, Position, {}), 'STALE_ENTITY', { entity: e, operation: 'world.set' });
+        expectError(() => world.add(e), 'STALE_ENTITY', { entity: e, operation: 'world.add' });
+        expectError(() => world.remove(e), 'STALE_ENTITY', { entity: e, operation: 'world.remove' });
+        const Unused = component('UnusedByThisWorld', { v: 'f32' });
+        expectError(() => world.has(e, Unused), 'STALE_ENTITY', { entity: e, operation: 'world.has' });
+        expectError(() => world.get(e, Unused), 'STALE_ENTITY', { entity: e, operation: 'world.get' });
     });
 });
 

@@ -222,7 +222,7 @@ describe('after world.destroy()', () => {
 
 describe('createWorld options', () => {
     test('bad options are refused', async () => {
-        for (const options of [{ chunkBytes: -1 }, { chunkBytes: 1.5 }, { minFreeIndices: -2 }, { chunkBytes: '4096' }]) {
+        for (const options of [{ chunkBytes: -1 }, { chunkBytes: 1.5 }, { minFreeIndices: -2 }, { chunkBytes: '4096' }, { minFreeIndices: 0 }, { chunkBytes: 0 }]) {
             await expect(newWorld(options as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', operation: 'createWorld' });
         }
     });

@@ -274,8 +274,11 @@ describe('errors: nothing written, nothing consumed', () => {
         changed.entities();
         world.set(handles[0]!, Body, 'w', 3); // a pending change that failed kernels must not consume
         const before = snapshot(world, [...handles], [Body]);
+        // @ts-expect-error: the source's spec differs from the target's (also refused at run time)
         expectError(() => changed.addScaled(Body, 'x', Body, 'd', 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: the source's spec differs from the target's (also refused at run time)
         expectError(() => changed.addScaled(Body, 'x', Body, 'arr', 1), 'BAD_SIZE');
+        // @ts-expect-error: the source's spec differs from the target's (also refused at run time)
         expectError(() => changed.addScaled(Body, 'darr', Body, 'd', 1), 'BAD_SIZE');
         expectError(() => changed.clamp(Body, 'x', 2, 1), 'INVALID_ARGUMENT');
         expectError(() => changed.clamp(Body, 'x', NaN, 1), 'INVALID_ARGUMENT');

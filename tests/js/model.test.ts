@@ -361,10 +361,8 @@ function step({ world, model, subs }: Run, c: Command): void {
             const tagged = [...model.entities].filter(([, parts]) => parts.has('T')).map(([e]) => e);
             expect(sorted(visited)).toEqual(sorted(tagged));
             for (const e of visited) model.despawn(e);
-            for (const e of spawned) {
-                model.spawn(e, [['A', undefined]]);
-                model.change(e, 'A', { x: c.x }); // values of a pending entity are deferred writes
-            }
+            // Values given to a spawn inside a loop are part of the spawn (added, not changed).
+            for (const e of spawned) model.spawn(e, [['A', { x: c.x }]]);
             break;
         }
     }

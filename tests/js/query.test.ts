@@ -434,19 +434,61 @@ describe('structural changes while iterating are deferred', () => {
         expect(world.get(e, Position)).toEqual({ x: 1, y: 5 });
     });
 
-    test('add with values inside the loop to a placed entity lacking the component fails whole', async () => {
-        // The add would be deferred, but writes to placed entities are not: nothing may be
-        // recorded by a call that fails.
+    test('add with values inside the loop to a placed entity: deferred, values land after the loop as part of the add', async () => {
         const world = await newWorld();
         const e = world.spawn(Position({ x: 1 }), A);
+        const added = world.query({ added: [Velocity] });
+        const changed = world.query({ changed: [Velocity] });
         for (const _ of world.query({ all: [A] })) {
-            expectError(() => world.add(e, B, Velocity({ x: 2 })), 'MISSING_COMPONENT', {
-                entity: e,
-                component: 'Velocity',
-                operation: 'world.add',
-            });
+            world.add(e, B, Velocity({ x: 2 }));
+            expect(world.has(e, Velocity)).toBe(false); // not yet
+            world.set(e, Velocity, { y: 3 }); // joins the deferred add's values
         }
-        expect(world.has(e, B) || world.has(e, Velocity)).toBe(false);
+        expect(world.get(e, Velocity)).toEqual({ x: 2, y: 3 });
+        expect(world.has(e, B)).toBe(true);
+        expect([...added.entities()]).toEqual([e]);
+        expect([...changed.entities()]).toEqual([]); // initial values are not a change
+        world.validate();
+    });
+
+    test('spawn with values inside the loop: counted as added, not changed, like a spawn outside', async () => {
+        const world = await newWorld();
+        world.spawn(A);
+        const added = world.query({ added: [Position] });
+        const changed = world.query({ changed: [Position] });
+        let e = 0;
+        for (const _ of world.query({ all: [A] })) e = world.spawn(Position({ x: 7 }));
+        expect(world.get(e, Position)).toEqual({ x: 7, y: 0 });
+        expect([...added.entities()]).toEqual([e]);
+        expect([...changed.entities()]).toEqual([]);
+    });
+
+    test('values of a deferred add are dropped when the entity is despawned before the loop ends', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, A);
+        const kept = world.spawn(Position, A);
+        for (const _ of world.query({ all: [A] })) {
+            world.add(e, Velocity({ x: 2 }));
+            world.despawn(e);
+            world.add(kept, Velocity({ x: 5 }));
+            world.remove(kept, Velocity); // gone again by the flush: its values have no row
+        }
+        expect(world.isAlive(e)).toBe(false);
+        expect(world.has(kept, Velocity)).toBe(false);
+        world.add(kept, Velocity);
+        expect(world.get(kept, Velocity)).toEqual({ x: 0, y: 0 });
+        world.validate();
+    });
+
+    test('addAll then removeAll in one loop: both apply, in order, to the entities where they will be', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(120, Position, A);
+        for (const _ of world.query({ all: [Position] })) {
+            world.query({ all: [A] }).addAll(B);
+            world.query({ all: [A] }).removeAll(A);
+            break;
+        }
+        for (const e of handles) expect([world.has(e, A), world.has(e, B)]).toEqual([false, true]);
         world.validate();
     });
 

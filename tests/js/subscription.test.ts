@@ -186,6 +186,15 @@ describe('chunks()', () => {
         expect(again).toEqual([handles[3]!]);
     });
 
+    test('chunks() of a subscription with removed terms is refused (the loop would swallow the removals)', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Health);
+        const sub = world.subscribe({ changed: [Health], removed: [Health] });
+        world.despawn(e);
+        expectError(() => sub.chunks(), 'INVALID_ARGUMENT', { operation: 'subscription.chunks' });
+        expect([...sub.drain().removed]).toEqual([e]); // still there for drain
+    });
+
     test('drain while a chunks() run is live: QUERY_IN_USE', async () => {
         const world = await newWorld();
         world.spawn(Health);

@@ -184,6 +184,11 @@ describe('kernels and results', () => {
         expectError(() => q.addScaled(Position, 'x', Mixed, 'g', 1), 'BAD_FIELD_TYPE');
         // @ts-expect-error: i16 field
         expectError(() => q.clamp(Mixed, 'd', 0, 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: an f64 source for an f32 target
+        expectError(() => q.addScaled(Position, 'x', Mixed, 'a', 1), 'BAD_FIELD_TYPE');
+        // @ts-expect-error: an f32 array of 3 for a scalar f32 target
+        expectError(() => q.addScaled(Position, 'x', Mixed, 'weights', 1), 'BAD_SIZE');
+        q.addScaled(Mixed, 'weights', Mixed, 'weights', 0); // the same spec: fine (k = 0 keeps the check below)
         // @ts-expect-error: misspelt field
         expectError(() => q.countdown(Position, 'z', 1), 'UNKNOWN_FIELD');
         expect(world.get(world.query({ all: [Mixed] }).entities()[0]!, Mixed, 'weights')).toEqual([2, 2, 2]);
