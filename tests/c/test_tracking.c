@@ -521,6 +521,35 @@ TEST(marking_a_whole_chunk_many_times_visits_each_row_once) {
     CHECK_EQ(fx_run(s.world, q)->count, 0);
 }
 
+TEST(marking_a_whole_chunk_over_partly_dirty_words_lists_each_row_once) {
+    /* 150 rows: two full bitmap words and a partial one; some rows dirty beforehand, so the
+     * word-at-a-time skip meets full, partly set and empty words. */
+    scene_t s = make_scene(NULL);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[150];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 150, e));
+    tes_location_t loc = fx_check_location(s.world, e[0]);
+    uint32_t first[] = {3, 64, 149};
+    CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, first, 3));
+    for (uint32_t r = 0; r < 64; r++) /* word 0 complete before the whole-chunk mark */
+        CHECK_OK(tes_mark_changed(s.world, e[r], s.a));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(tes_chunk_mark_changed(s.world, loc.archetype, loc.chunk, s.a, NULL, 0));
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_EQ(it.row_count, 150);
+    bool seen[150] = {false};
+    for (uint32_t i = 0; i < it.row_count; i++) {
+        CHECK(it.rows[i] < 150);
+        CHECK(!seen[it.rows[i]]);
+        seen[it.rows[i]] = true;
+        CHECK_EQ(changed_tick(s.world, e[it.rows[i]], s.a), it.this_run);
+    }
+    CHECK(!tes_iter_next(&it));
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Errors                                                                                    */
 /* ---------------------------------------------------------------------------------------- */
