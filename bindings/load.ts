@@ -291,7 +291,7 @@ async function instantiateFrom(
     try {
         const diskPath = isNode ? toDiskPath(url) : undefined;
         if (diskPath !== undefined) {
-            const { readFile } = await import('node:fs/promises');
+            const { readFile } = await nodeFs();
             const bytes = await readFile(diskPath);
             return (await WebAssembly.instantiate(bytes, imports)).instance;
         }
@@ -310,6 +310,18 @@ async function instantiateFrom(
             cause: error,
         });
     }
+}
+
+/**
+ * Node's `fs/promises`, reached without a static `import('node:...')` that bundlers would try
+ * to resolve for the browser (Vite warns about it in every build): Node 20.16+ hands it out
+ * through `process.getBuiltinModule`; older Node 20 takes a specifier bundlers cannot see.
+ */
+async function nodeFs(): Promise<typeof import('node:fs/promises')> {
+    const builtin = process.getBuiltinModule?.('node:fs/promises');
+    if (builtin !== undefined) return builtin;
+    const specifier = 'node:fs/promises';
+    return (await import(/* @vite-ignore */ specifier)) as typeof import('node:fs/promises');
 }
 
 /** A `file:` URL, or a string that is not a URL (a filesystem path); undefined otherwise. */

@@ -95,6 +95,21 @@ describe('installed into an empty project, in Node', () => {
         expect(stdout).toMatch(/^quickstart: ok/m);
     });
 
+    test("the README's quickstart runs as pasted and prints what its comments say", async () => {
+        // The README block and examples/quickstart.mjs are the same text: one is run here.
+        const example = await readFile(new URL('../../examples/quickstart.mjs', import.meta.url), 'utf8');
+        const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+        const block = /## Quickstart[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)?.[1];
+        expect(block).toBe(example);
+        const dir = path.join(install.project, 'readme');
+        await mkdir(dir, { recursive: true });
+        await writeFile(path.join(dir, 'quickstart.mjs'), example);
+        const { stdout } = await node(['quickstart.mjs'], dir);
+        const promised = [...example.matchAll(/^console\.log\(.*\); \/\/ (.*)$/gm)].map((m) => m[1]);
+        expect(promised).toHaveLength(2);
+        expect(stdout.trim().split('\n')).toEqual(promised);
+    });
+
     test("import('tessera-ecs/raw') loads the module from node_modules/tessera-ecs/dist/tessera.wasm", async () => {
         const script = `
             const raw = await import('tessera-ecs/raw');
