@@ -18,6 +18,9 @@ export class TesseraModule {
 
     /** @internal Use `init()`. */
     constructor(heap: Heap) {
+        if (!(heap instanceof Heap)) {
+            throw new TesseraError('INVALID_ARGUMENT', 'new TesseraModule', 'load the module with init()');
+        }
         this.heap = heap;
     }
 

@@ -110,6 +110,10 @@ export class Query {
 
     /** @internal Use `world.query()`. */
     constructor(world: World, desc: QueryDesc, operation: string) {
+        // The published types hide this constructor's parameters (they are internal).
+        if (typeof (world as Partial<World> | undefined)?.live !== 'function') {
+            throw new TesseraError('INVALID_ARGUMENT', 'new Query', 'make queries with world.query()');
+        }
         this.world = world;
         const pointerOfWorld = world.live(operation);
         if (typeof desc !== 'object' || desc === null) {

@@ -5,7 +5,7 @@
  * @module
  */
 import { TesseraError, describeEntity, type ErrorContext } from './errors.js';
-import type { Heap } from './heap.js';
+import { Heap } from './heap.js';
 import type { Pointer, TesseraExports } from './load.js';
 import { Query, type QueryDesc } from './query.js';
 import {
@@ -119,6 +119,10 @@ export class World {
 
     /** @internal Use `createWorld()`. */
     constructor(heap: Heap, options: WorldOptions = {}) {
+        // The published types hide this constructor's parameters (they are internal).
+        if (!(heap instanceof Heap)) {
+            throw new TesseraError('INVALID_ARGUMENT', 'new World', 'make worlds with createWorld() or module.createWorld()');
+        }
         this.heap = heap;
         this.debug = options.debug === true;
         const operation = 'createWorld';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 
-import { component, createWorld, init, TesseraModule, World } from '../../dist/index.js';
+import { component, createWorld, init, Query, TesseraModule, World } from '../../dist/index.js';
 import { expectRejection } from './support.js';
 
 const wasmUrl = new URL('../../dist/tessera.wasm', import.meta.url);
@@ -75,6 +75,14 @@ describe('loading', () => {
             expect(world.stats().chunkBytes).toBe(1024); // rounded up to a multiple of 64
         });
         await using(createWorld(), (world) => expect(world.stats().chunkBytes).toBe(65536));
+    });
+});
+
+describe('constructors are internal', () => {
+    test('new World(), new Query(), new TesseraModule() say how to make them instead of crashing', () => {
+        for (const make of [() => new (World as never as new () => unknown)(), () => new (Query as never as new () => unknown)(), () => new (TesseraModule as never as new () => unknown)()]) {
+            expect(make).toThrow(expect.objectContaining({ name: 'TesseraError', code: 'INVALID_ARGUMENT' }));
+        }
     });
 });
 
