@@ -193,6 +193,34 @@ describe('marking writes made through views', () => {
         expect(run(watcher)).toEqual([both]);
     });
 
+    test('markChanged interleaving components, then bad rows and an expired chunk: every check holds after the first mark', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(100, Health, Position);
+        const health = world.query({ changed: [Health] });
+        const position = world.query({ changed: [Position] });
+        let kept: import('../../dist/index.js').Chunk | undefined;
+        const wantHealth: number[] = [];
+        const wantPosition: number[] = [];
+        for (const chunk of world.query({ all: [Health, Position] })) {
+            kept ??= chunk;
+            for (let i = 0; i < chunk.count; i += 3) {
+                chunk.markChanged(Health, i);
+                chunk.markChanged(Position, i + 1 < chunk.count ? i + 1 : i);
+                chunk.markChanged(Health, i); // again: once
+                wantHealth.push(chunk.entities[i]!);
+                wantPosition.push(chunk.entities[i + 1 < chunk.count ? i + 1 : i]!);
+            }
+            // After marks took the fast path, a bad row is still refused.
+            expectError(() => chunk.markChanged(Health, chunk.count), 'INVALID_ARGUMENT');
+            expectError(() => chunk.markChanged(Health, 1.5), 'INVALID_ARGUMENT');
+        }
+        expectError(() => kept!.markChanged(Health, 0), 'CHUNK_EXPIRED');
+        expectError(() => kept!.markChanged(Position, 0), 'CHUNK_EXPIRED');
+        expect(run(health)).toEqual(sorted(wantHealth));
+        expect(run(position)).toEqual(sorted([...new Set(wantPosition)]));
+        expect(handles.length).toBe(100);
+    });
+
     test('world.markChanged marks one entity, deduplicated', async () => {
         const world = await newWorld();
         const [a, b] = world.spawnMany(2, Health);
