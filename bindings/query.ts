@@ -32,8 +32,6 @@ export interface QueryDesc {
     readonly added?: readonly Component<any>[];
     /** Filter: only entities whose component changed since the query's last run (implies all). */
     readonly changed?: readonly Component<any>[];
-    /** Removals of these components are reported to subscriptions (see `world.subscribe`). */
-    readonly removed?: readonly Component<any>[];
     /**
      * Components the loop writes through views: when the iteration moves past a chunk, they
      * are marked changed for every row it visited (one call into wasm per chunk and
@@ -119,8 +117,17 @@ export class Query {
         if (typeof desc !== 'object' || desc === null) {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a query description object');
         }
+        const withRemovals = desc as QueryDesc & { readonly removed?: readonly Component<any>[] };
+        if (withRemovals.removed?.length && operation !== 'world.subscribe') {
+            // A loop over chunks has no place to hand removals out, and its run would use them up.
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'removals are reported by subscriptions: world.subscribe({ removed: [...] }) and drain()',
+            );
+        }
         const terms = ['all', 'none', 'any', 'added', 'changed', 'removed'] as const;
-        const lists = terms.map((term) => componentList(desc[term], `${operation} ${term}`));
+        const lists = terms.map((term) => componentList(withRemovals[term], `${operation} ${term}`));
         const writes = componentList(desc.writes, `${operation} writes`);
         this.required = new Set([...lists[0]!, ...lists[3]!, ...lists[4]!]);
         for (const component of writes) {

@@ -6,24 +6,19 @@
  * @module
  */
 import { TesseraError } from './errors.js';
-import { Query, type ChunkIterator } from './query.js';
+import { Query, type ChunkIterator, type QueryDesc } from './query.js';
 import type { Component } from './schema.js';
 import type { World } from './world.js';
 
-/** What a subscription reports. At least one of `added`, `changed`, `removed` is required. */
-export interface SubscriptionDesc {
-    /** Report entities that gained one of these components (AND with `changed`). */
-    readonly added?: readonly Component<any>[];
-    /** Report entities whose component changed (set, markChanged, writes, kernels). */
-    readonly changed?: readonly Component<any>[];
-    /** Report entities that lost one of these components (despawns included). */
+/**
+ * What a subscription reports: the terms of a query without `writes`. `added` / `changed`
+ * name what to report (entities whose component was added / changed), `removed` the components
+ * whose removals to report (despawns included); `all` / `none` / `any` narrow the added and
+ * changed reports. At least one of `added`, `changed`, `removed` is required.
+ */
+export interface SubscriptionDesc extends Omit<QueryDesc, 'writes'> {
+    /** Report the entities that lost one of these components (despawns included). */
     readonly removed?: readonly Component<any>[];
-    /** Narrow `added` / `changed` reports to entities that also have all of these. */
-    readonly all?: readonly Component<any>[];
-    /** ... none of these. */
-    readonly none?: readonly Component<any>[];
-    /** ... at least one of these. */
-    readonly any?: readonly Component<any>[];
 }
 
 /** `tes_collect_t` (wasm32): entities 0, count 4, removed 8, removed_counts 12, removed_total 16. */
@@ -89,7 +84,8 @@ export class Subscription {
         if (reports === 0) {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'name at least one component in added, changed or removed');
         }
-        this.query = new Query(world, desc, operation);
+        const { writes: _ignored, ...terms } = desc as QueryDesc; // a subscription writes nothing
+        this.query = new Query(world, terms, operation);
     }
 
     /** True after {@link Subscription.close}. */

@@ -244,7 +244,7 @@ describe('consumers', () => {
     test('count, addAll, removeAll, despawnAll refuse consumer queries (they would consume a run)', async () => {
         const world = await newWorld();
         const e = world.spawn(Position, A);
-        for (const desc of [{ changed: [Position] }, { added: [Position] }, { all: [Position], removed: [A] }]) {
+        for (const desc of [{ changed: [Position] }, { added: [Position] }]) {
             const q = world.query(desc);
             expect(q.consumer).toBe(true);
             expectError(() => q.count(), 'INVALID_ARGUMENT', { operation: 'query.count' });
@@ -254,6 +254,15 @@ describe('consumers', () => {
         }
         expect(world.isAlive(e) && world.has(e, A) && !world.has(e, B)).toBe(true);
         expect(world.query({ all: [Position] }).consumer).toBe(false);
+    });
+
+    test('removed terms belong to subscriptions: world.query and systems refuse them', async () => {
+        const world = await newWorld();
+        const removed = { all: [Position], removed: [A] } as never;
+        expectError(() => world.query(removed), 'INVALID_ARGUMENT', { operation: 'world.query' });
+        expectError(() => world.system({ query: removed, run() {} }), 'INVALID_ARGUMENT');
+        expect(world.stats().queryCount).toBe(0);
+        expect(world.subscribe(removed).query.consumer).toBe(true);
     });
 
     test('writes must name a component the query requires', async () => {
