@@ -409,6 +409,8 @@ export class World {
     /**
      * One frame: runs every stage's due systems in order (each system's deferred structural
      * changes are applied when it returns), then prunes change history every consumer has seen.
+     * When a system throws, the tick stops there and the error propagates: later systems do not
+     * run, nothing is pruned and the frame does not advance.
      */
     tick(): void {
         this.live('world.tick');
