@@ -2,29 +2,18 @@
 // page that imports 'tessera-ecs', and a plain page importing dist/ by relative path without a
 // bundler; each on the main thread and in a module worker. Pages are served by web/serve.mjs.
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir } from 'node:fs/promises';
+import { cp, readdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 // @ts-expect-error: a plain ES module without type declarations
 import { serve } from '../../web/serve.mjs';
+import { launchChromium, watchPage } from './chromium.js';
 
 const run = promisify(execFile);
 const install = inject('install');
-const CHROMIUM = '/usr/bin/chromium';
-// TOOLCHAIN.md; playwright adds --headless itself, and the profile is a fresh temp dir.
-const CHROMIUM_FLAGS = [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-];
-
 let server: Server | undefined;
 let baseUrl: string;
 let context: BrowserContext | undefined;
@@ -49,11 +38,7 @@ beforeAll(async () => {
         throw new Error(`vite build failed:\n${stdout}\n${stderr}`, { cause: error });
     }
     ({ server, url: baseUrl } = await serve(install.project, 0));
-    context = await chromium.launchPersistentContext(await mkdtemp(path.join(install.temp, 'chromium-profile-')), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_FLAGS,
-    });
+    context = await launchChromium(install.temp);
 });
 
 afterAll(async () => {
@@ -71,28 +56,9 @@ interface Outcome {
 /** Opens `pagePath`, waits for window.__result, and reports it with what went wrong on the way. */
 async function visit(pagePath: string) {
     const page = await context!.newPage();
-    const errors: string[] = [];
-    // Rejects on the first thing that goes wrong, so a page that breaks fails fast.
-    let fail: (reason: Error) => void = () => {};
-    const failed = new Promise<never>((_, reject) => (fail = reject));
-    failed.catch(() => {});
-    const report = (what: string) => {
-        errors.push(what);
-        fail(new Error(`${pagePath}: ${what}`));
-    };
+    const { errors, failed } = watchPage(page);
     const wasm: { url: string; status: number; type: string | undefined }[] = [];
-    page.on('console', (message) => {
-        if (message.type() === 'error') report(`console: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => report(`pageerror: ${error.message}`));
-    page.on('worker', (worker) =>
-        worker.on('console', (message) => {
-            if (message.type() === 'error') report(`worker console: ${message.text()}`);
-        }),
-    );
-    page.on('requestfailed', (request) => report(`requestfailed: ${request.url()} ${request.failure()?.errorText}`));
     page.on('response', (response) => {
-        if (response.status() >= 400) report(`HTTP ${response.status()}: ${response.url()}`);
         if (new URL(response.url()).pathname.endsWith('.wasm')) {
             wasm.push({ url: response.url(), status: response.status(), type: response.headers()['content-type'] });
         }
