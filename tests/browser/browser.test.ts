@@ -10,7 +10,8 @@ import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 // @ts-expect-error: a plain ES module without type declarations
 import { serve } from '../../web/serve.mjs';
-import { launchChromium, watchPage } from './chromium.js';
+// @ts-expect-error: a plain ES module without type declarations
+import { launchChromium, watchPage } from '../../web/chromium.mjs';
 
 const run = promisify(execFile);
 const install = inject('install');
