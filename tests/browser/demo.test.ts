@@ -1,0 +1,216 @@
+// The particle demo (demo/) in headless Chromium, served from the repository like `npm start`
+// serves it: it draws, it moves, its stats say what it runs, its controls work, and nothing is
+// logged as an error or warning. A screenshot is kept in test-results/demo.png (not committed).
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// @ts-expect-error: a plain ES module without type declarations
+import { serve } from '../../web/serve.mjs';
+// @ts-expect-error: a plain ES module without type declarations
+import { launchChromium, watchPage } from '../../web/chromium.mjs';
+
+/** What web/chromium.mjs's watchPage returns. */
+interface PageWatch {
+    readonly errors: string[];
+    readonly failed: Promise<never>;
+}
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const artifacts = path.join(repo, 'test-results');
+
+/** What `window.demo.stats()` returns (demo/README.md). */
+interface DemoStats {
+    fps: number;
+    simMs: number;
+    renderMs: number;
+    frameMs: number;
+    entities: number;
+    targetCount: number;
+    emitRate: number;
+    mode: 'js' | 'wasm';
+    paused: boolean;
+    archetypes: number;
+    chunks: number;
+    memoryBytes: number;
+    changedThisTick: number;
+    frame: number;
+    renderPath: string;
+}
+
+interface DemoHandle {
+    ready: Promise<void>;
+    configure(options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean }>): void;
+    step(): void;
+    stats(): DemoStats;
+}
+
+declare global {
+    interface Window {
+        demo?: DemoHandle;
+    }
+}
+
+let server: Server | undefined;
+let baseUrl: string;
+let temp: string;
+let context: BrowserContext | undefined;
+
+beforeAll(async () => {
+    temp = await mkdtemp(path.join(tmpdir(), 'tessera-demo-test-'));
+    ({ server, url: baseUrl } = await serve(repo, 0));
+    context = await launchChromium(temp);
+});
+
+afterAll(async () => {
+    await context?.close();
+    await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
+    await rm(temp, { recursive: true, force: true });
+});
+
+/** Opens the demo with URL parameters and waits until it is ready; fails at the first error. */
+async function open(query: string): Promise<{ page: Page; watch: PageWatch }> {
+    const page = await context!.newPage();
+    await page.setViewportSize({ width: 1280, height: 720 });
+    const watch = watchPage(page, { warnings: true });
+    await page.goto(new URL(`demo/?${query}`, baseUrl).href);
+    const ready = page.waitForFunction(() => window.demo !== undefined, undefined, { timeout: 20_000 }).then(() =>
+        page.evaluate(() => window.demo!.ready),
+    );
+    await Promise.race([ready, watch.failed]);
+    return { page, watch };
+}
+
+const stats = (page: Page) => page.evaluate(() => window.demo!.stats());
+
+/** Waits until the demo has drawn `frames` more frames (or fails at the first page error). */
+async function frames(page: Page, watch: PageWatch, count: number): Promise<DemoStats> {
+    const start = (await stats(page)).frame;
+    const done = page.waitForFunction((target) => window.demo!.stats().frame >= target, start + count, {
+        timeout: 30_000,
+        polling: 50,
+    });
+    await Promise.race([done, watch.failed]);
+    return stats(page);
+}
+
+/** The visible canvas as pixels: how many are lit, and a hash to tell two frames apart. */
+async function canvasPixels(page: Page): Promise<{ lit: number; total: number; hash: number }> {
+    return page.evaluate(() => {
+        const canvas = document.querySelector('canvas')!;
+        const copy = document.createElement('canvas');
+        copy.width = canvas.width;
+        copy.height = canvas.height;
+        const context = copy.getContext('2d')!;
+        context.drawImage(canvas, 0, 0);
+        const data = context.getImageData(0, 0, copy.width, copy.height).data;
+        let lit = 0;
+        let hash = 2166136261;
+        for (let i = 0; i < data.length; i += 4) {
+            if (data[i]! + data[i + 1]! + data[i + 2]! > 60) lit++;
+            hash = Math.imul(hash ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16)), 16777619);
+        }
+        return { lit, total: data.length / 4, hash };
+    });
+}
+
+describe('the particle demo', () => {
+    test('draws particles that move, with stats for the requested count, and no errors', async () => {
+        const { page, watch } = await open('count=20000&mode=wasm');
+        try {
+            const first = await frames(page, watch, 30);
+            const a = await canvasPixels(page);
+            await frames(page, watch, 10);
+            const b = await canvasPixels(page);
+            expect(a.lit).toBeGreaterThan(a.total * 0.01); // not blank
+            expect(b.hash).not.toBe(a.hash); // it moves
+            expect(first).toMatchObject({ mode: 'wasm', targetCount: 20_000, paused: false });
+            // Steady population: expired particles respawn each tick.
+            expect(first.entities).toBeGreaterThan(20_000 * 0.95);
+            expect(first.entities).toBeLessThan(20_000 * 1.05);
+            expect(first.fps).toBeGreaterThan(0);
+            expect(first.simMs).toBeGreaterThan(0);
+            expect(first.renderMs).toBeGreaterThan(0);
+            expect(first.archetypes).toBeGreaterThan(0);
+            expect(first.chunks).toBeGreaterThan(0);
+            expect(first.memoryBytes).toBeGreaterThan(0);
+            expect(first.changedThisTick).toBeGreaterThanOrEqual(0);
+            expect(first.renderPath.length).toBeGreaterThan(0);
+            // The page shows the same numbers.
+            const shown = await page.$eval('[data-stat="entities"]', (element) => element.textContent ?? '');
+            expect(Number(shown.replace(/[^0-9]/g, ''))).toBeGreaterThan(0);
+            await mkdir(artifacts, { recursive: true });
+            await page.screenshot({ path: path.join(artifacts, 'demo.png') });
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
+    test('switching between JS systems and wasm kernels keeps it running', async () => {
+        const { page, watch } = await open('count=20000&mode=wasm');
+        try {
+            await frames(page, watch, 5);
+            await page.evaluate(() => window.demo!.configure({ mode: 'js' }));
+            const js = await frames(page, watch, 20);
+            expect(js.mode).toBe('js');
+            const a = await canvasPixels(page);
+            await page.evaluate(() => window.demo!.configure({ mode: 'wasm' }));
+            const wasm = await frames(page, watch, 20);
+            expect(wasm.mode).toBe('wasm');
+            const b = await canvasPixels(page);
+            expect(b.lit).toBeGreaterThan(b.total * 0.01);
+            expect(b.hash).not.toBe(a.hash);
+            expect(wasm.entities).toBeGreaterThan(20_000 * 0.95);
+            // The control in the page switches too.
+            await page.selectOption('#mode', 'js');
+            const toggled = await frames(page, watch, 5);
+            expect(toggled.mode).toBe('js');
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
+    test('the particle count follows the control, up and down', async () => {
+        const { page, watch } = await open('count=10000');
+        try {
+            await page.evaluate(() => window.demo!.configure({ count: 100_000 }));
+            const up = await frames(page, watch, 10);
+            expect(up.targetCount).toBe(100_000);
+            expect(up.entities).toBeGreaterThan(100_000 * 0.95);
+            await page.selectOption('#count', '1000'); // the control in the page
+            const down = await frames(page, watch, 10);
+            expect(down.targetCount).toBe(1_000);
+            expect(down.entities).toBeGreaterThan(1_000 * 0.9);
+            expect(down.entities).toBeLessThan(1_000 * 1.2);
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
+    test('pause holds the frame; step advances exactly one tick', async () => {
+        const { page, watch } = await open('count=5000&paused=1');
+        try {
+            const held = await stats(page);
+            expect(held.paused).toBe(true);
+            await page.waitForTimeout(300);
+            expect((await stats(page)).frame).toBe(held.frame);
+            const before = await canvasPixels(page);
+            await page.evaluate(() => window.demo!.step());
+            const stepped = await stats(page);
+            expect(stepped.frame).toBe(held.frame + 1);
+            expect((await canvasPixels(page)).hash).not.toBe(before.hash);
+            await page.click('#pause'); // the button resumes
+            const running = await frames(page, watch, 5);
+            expect(running.paused).toBe(false);
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+});
