@@ -1,0 +1,170 @@
+// @ts-check
+// The page's controls and live statistics. The controls only call the demo's API
+// (configure, step); the statistics are refreshed a few times a second from `stats()`.
+
+/** @typedef {import('./main.js').DemoStats} DemoStats */
+/** @typedef {import('./main.js').DemoSettings} DemoSettings */
+/** @typedef {import('./render.js').RenderPath} RenderPath */
+
+/**
+ * What the controls drive.
+ * @typedef {object} ControlActions
+ * @property {(changes: Partial<DemoSettings>) => void} configure
+ * @property {() => void} step
+ * @property {(path: RenderPath) => void} setRenderPath
+ */
+
+/**
+ * @template {HTMLElement} T
+ * @param {string} id
+ * @param {new () => T} type
+ * @returns {T}
+ */
+function element(id, type) {
+    const found = document.getElementById(id);
+    if (!(found instanceof type)) throw new Error(`the page has no #${id}`);
+    return found;
+}
+
+/**
+ * Selects `value` in a select, adding an option for it when the list has none (a URL may ask
+ * for any count or rate).
+ * @param {HTMLSelectElement} select
+ * @param {string} value
+ * @param {string} label
+ */
+function choose(select, value, label) {
+    if (![...select.options].some((option) => option.value === value)) {
+        const option = new Option(label, value);
+        const after = [...select.options].find((o) => Number(o.value) > Number(value));
+        select.add(option, after);
+    }
+    select.value = value;
+}
+
+/** The page's controls: #count, #emit, #mode, #render, #pause, #step, and keyboard keys. */
+export class Controls {
+    /** @param {ControlActions} actions */
+    constructor(actions) {
+        this.count = element('count', HTMLSelectElement);
+        this.emit = element('emit', HTMLSelectElement);
+        this.mode = element('mode', HTMLSelectElement);
+        this.render = element('render', HTMLSelectElement);
+        this.pause = element('pause', HTMLButtonElement);
+        this.stepButton = element('step', HTMLButtonElement);
+        this.count.addEventListener('change', () => actions.configure({ count: Number(this.count.value) }));
+        this.emit.addEventListener('change', () => actions.configure({ emitRate: Number(this.emit.value) }));
+        this.mode.addEventListener('change', () =>
+            actions.configure({ mode: this.mode.value === 'js' ? 'js' : 'wasm' }),
+        );
+        this.render.addEventListener('change', () =>
+            actions.setRenderPath(/** @type {RenderPath} */ (this.render.value)),
+        );
+        this.pause.addEventListener('click', () =>
+            actions.configure({ paused: this.pause.getAttribute('aria-pressed') !== 'true' }),
+        );
+        this.stepButton.addEventListener('click', () => {
+            actions.configure({ paused: true });
+            actions.step();
+        });
+        document.addEventListener('keydown', (event) => {
+            if (event.ctrlKey || event.metaKey || event.altKey) return;
+            // A focused control has keys of its own (Space presses a focused button).
+            if (event.target instanceof HTMLSelectElement || event.target instanceof HTMLButtonElement) return;
+            if (event.key === ' ') {
+                event.preventDefault();
+                this.pause.click();
+            } else if (event.key === '.' || event.key === 'ArrowRight') {
+                this.stepButton.click();
+            } else if (event.key === 'm') {
+                actions.configure({ mode: this.mode.value === 'js' ? 'wasm' : 'js' });
+            }
+        });
+    }
+
+    /**
+     * Shows the settings (after a change from the API or the keyboard).
+     * @param {DemoSettings} settings
+     * @param {RenderPath} renderPath
+     */
+    show(settings, renderPath) {
+        choose(this.count, String(settings.count), settings.count.toLocaleString('en-US'));
+        choose(this.emit, String(settings.emitRate), settings.emitRate.toLocaleString('en-US'));
+        this.mode.value = settings.mode;
+        this.render.value = renderPath;
+        this.pause.setAttribute('aria-pressed', String(settings.paused));
+        this.pause.textContent = settings.paused ? 'Resume' : 'Pause';
+    }
+}
+
+const integer = new Intl.NumberFormat('en-US');
+const decimal = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+/** @param {number} bytes */
+function mebibytes(bytes) {
+    return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
+/** @param {number} ms */
+function milliseconds(ms) {
+    return `${decimal.format(ms)} ms`;
+}
+
+/**
+ * How each statistic reads on the page; the keys are the `data-stat` names.
+ * @type {Record<string, (stats: DemoStats & Record<string, unknown>) => string>}
+ */
+const FORMATS = {
+    fps: (s) => integer.format(Math.round(s.fps)),
+    frameMs: (s) => milliseconds(s.frameMs),
+    simMs: (s) => milliseconds(s.simMs),
+    renderMs: (s) => milliseconds(s.renderMs),
+    motionMs: (s) => milliseconds(Number(s.motionMs)),
+    entities: (s) => integer.format(s.entities),
+    targetCount: (s) => integer.format(s.targetCount),
+    emitRate: (s) => `${integer.format(s.emitRate)} / tick`,
+    respawned: (s) => `${integer.format(Number(s.respawned))} / tick`,
+    mode: (s) => (s.mode === 'wasm' ? 'wasm kernels' : 'JS loops'),
+    paused: (s) => (s.paused ? 'paused' : 'running'),
+    archetypes: (s) => integer.format(s.archetypes),
+    chunks: (s) => integer.format(s.chunks),
+    memoryBytes: (s) => mebibytes(s.memoryBytes),
+    changedThisTick: (s) => integer.format(s.changedThisTick),
+    frame: (s) => integer.format(s.frame),
+    renderPath: (s) => s.renderPath,
+};
+
+/** The `<dl id="stats">` on the page: one `<dd data-stat="...">` per statistic. */
+export class StatsView {
+    constructor() {
+        const list = element('stats', HTMLElement);
+        /** @type {[HTMLElement, (stats: DemoStats & Record<string, unknown>) => string][]} */
+        this.fields = [];
+        for (const cell of list.querySelectorAll('[data-stat]')) {
+            const format = FORMATS[/** @type {HTMLElement} */ (cell).dataset.stat ?? ''];
+            if (format && cell instanceof HTMLElement) this.fields.push([cell, format]);
+        }
+    }
+
+    /** @param {DemoStats & Record<string, unknown>} stats */
+    show(stats) {
+        for (const [cell, format] of this.fields) {
+            const text = format(stats);
+            if (cell.textContent !== text) cell.textContent = text;
+        }
+    }
+}
+
+/**
+ * Shows an error in the page's error box (and keeps the first ones).
+ * @param {unknown} error
+ */
+export function showError(error) {
+    const box = document.getElementById('error');
+    if (!box) return;
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const line = document.createElement('pre');
+    line.textContent = text;
+    box.append(line);
+    box.hidden = false;
+}
