@@ -114,7 +114,7 @@ let statsView;
 let lastShown = 0;
 
 /**
- * Changes settings: count, rate and mode take effect at the next tick, pausing at once.
+ * Changes settings: count, rate and mode take effect at the next tick, `paused` at once.
  * @param {Partial<DemoSettings>} changes
  */
 function configure(changes) {
@@ -205,7 +205,7 @@ function showStats(force) {
         renderMs: times.render.median,
         frameMs: times.frame.median,
         motionMs: times.motion.median,
-        respawned: report.spawned,
+        spawned: report.spawned,
     });
 }
 

@@ -18,10 +18,8 @@ import { Color, HEIGHT, Position, WIDTH } from './scenario.js';
 /** @type {readonly RenderPath[]} */
 export const RENDER_PATHS = ['add+lighter', 'add+js-fade', 'store+lighter'];
 
-/** Background of the trails (r, g, b): black, the colour the JS fade ends at too. */
-const BACKGROUND = [0, 0, 0];
-/** Share of the previous frame that fades away per frame in the canvas paths. */
-const FADE = 0.16;
+/** What fades the previous frames in the canvas paths: 16% of the way to black per frame. */
+const FADE_STYLE = 'rgba(0, 0, 0, 0.16)';
 
 export class Renderer {
     /**
@@ -51,9 +49,8 @@ export class Renderer {
     /** @param {RenderPath} path */
     setPath(path) {
         this.path = path;
-        const [r, g, b] = BACKGROUND;
         this.context.globalCompositeOperation = 'source-over';
-        this.context.fillStyle = `rgb(${r}, ${g}, ${b})`;
+        this.context.fillStyle = '#000';
         this.context.fillRect(0, 0, WIDTH, HEIGHT);
         // The JS-faded buffer persists from frame to frame, opaque black.
         this.pixels.fill(path === 'add+js-fade' ? 0xff000000 : 0);
@@ -75,7 +72,7 @@ export class Renderer {
         // Exposure: the more particles, the dimmer each one, so dense swarms glow instead of
         // clipping to white. A per-byte shift of the packed colour, alpha kept at 255.
         // A stored particle does not add up with its neighbours, only with its trail.
-        const shift = path === 'store+lighter' ? Math.min(2, exposureShift(count)) : exposureShift(count);
+        const shift = Math.min(path === 'store+lighter' ? 2 : 6, exposureShift(count));
         const mask = ((0xff >>> shift) * 0x010101) | 0;
         for (const chunk of visible) {
             const xs = chunk.column(Position, 'x');
@@ -91,9 +88,8 @@ export class Renderer {
             return;
         }
         this.layerContext.putImageData(this.image, 0, 0);
-        const [r, g, b] = BACKGROUND;
         context.globalCompositeOperation = 'source-over';
-        context.fillStyle = `rgba(${r}, ${g}, ${b}, ${FADE})`;
+        context.fillStyle = FADE_STYLE;
         context.fillRect(0, 0, WIDTH, HEIGHT);
         context.globalCompositeOperation = 'lighter';
         context.drawImage(this.layer, 0, 0);
@@ -105,7 +101,7 @@ export class Renderer {
  * @param {number} count
  */
 function exposureShift(count) {
-    return Math.max(0, Math.min(6, Math.round(Math.log2(count / 50_000)) + 1));
+    return Math.max(0, Math.round(Math.log2(count / 50_000)) + 1);
 }
 
 /**

@@ -123,7 +123,7 @@ const FORMATS = {
     entities: (s) => integer.format(s.entities),
     targetCount: (s) => integer.format(s.targetCount),
     emitRate: (s) => `${integer.format(s.emitRate)} / tick`,
-    respawned: (s) => `${integer.format(Number(s.respawned))} / tick`,
+    spawned: (s) => integer.format(Number(s.spawned)),
     mode: (s) => (s.mode === 'wasm' ? 'wasm kernels' : 'JS loops'),
     paused: (s) => (s.paused ? 'paused' : 'running'),
     archetypes: (s) => integer.format(s.archetypes),
