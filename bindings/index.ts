@@ -11,7 +11,7 @@
  * const moving = world.query({ all: [Position, Velocity], writes: [Position] });
  * for (const chunk of moving) {
  *     const px = chunk.column(Position, 'x'), vx = chunk.column(Velocity, 'x');
- *     for (let i = 0; i < chunk.count; i++) px[i] += vx[i];
+ *     for (let i = 0, n = chunk.count; i < n; i++) px[i] += vx[i];
  * }
  *
  * @module

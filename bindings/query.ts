@@ -40,6 +40,9 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
+/** Component ids per world (`TES_MAX_COMPONENTS`): part of the column-offset cache key. */
+const TES_MAX_COMPONENTS = 4096;
+
 /** Byte offsets in `tes_iter_t` (wasm32). */
 const ITER = { archetype: 0, chunk: 4, count: 8, entities: 12, rows: 16, rowCount: 20 } as const;
 /** `tes_op_kind_t` values. */
@@ -513,7 +516,7 @@ export class Chunk {
     private readonly entitiesPointer: Pointer;
     private readonly rowsPointer: Pointer;
     /** Views handed out, with the buffer they were made over (a debug view guards its own). */
-    private readonly views = new Map<number, { buffer: ArrayBufferLike; view: ColumnArray }>();
+    private views: Map<number, { buffer: ArrayBufferLike; view: ColumnArray }> | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
@@ -568,18 +571,27 @@ export class Chunk {
         const id = world.idOf(component, operation);
         const meta = fieldOf(component, field, operation);
         const key = id * 64 + meta.index;
-        const cached = this.views.get(key);
+        const views = (this.views ??= new Map());
+        const cached = views.get(key);
         if (cached !== undefined && cached.buffer === heap.memory.buffer) return cached.view as ColumnOf<S, K>;
-        const out = heap.scratch;
-        world.check(
-            heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
-            operation,
-            { component: component.name, field },
-        );
+        // A column sits at the same offset from the chunk's start (its entity column) in every
+        // chunk of an archetype, so only an archetype's first chunk asks the C core.
+        const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
+        let offset = world.columnOffsets.get(offsetKey);
+        if (offset === undefined) {
+            const out = heap.scratch;
+            world.check(
+                heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
+                operation,
+                { component: component.name, field },
+            );
+            offset = heap.u32At(out) - this.entitiesPointer;
+            world.columnOffsets.set(offsetKey, offset);
+        }
         const buffer = heap.memory.buffer;
-        let view: ColumnArray = new arrayTypes[meta.type](buffer, heap.u32At(out), this.count * meta.length);
+        let view: ColumnArray = new arrayTypes[meta.type](buffer, this.entitiesPointer + offset, this.count * meta.length);
         if (world.debug) view = guardView(view, heap.memory, component.name, field);
-        this.views.set(key, { buffer, view });
+        views.set(key, { buffer, view });
         return view as ColumnOf<S, K>;
     }
 

@@ -101,6 +101,11 @@ export class World {
     pointer: Pointer;
     /** @internal */
     readonly debug: boolean;
+    /**
+     * @internal Byte offset of a column from its chunk's start, by archetype, component and
+     * field: the same in every chunk of an archetype, and archetypes never change layout.
+     */
+    readonly columnOffsets = new Map<number, number>();
     /** @internal Live iterations started from JS. */
     liveIterations = 0;
     /**

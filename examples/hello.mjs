@@ -28,7 +28,7 @@ function jsFrame() {
     for (const chunk of moving) {
         const px = chunk.column(Position, 'x'), py = chunk.column(Position, 'y');
         const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
-        for (let i = 0; i < chunk.count; i++) {
+        for (let i = 0, n = chunk.count; i < n; i++) {
             px[i] += vx[i] * DT;
             py[i] += vy[i] * DT;
         }
