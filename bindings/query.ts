@@ -516,7 +516,8 @@ export class Chunk {
     private readonly entitiesPointer: Pointer;
     private readonly rowsPointer: Pointer;
     /** Views handed out, with the buffer they were made over (a debug view guards its own). */
-    private views: Map<number, { buffer: ArrayBufferLike; view: ColumnArray }> | undefined;
+    /** Views handed out: the typed array, and what the caller got (a guard in debug worlds). */
+    private views: Map<number, { raw: ColumnArray; view: ColumnArray }> | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
@@ -573,7 +574,8 @@ export class Chunk {
         const key = id * 64 + meta.index;
         const views = (this.views ??= new Map());
         const cached = views.get(key);
-        if (cached !== undefined && cached.buffer === heap.memory.buffer) return cached.view as ColumnOf<S, K>;
+        // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
+        if (cached !== undefined && cached.raw.length !== 0) return cached.view as ColumnOf<S, K>;
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
@@ -588,10 +590,9 @@ export class Chunk {
             offset = heap.u32At(out) - this.entitiesPointer;
             world.columnOffsets.set(offsetKey, offset);
         }
-        const buffer = heap.memory.buffer;
-        let view: ColumnArray = new arrayTypes[meta.type](buffer, this.entitiesPointer + offset, this.count * meta.length);
-        if (world.debug) view = guardView(view, heap.memory, component.name, field);
-        views.set(key, { buffer, view });
+        const raw: ColumnArray = new arrayTypes[meta.type](heap.current, this.entitiesPointer + offset, this.count * meta.length);
+        const view = world.debug ? guardView(raw, component.name, field) : raw;
+        views.set(key, { raw, view });
         return view as ColumnOf<S, K>;
     }
 
@@ -661,9 +662,10 @@ export class Chunk {
 }
 
 /** A view that throws `VIEW_DETACHED` when used after memory growth (debug worlds). */
-function guardView(view: ColumnArray, memory: WebAssembly.Memory, component: string, field: string): ColumnArray {
+function guardView(view: ColumnArray, component: string, field: string): ColumnArray {
     const check = () => {
-        if (view.buffer !== memory.buffer) {
+        // Growth detaches the buffer: every view over it drops to length 0.
+        if (view.length === 0) {
             throw new TesseraError(
                 'VIEW_DETACHED',
                 'column view',

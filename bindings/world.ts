@@ -697,7 +697,7 @@ export class World {
     }
 
     private readField(pointer: Pointer, meta: FieldMeta): number | number[] {
-        const view = new arrayTypes[meta.type](this.heap.memory.buffer, pointer, meta.length);
+        const view = new arrayTypes[meta.type](this.heap.current, pointer, meta.length);
         return meta.length === 1 ? view[0]! : Array.from(view);
     }
 
@@ -726,7 +726,7 @@ export class World {
             }
             const bytes = meta.length * meta.bytesPerElement;
             const block = heap.tempBlock(bytes, operation);
-            new arrayTypes[meta.type](heap.memory.buffer, block, meta.length).set(value as ArrayLike<number>);
+            new arrayTypes[meta.type](heap.current, block, meta.length).set(value as ArrayLike<number>);
             this.check(heap.exports.tes_set(world, entity, id, meta.index, block, bytes), operation, context);
         }
     }
@@ -760,7 +760,7 @@ export class World {
             const result = heap.exports.tes_field_ptr(this.pointer, entity, id, meta.index, out);
             if (result !== 0 && dropMissing) return;
             this.check(result, operation, { entity, component: component.name, field });
-            const view = new arrayTypes[meta.type](heap.memory.buffer, heap.u32At(out), meta.length);
+            const view = new arrayTypes[meta.type](heap.current, heap.u32At(out), meta.length);
             if (meta.length === 1) view[0] = value as number;
             else view.set(value as ArrayLike<number>);
         }
@@ -797,7 +797,7 @@ export class World {
                     const meta = fieldOf(component, field, operation);
                     this.check(exports.tes_chunk_column(this.pointer, archetype, chunk, id, meta.index, out), operation);
                     const column = new arrayTypes[meta.type](
-                        heap.memory.buffer,
+                        heap.current,
                         heap.u32At(out),
                         (row + take) * meta.length,
                     );

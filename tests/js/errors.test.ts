@@ -84,6 +84,14 @@ describe('failed calls change nothing', () => {
             expectNoChange(world, entities, () => world.remove(live, Frozen, notComponent), 'INVALID_ARGUMENT');
             expectNoChange(world, entities, () => world.has(live, notComponent), 'INVALID_ARGUMENT');
             expectNoChange(world, entities, () => world.query({ all: [notComponent] }), 'INVALID_ARGUMENT');
+            const positions = world.query({ all: [Position] });
+            expectNoChange(world, entities, () => positions.fill(notComponent, 'x' as never, 1), 'INVALID_ARGUMENT', { operation: 'query.fill' });
+            expectNoChange(world, entities, () => positions.addScaled(Position, 'x', notComponent, 'x' as never, 1), 'INVALID_ARGUMENT');
+            for (const chunk of positions) {
+                expectNoChange(world, entities, () => chunk.column(notComponent, 'x' as never), 'INVALID_ARGUMENT', { operation: 'chunk.column' });
+                expectNoChange(world, entities, () => chunk.markChanged(notComponent, 0), 'INVALID_ARGUMENT');
+            }
+            positions.close();
         }
         for (const thing of [{}, 'Position', null, 7]) {
             const notItem = thing as never;
