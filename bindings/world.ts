@@ -251,13 +251,25 @@ export class World {
      */
     add(entity: Entity, ...items: ComponentItem[]): void {
         const operation = 'world.add';
+        const only = items.length === 1 ? items[0] : undefined;
+        if (typeof only === 'function') {
+            // One component or tag without values, the common case (tes_add checks the handle).
+            const id = this.idOf(only, operation);
+            this.check(this.heap.exports.tes_add(this.live(operation), handle(entity, operation), id), operation, {
+                entity,
+                component: only.name,
+            });
+            return;
+        }
         const set = this.componentSet(items, operation);
         const world = this.live(operation);
-        this.requireAlive(entity, operation);
+        if (items.length === 0) this.requireAlive(entity, operation);
+        else handle(entity, operation);
         const exports = this.heap.exports;
         // Which components with values the entity has already, asked before anything is added
         // (a pending entity has none placed yet).
-        const pending = this.liveIterations > 0 && this.pending(entity);
+        const withValues = set.values.some((values) => values !== undefined);
+        const pending = withValues && this.liveIterations > 0 && this.pending(entity);
         const had = set.values.map(
             (values, i) => values !== undefined && !pending && this.hasId(entity, set.ids[i]!, set.components[i]!, operation),
         );
@@ -279,8 +291,9 @@ export class World {
     remove(entity: Entity, ...components: Component<any>[]): void {
         const operation = 'world.remove';
         const world = this.live(operation);
-        this.requireAlive(entity, operation);
-        const ids = components.map((c) => this.idOf(c, operation));
+        if (components.length === 0) this.requireAlive(entity, operation);
+        else handle(entity, operation);
+        const ids = components.length === 1 ? [this.idOf(components[0]!, operation)] : components.map((c) => this.idOf(c, operation));
         for (let i = 0; i < ids.length; i++) {
             this.check(this.heap.exports.tes_remove(world, entity, ids[i]!), operation, {
                 entity,
