@@ -134,7 +134,9 @@ export class Heap {
     /** Copies a list of u32 (entities, components) into the temporary block. */
     tempU32(values: ArrayLike<number>, operation: string): Pointer {
         const pointer = this.tempBlock(Math.max(4, values.length * 4), operation);
-        this.u32.set(values, pointer >>> 2);
+        const u32 = this.u32;
+        // A loop beats TypedArray.set for the few ids of a component set (and plain arrays).
+        for (let i = 0, at = pointer >>> 2; i < values.length; i++) u32[at + i] = values[i]!;
         return pointer;
     }
 

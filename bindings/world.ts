@@ -595,7 +595,15 @@ export class World {
         const values: (ValuesInput<any> | undefined)[] = [];
         const inits: [Component<any>, ValuesInput<any>][] = [];
         for (const item of items) {
-            const [component, initial] = splitItem(item, operation);
+            // Components and Component(values) first, without a tuple per item (idOf checks
+            // that the component is one); splitItem explains anything else.
+            let component: Component<any>;
+            let initial: ValuesInput<any> | undefined;
+            if (typeof item === 'function') component = item;
+            else if (typeof item === 'object' && item !== null && typeof item.component === 'function') {
+                component = item.component;
+                initial = item.values;
+            } else [component, initial] = splitItem(item, operation);
             const id = this.idOf(component, operation);
             if (ids.includes(id)) {
                 throw new TesseraError('INVALID_ARGUMENT', operation, 'a component is listed twice', {
@@ -626,13 +634,16 @@ export class World {
                 component: component.name,
             });
         }
-        for (const [field, value] of Object.entries(values)) {
+        for (const field in values) {
+            if (!Object.hasOwn(values, field)) continue;
+            const value = (values as Record<string, unknown>)[field];
             const meta = fieldOf(component, field, operation, entity);
-            const context = { ...(entity === undefined ? {} : { entity }), component: component.name, field };
             if (value === undefined) continue;
+            // Built only for an error: this check runs for every value of every spawn.
+            const context = () => ({ ...(entity === undefined ? {} : { entity }), component: component.name, field });
             if (meta.length === 1) {
                 const problem = valueProblem(meta.type, value);
-                if (problem) throw new TesseraError('BAD_VALUE', operation, problem, context);
+                if (problem) throw new TesseraError('BAD_VALUE', operation, problem, context());
                 continue;
             }
             const list = value as ArrayLike<unknown>;
@@ -641,12 +652,12 @@ export class World {
                     'BAD_VALUE',
                     operation,
                     `expected ${meta.length} values, got ${describeValue(value)}`,
-                    context,
+                    context(),
                 );
             }
             for (let i = 0; i < meta.length; i++) {
                 const problem = valueProblem(meta.type, list[i]);
-                if (problem) throw new TesseraError('BAD_VALUE', operation, `element ${i}: ${problem}`, context);
+                if (problem) throw new TesseraError('BAD_VALUE', operation, `element ${i}: ${problem}`, context());
             }
         }
     }
