@@ -7,6 +7,7 @@
  */
 import type { Pointer, TesseraExports } from './load.js';
 import { TesseraError, type ErrorCode } from './errors.js';
+import type { FieldType, TypedArrayOf } from './schema.js';
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;
@@ -30,6 +31,8 @@ export class Heap {
         f32: Float32Array;
         f64: Float64Array;
         data: DataView;
+        /** One view per field type, for reading and writing single values without a view each. */
+        typed: { [T in FieldType]: TypedArrayOf[T] };
     };
     private temp: Pointer = 0;
     private tempBytes = 0;
@@ -91,6 +94,11 @@ export class Heap {
     get f64(): Float64Array {
         if (this.views.u8.length === 0) this.refresh();
         return this.views.f64;
+    }
+    /** The whole memory as the typed array of a field type (index = address / element size). */
+    typed<T extends FieldType>(type: T): TypedArrayOf[T] {
+        if (this.views.u8.length === 0) this.refresh();
+        return this.views.typed[type];
     }
     get data(): DataView {
         if (this.views.u8.length === 0) this.refresh();
@@ -166,6 +174,16 @@ export class Heap {
             f32: new Float32Array(buffer),
             f64: new Float64Array(buffer),
             data: new DataView(buffer),
+            typed: {
+                f32: new Float32Array(buffer),
+                f64: new Float64Array(buffer),
+                i8: new Int8Array(buffer),
+                u8: new Uint8Array(buffer),
+                i16: new Int16Array(buffer),
+                u16: new Uint16Array(buffer),
+                i32: new Int32Array(buffer),
+                u32: new Uint32Array(buffer),
+            },
         };
     }
 }

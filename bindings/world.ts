@@ -364,6 +364,27 @@ export class World {
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         const operation = 'world.set';
         const id = this.idOf(component, operation);
+        if (typeof fieldOrValues === 'string' && this.deferredInits.size === 0) {
+            // One scalar field: the per-entity hot path, one call into wasm (tes_set_number
+            // checks the handle and stamps the change).
+            const meta = fieldOf(component, fieldOrValues, operation, entity);
+            if (meta.length === 1) {
+                const problem = valueProblem(meta.type, value);
+                if (problem !== undefined) {
+                    throw new TesseraError('BAD_VALUE', operation, problem, { entity, component: component.name, field: meta.name });
+                }
+                const result = this.heap.exports.tes_set_number(
+                    this.live(operation),
+                    handle(entity, operation),
+                    id,
+                    meta.index,
+                    0,
+                    value as number,
+                );
+                if (result !== 0) throw this.error(result, operation, { entity, component: component.name, field: meta.name });
+                return;
+            }
+        }
         const values =
             typeof fieldOrValues === 'string'
                 ? ({ [fieldOrValues]: value } as ValuesInput<any>)
@@ -721,8 +742,9 @@ export class World {
     }
 
     private readField(pointer: Pointer, meta: FieldMeta): number | number[] {
-        const view = new arrayTypes[meta.type](this.heap.current, pointer, meta.length);
-        return meta.length === 1 ? view[0]! : Array.from(view);
+        const memory = this.heap.typed(meta.type);
+        const at = pointer / meta.bytesPerElement;
+        return meta.length === 1 ? memory[at]! : Array.from(memory.subarray(at, at + meta.length));
     }
 
     /** Writes already-checked values as a change (tes_set*, which also works when deferred). */
@@ -784,9 +806,10 @@ export class World {
             const result = heap.exports.tes_field_ptr(this.pointer, entity, id, meta.index, out);
             if (result !== 0 && dropMissing) return;
             this.check(result, operation, { entity, component: component.name, field });
-            const view = new arrayTypes[meta.type](heap.current, heap.u32At(out), meta.length);
-            if (meta.length === 1) view[0] = value as number;
-            else view.set(value as ArrayLike<number>);
+            const memory = heap.typed(meta.type);
+            const at = heap.u32At(out) / meta.bytesPerElement;
+            if (meta.length === 1) memory[at] = value as number;
+            else memory.set(value as ArrayLike<number>, at);
         }
     }
 
