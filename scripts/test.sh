@@ -2,7 +2,8 @@
 # npm test: every check, fail fast. C tests natively under ASan + UBSan, the same C tests as
 # wasm under Node, the package build, the Vitest suites against the built dist/, then the
 # install tests: the packed tarball installed into an empty project, run in Node and, bundled
-# by Vite and as plain modules, in headless Chromium.
+# by Vite and as plain modules, in headless Chromium (with the demo page), and last the
+# benchmark cases' correctness checks (bench/js, no timing).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Each runner's log is kept, so the closing line can add up what ran.
@@ -34,6 +35,9 @@ step "install tests: npm pack, install into an empty project; Node, Vite + headl
 npx tsc -p tests/package/tsconfig.json
 npx vitest run --config vitest.package.config.ts --reporter=default --reporter=json \
     --outputFile="$logs/install.json"
+
+step "benchmark cases: every contender's setup, one op and its check (no timing)"
+node bench/js/run.mjs --check
 
 # ctest: "100% tests passed, 0 tests failed out of N"; Vitest: its JSON reports.
 ctest_total() { grep -oE 'tests failed out of [0-9]+' "$1" | grep -oE '[0-9]+$'; }
