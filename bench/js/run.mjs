@@ -23,7 +23,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { contenders } from './contenders/index.js';
-import { CASES, SCENARIOS, baseCase, isScenario } from './shared.js';
+import { CASES, baseCase } from './shared.js';
+import { benchCase as measureCase, entriesOf as caseEntries, fmtNum, tableLines, markdownTable, textTable } from './measure.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const resultsDir = path.join(root, 'bench/results');
@@ -67,38 +68,7 @@ for (const name of opts.cases ?? []) if (!CASES.includes(baseCase(name))) throw 
 const chosen = contenders.filter((c) => !opts.contenders || opts.contenders.includes(c.name));
 const caseNames = CASES.filter((c) => !opts.cases || opts.cases.some((x) => baseCase(x) === c));
 
-// The rows of one case: every (contender, key) whose key is the case or a variant of it.
-function entriesOf(caseName) {
-  const out = [];
-  for (const c of chosen) {
-    for (const key of Object.keys(c.cases)) {
-      if (baseCase(key) !== caseName) continue;
-      if (opts.cases && !opts.cases.includes(caseName) && !opts.cases.includes(key)) continue;
-      const variant = key === caseName ? '' : key.slice(caseName.length + 1);
-      out.push({ contender: c, key, label: variant ? `${c.name} ${variant}` : c.name, kind: c.kind });
-    }
-  }
-  return out;
-}
-
-function timeBatch(op, n) {
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) op();
-  return performance.now() - t0;
-}
-
-const fmtNum = (x) => {
-  if (!Number.isFinite(x)) return String(x);
-  const a = Math.abs(x);
-  if (a >= 1e6) return (x / 1e6).toFixed(a >= 1e7 ? 1 : 2) + 'M';
-  if (a >= 1e4) return (x / 1e3).toFixed(a >= 1e5 ? 0 : 1) + 'k';
-  if (a >= 100) return x.toFixed(0);
-  if (a >= 10) return x.toFixed(1);
-  if (a >= 1) return x.toFixed(2);
-  return x.toPrecision(3);
-};
-const fmtRatio = (r) => (r == null ? '—' : r >= 10 ? r.toFixed(1) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2));
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const entriesOf = (caseName) => caseEntries(chosen, caseName, opts.cases);
 
 async function checkMode() {
   let failed = 0;
@@ -123,108 +93,11 @@ async function checkMode() {
   process.exit(failed ? 1 : 0);
 }
 
-async function benchCase(caseName) {
-  const entries = entriesOf(caseName);
-  const scenario = isScenario(caseName);
-  const rows = [];
-  for (const e of entries) {
-    const row = { case: caseName, key: e.key, contender: e.contender.name, label: e.label, kind: e.kind, unit: scenario ? 'ms/tick' : 'op/s' };
-    rows.push(row);
-    try {
-      const t0 = performance.now();
-      row.inst = await e.contender.cases[e.key]();
-      row.setupMs = performance.now() - t0;
-      row.ops = 0;
-    } catch (err) {
-      row.error = `setup: ${err.message}`;
-    }
-  }
-  const live = rows.filter((r) => !r.error);
-  // Calibrate (also the warm-up): grow the batch until one batch takes >= target.
-  for (const r of live) {
-    try {
-      let n = 1, t = 0;
-      for (;;) {
-        t = timeBatch(r.inst.op, n);
-        r.ops += n;
-        if (t >= opts.targetMs) break;
-        const grow = t > 0 ? (opts.targetMs * 1.15) / t : 100;
-        n = Math.max(n + 1, Math.ceil(n * Math.min(100, Math.max(1.5, grow))));
-      }
-      r.batch = n;
-      r.samples = [];
-    } catch (err) {
-      r.error = `op: ${err.message}`;
-    }
-  }
-  const timed = live.filter((r) => !r.error);
-  for (let run = 0; run < opts.runs; run++) {
-    for (let j = 0; j < timed.length; j++) {
-      const r = timed[(j + run) % timed.length];
-      if (r.error) continue;
-      try {
-        const t = timeBatch(r.inst.op, r.batch);
-        r.ops += r.batch;
-        r.samples.push(t / r.batch);
-      } catch (err) {
-        r.error = `op: ${err.message}`;
-      }
-    }
-  }
-  for (const r of live) {
-    if (!r.error) {
-      try { r.inst.check(r.ops); r.check = 'ok'; } catch (err) { r.error = err.message; r.check = 'failed'; }
-    }
-    try { r.inst.dispose?.(); } catch { /* ignore */ }
-    delete r.inst;
-  }
-  gc();
-  for (const r of rows) {
-    if (r.error || !r.samples?.length) continue;
-    const ms = r.samples;
-    r.msMedian = median(ms); r.msMin = Math.min(...ms); r.msMax = Math.max(...ms);
-    if (scenario) { r.median = r.msMedian; r.min = r.msMin; r.max = r.msMax; }
-    else { r.median = 1000 / r.msMedian; r.min = 1000 / r.msMax; r.max = 1000 / r.msMin; }
-  }
-  const ok = rows.filter((r) => r.msMedian != null);
-  const peers = ok.filter((r) => r.kind === 'peer');
-  const best = peers.length ? peers.reduce((a, b) => (a.msMedian <= b.msMedian ? a : b)) : null;
-  const raw = ok.find((r) => r.kind === 'limit');
-  for (const r of ok) {
-    r.vsBestPeer = best ? best.msMedian / r.msMedian : null;
-    r.bestPeer = best?.label ?? null;
-    r.vsRaw = raw ? raw.msMedian / r.msMedian : null;
-  }
-  const missing = chosen
-    .filter((c) => !Object.keys(c.cases).some((k) => baseCase(k) === caseName))
-    .map((c) => ({ case: caseName, contender: c.name, reason: c.missing?.[caseName] ?? 'not expressible' }));
-  return { rows, missing };
-}
-
-function tableLines(rows, missing) {
-  const head = ['case', 'contender', 'unit', 'median', 'min', 'max', 'vs best peer', 'vs raw'];
-  const lines = [head];
-  let lastCase = null;
-  for (const r of rows) {
-    const c = r.case === lastCase ? '' : r.case;
-    lastCase = r.case;
-    if (r.median == null) lines.push([c, r.label, r.unit, 'FAILED', r.error ?? '', '', '', '']);
-    else lines.push([c, r.label, r.unit, fmtNum(r.median), fmtNum(r.min), fmtNum(r.max), fmtRatio(r.vsBestPeer), fmtRatio(r.vsRaw)]);
-    const next = rows[rows.indexOf(r) + 1];
-    if (!next || next.case !== r.case) {
-      for (const m of missing.filter((x) => x.case === r.case)) lines.push(['', m.contender, '', '—', '', '', '', '']);
-    }
-  }
-  return lines;
-}
+const benchCase = (caseName) =>
+  measureCase(caseName, { chosen, filter: opts.cases, runs: opts.runs, targetMs: opts.targetMs, gc });
 
 function printTable(lines) {
-  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => String(l[i]).length)));
-  const right = new Set([3, 4, 5, 6, 7]);
-  for (const [k, l] of lines.entries()) {
-    console.log(l.map((v, i) => (right.has(i) ? String(v).padStart(widths[i]) : String(v).padEnd(widths[i]))).join('  '));
-    if (k === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  }
+  for (const l of textTable(lines)) console.log(l);
 }
 
 const NOTES = [
@@ -253,10 +126,7 @@ function markdown(env, rows, missing) {
     '(tessera\'s batch API, its wasm kernels). A dash: the contender cannot express the case (reasons below). ' +
     'Source: bench/js/ (shared.js defines the cases; contenders/*.js one file per library). ' +
     'Ratios are only meaningful within this one run; the machine is shared and noisy.', '');
-  const lines = tableLines(rows, missing);
-  L.push('| ' + lines[0].join(' | ') + ' |');
-  L.push('|---|---|---|--:|--:|--:|--:|--:|');
-  for (const l of lines.slice(1)) L.push('| ' + l.map((v) => String(v).replace(/\|/g, '\\|')).join(' | ') + ' |');
+  L.push(...markdownTable(tableLines(rows, missing)));
   L.push('');
   // Compact view: tessera's best row per case beside each peer and raw.
   const names = env.contenders.map((c) => c.name);
