@@ -38,6 +38,8 @@ npx vitest run --config vitest.package.config.ts --reporter=default --reporter=j
 
 step "benchmark cases: every contender's setup, one op and its check (no timing)"
 node bench/js/run.mjs --check
+step "benchmark page: a Vite build in headless Chromium, one quick case"
+node bench/js/run-browser.mjs --quick --cases packed_5 --contenders tessera,raw
 
 # ctest: "100% tests passed, 0 tests failed out of N"; Vitest: its JSON reports.
 ctest_total() { grep -oE 'tests failed out of [0-9]+' "$1" | grep -oE '[0-9]+$'; }
