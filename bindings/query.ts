@@ -517,7 +517,8 @@ export class Chunk {
     private readonly rowsPointer: Pointer;
     /** Views handed out, with the buffer they were made over (a debug view guards its own). */
     /** Views handed out: the typed array, and what the caller got (a guard in debug worlds). */
-    private views: Map<number, { raw: ColumnArray; view: ColumnArray }> | undefined;
+    /** A few entries per chunk: a list is cheaper to make and search than a Map. */
+    private readonly views: { key: number; raw: ColumnArray; view: ColumnArray }[] = [];
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
@@ -572,10 +573,12 @@ export class Chunk {
         const id = world.idOf(component, operation);
         const meta = fieldOf(component, field, operation);
         const key = id * 64 + meta.index;
-        const views = (this.views ??= new Map());
-        const cached = views.get(key);
         // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
-        if (cached !== undefined && cached.raw.length !== 0) return cached.view as ColumnOf<S, K>;
+        const views = this.views;
+        for (let i = 0; i < views.length; i++) {
+            const cached = views[i]!;
+            if (cached.key === key && cached.raw.length !== 0) return cached.view as ColumnOf<S, K>;
+        }
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
@@ -592,7 +595,7 @@ export class Chunk {
         }
         const raw: ColumnArray = new arrayTypes[meta.type](heap.current, this.entitiesPointer + offset, this.count * meta.length);
         const view = world.debug ? guardView(raw, component.name, field) : raw;
-        views.set(key, { raw, view });
+        views.push({ key, raw, view });
         return view as ColumnOf<S, K>;
     }
 
