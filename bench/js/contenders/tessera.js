@@ -243,6 +243,7 @@ function particles(n, kernels) {
       lastExpired = gone.length;
     };
     return {
+      world, // for bench/js/footprint.mjs (what the world holds)
       op: kernels ? kernelTick : jsTick,
       check(k) {
         assert(q.count() === n, `particles population ${q.count()}`);
