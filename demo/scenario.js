@@ -167,24 +167,20 @@ export class Scenario {
         /** Simulated seconds. */
         this.time = 0;
         this.swarms = SWARM_SPECS.map((spec) => {
-            const swarmTag = spec.tag;
+            /** Everything the motion step touches, in this swarm only. */
+            const all = [Position, Velocity, Lifetime, spec.tag];
             return {
                 spec,
-                tag: swarmTag,
                 color: pack(...spec.rgb),
-                /** Everything the motion step touches. */
-                query: world.query({ all: [Position, Velocity, Lifetime, swarmTag] }),
+                query: world.query({ all }),
                 /** The same columns in JS; `writes` marks them like the kernels do. */
-                jsQuery: world.query({
-                    all: [Position, Velocity, Lifetime, swarmTag],
-                    writes: [Position, Velocity, Lifetime],
-                }),
+                jsQuery: world.query({ all, writes: [Position, Velocity, Lifetime] }),
                 /**
                  * Newcomers only (an `added` filter): their random start values are set here.
                  * It watches Color, not Lifetime: a watched component pays for change marks,
                  * and Lifetime changes on every row every tick while Color rarely does.
                  */
-                fresh: world.query({ added: [Color], all: [Position, Velocity, Lifetime, swarmTag] }),
+                fresh: world.query({ added: [Color], all }),
                 live: 0,
                 target: 0,
                 expired: 0,
@@ -252,25 +248,23 @@ export class Scenario {
         this.time += DT;
         for (const swarm of this.swarms) swarm.centre = wellCentre(swarm.spec.path, this.time);
 
-        let start = performance.now();
+        // Each step's time: ms since the previous lap.
+        let last = performance.now();
+        const lap = () => {
+            const now = performance.now();
+            const ms = now - last;
+            last = now;
+            return ms;
+        };
         report.expired = this.mode === 'wasm' ? this.motionKernels() : this.motionJs();
-        let now = performance.now();
-        report.motionMs = now - start;
-
-        start = now;
+        report.motionMs = lap();
         report.bounced = this.collide();
-        now = performance.now();
-        report.collideMs = now - start;
-
-        start = now;
+        report.collideMs = lap();
         report.changed = this.react();
-        now = performance.now();
-        report.reactMs = now - start;
-
-        start = now;
+        report.reactMs = lap();
         report.spawned = this.emit();
         this.world.tick();
-        report.emitMs = performance.now() - start;
+        report.emitMs = lap();
         return report;
     }
 
@@ -325,8 +319,8 @@ export class Scenario {
                     px[i] += nvx * DT;
                     py[i] += nvy * DT;
                     const before = life[i];
-                    const after = before - DT;
-                    life[i] = after;
+                    life[i] = before - DT;
+                    // Compared as stored (f32), as the countdown kernel does.
                     if (before > 0 && life[i] <= 0) {
                         if (gone === list.length) list = grow(list, 2 * gone);
                         list[gone++] = chunk.entities[i];
@@ -429,7 +423,7 @@ export class Scenario {
                     Lifetime,
                     Color({ rgba: swarm.color }),
                     Bounce,
-                    swarm.tag,
+                    swarm.spec.tag,
                 );
                 spawned += deficit;
             }

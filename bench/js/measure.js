@@ -127,12 +127,12 @@ export const TABLE_HEAD = ['case', 'contender', 'unit', 'median', 'min', 'max', 
 export function tableLines(rows, missing) {
   const lines = [TABLE_HEAD];
   let lastCase = null;
-  for (const r of rows) {
+  for (const [i, r] of rows.entries()) {
     const c = r.case === lastCase ? '' : r.case;
     lastCase = r.case;
     if (r.median == null) lines.push([c, r.label, r.unit, 'FAILED', r.error ?? '', '', '', '']);
     else lines.push([c, r.label, r.unit, fmtNum(r.median), fmtNum(r.min), fmtNum(r.max), fmtRatio(r.vsBestPeer), fmtRatio(r.vsRaw)]);
-    const next = rows[rows.indexOf(r) + 1];
+    const next = rows[i + 1];
     if (!next || next.case !== r.case) {
       for (const m of missing.filter((x) => x.case === r.case)) lines.push(['', m.contender, '', '—', '', '', '', '']);
     }

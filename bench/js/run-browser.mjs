@@ -10,18 +10,15 @@
 // Defaults (the page's): 3 runs of >= 200 ms batches; --quick: 50 ms. Each case runs in its own
 // module worker. Writes the results only for unfiltered runs (not with --cases, --contenders or
 // --no-write), as run.mjs does. --render: only rewrite browser.md from browser.json.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { serve } from '../../web/serve.mjs';
 import { launchChromium, watchPage } from '../../web/chromium.mjs';
 import { tableLines, markdownTable, textTable } from './measure.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const resultsDir = path.join(root, 'bench/results');
+import { root, resultsDir, cpuModel, osName, gitState, printUsage } from './node-env.mjs';
 const run = promisify(execFile);
 
 function parseArgs(argv) {
@@ -38,7 +35,7 @@ function parseArgs(argv) {
     else if (a === '--timeout-s') o.timeoutS = Number(next());
     else if (a === '--screenshot') o.screenshot = next();
     else if (a === '--render') o.render = true;
-    else if (a === '--help' || a === '-h') { console.log('see the top of bench/js/run-browser.mjs'); process.exit(0); }
+    else if (a === '--help' || a === '-h') printUsage(import.meta.url);
     else throw new Error(`unknown argument ${a}`);
   }
   return o;
@@ -51,14 +48,6 @@ if (opts.runs != null) query.set('runs', String(opts.runs));
 if (opts.targetMs != null) query.set('target', String(opts.targetMs));
 if (opts.cases) query.set('cases', opts.cases);
 if (opts.contenders) query.set('contenders', opts.contenders);
-
-function gitState() {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bindings'], { cwd: root, encoding: 'utf8' }).trim();
-    return dirty ? `${head} + uncommitted changes in src/ or bindings/` : head;
-  } catch { return '?'; }
-}
 
 function markdown(env, rows, missing) {
   const L = [];
@@ -130,7 +119,7 @@ try {
   const result = await page.evaluate(() => window.__benchResults);
   if (opts.screenshot) await page.screenshot({ path: path.resolve(opts.screenshot), fullPage: true });
   const filter = [opts.cases && `cases ${opts.cases}`, opts.contenders && `contenders ${opts.contenders}`].filter(Boolean).join(', ');
-  const env = { ...result.env, chromium: chromiumVersion, os: `${os.type()} ${os.release()}`, cpu: os.cpus()[0]?.model?.trim() ?? '?', git: gitState(), filter: filter || null };
+  const env = { ...result.env, chromium: chromiumVersion, os: osName(), cpu: cpuModel(), git: gitState(), filter: filter || null };
   const json = { env, results: result.results, missing: result.missing };
   console.log('');
   for (const l of textTable(tableLines(json.results, json.missing))) console.log(l);

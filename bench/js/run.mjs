@@ -17,17 +17,15 @@
 // between closures of one function literal, so a case run after another of a different size
 // can be slowed by the earlier one's type feedback (seen: raw particles_100k 0.26 ms/tick
 // alone, 0.66 after particles_10k). Within a case, the contenders share the process.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { root, resultsDir, cpuModel, osName, gitState, printUsage } from './node-env.mjs';
 import { contenders } from './contenders/index.js';
 import { CASES, baseCase } from './shared.js';
 import { benchCase as measureCase, entriesOf as caseEntries, fmtNum, tableLines, markdownTable, textTable } from './measure.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const resultsDir = path.join(root, 'bench/results');
 
 function parseArgs(argv) {
   const o = { quick: false, check: false, runs: null, targetMs: null, cases: null, contenders: null, write: true };
@@ -43,7 +41,7 @@ function parseArgs(argv) {
     else if (a === '--no-write') o.write = false;
     else if (a === '--worker') o.worker = true;
     else if (a === '--render') o.render = true;
-    else if (a === '--help' || a === '-h') { console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 17).join('\n')); process.exit(0); }
+    else if (a === '--help' || a === '-h') printUsage(import.meta.url);
     else throw new Error(`unknown argument ${a}`);
   }
   o.runs ??= o.quick ? 3 : 5;
@@ -95,10 +93,6 @@ async function checkMode() {
 
 const benchCase = (caseName) =>
   measureCase(caseName, { chosen, filter: opts.cases, runs: opts.runs, targetMs: opts.targetMs, gc });
-
-function printTable(lines) {
-  for (const l of textTable(lines)) console.log(l);
-}
 
 const NOTES = [
   'Cases: bench/js/shared.js. entity_cycle spawns one B per A, as BENCHMARKS.md defines it (the original ecs-benchmark spawned two), so its numbers are not comparable with published ones. observers: per tick, Health set on 100 distinct pseudo-random entities, tag X added to 10 and removed from 10, tag Y likewise; the three observers (changed Health: sum of the values; added X; removed Y) must see exactly 100 / 10 / 10. particles: whole-tick lifetimes, exactly 100 expire and 100 respawn per tick, population constant. set_heavy: one set per entity on 10% of 100k. churn: per tick a tag added to 1,000 and removed from 1,000, 1,000 oldest despawned and 1,000 spawned.',
@@ -165,14 +159,6 @@ function markdown(env, rows, missing) {
   return L.join('\n');
 }
 
-function gitState() {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bindings'], { cwd: root, encoding: 'utf8' }).trim();
-    return dirty ? `${head} + uncommitted changes in src/ or bindings/` : head;
-  } catch { return '?'; }
-}
-
 if (opts.check) await checkMode();
 if (opts.render) {
   const json = JSON.parse(readFileSync(path.join(resultsDir, 'latest.json'), 'utf8'));
@@ -184,9 +170,9 @@ if (opts.render) {
 const env = {
   date: new Date().toISOString(),
   node: process.version,
-  cpu: os.cpus()[0]?.model?.trim() ?? '?',
+  cpu: cpuModel(),
   cores: os.cpus().length,
-  os: `${os.type()} ${os.release()}`,
+  os: osName(),
   runs: opts.runs,
   targetMs: opts.targetMs,
   quick: opts.quick,
@@ -222,8 +208,7 @@ for (const caseName of caseNames) {
   console.log(`  ${caseName} (${((performance.now() - t0) / 1000).toFixed(1)} s): ${summary}`);
 }
 console.log(`\n(${((performance.now() - started) / 1000).toFixed(0)} s)\n`);
-printTable(tableLines(allRows, allMissing));
-for (const m of allMissing) void m;
+for (const l of textTable(tableLines(allRows, allMissing))) console.log(l);
 const failed = allRows.filter((r) => r.median == null);
 if (opts.write && !opts.cases && !opts.contenders) {
   mkdirSync(resultsDir, { recursive: true });

@@ -77,3 +77,23 @@ export const SET_STRIDE = 10;
 // [h, h + 1000)) and spawn 1000 new into those slots; h += 1000. Setup tags the first window.
 export const CHURN_N = 100_000;
 export const CHURN_K = 1000;
+
+// A contender's case table from its setups: each key a case name or a variant of one
+// ('churn (batch API)'); the sized families 'particles' and 'observers' (and their variants,
+// 'particles (kernels)') take a factory (n) => setup and give one case per size, e.g.
+// particles_10k ... particles_1m.
+const SIZED = { particles: PARTICLE_SIZES, observers: OBSERVER_SIZES };
+export function caseTable(setups) {
+  const cases = {};
+  for (const [key, setup] of Object.entries(setups)) {
+    const family = baseCase(key), sizes = SIZED[family];
+    if (!sizes) {
+      if (!CASES.includes(family)) throw new Error(`caseTable: unknown case ${key}`);
+      cases[key] = setup;
+      continue;
+    }
+    const variant = key.slice(family.length);
+    for (const [name, n] of Object.entries(sizes)) cases[name + variant] = setup(n);
+  }
+  return cases;
+}

@@ -6,8 +6,8 @@ import {
   query, observe, onAdd, onRemove, onSet,
 } from 'bitecs';
 import {
-  assert, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, PARTICLE_SIZES, RESPAWN, DT,
-  particleLife, initialLife, initialVelocity, SPAWN, OBSERVER_SIZES, OBS_SETS, OBS_TAGS,
+  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
+  particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
 } from '../shared.js';
 
@@ -296,16 +296,16 @@ function churn() {
   };
 }
 
-const cases = {
+const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
   frag_iter: fragIter,
   entity_cycle: entityCycle,
   add_remove: addRemove,
+  particles,
+  observers,
   set_heavy: setHeavy,
   churn,
-};
-for (const [name, n] of Object.entries(PARTICLE_SIZES)) cases[name] = particles(n);
-for (const [name, n] of Object.entries(OBSERVER_SIZES)) cases[name] = observers(n);
+});
 
 export default { name: 'bitecs', pkg: 'bitecs', kind: 'peer', cases };

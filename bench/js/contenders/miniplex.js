@@ -5,7 +5,7 @@
 // kept i32 with `| 0` (plain numbers would leave the small-integer range when doubled).
 import { World } from 'miniplex';
 import {
-  assert, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, PARTICLE_SIZES, RESPAWN, DT,
+  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
 } from '../shared.js';
 
@@ -208,16 +208,16 @@ function churn() {
   };
 }
 
-const cases = {
+const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
   frag_iter: fragIter,
   entity_cycle: entityCycle,
   add_remove: addRemove,
+  particles,
   set_heavy: setHeavy,
   churn,
-};
-for (const [name, n] of Object.entries(PARTICLE_SIZES)) cases[name] = particles(n);
+});
 
 const missing = {
   observers_10k: 'no change tracking (only query add/remove events)',

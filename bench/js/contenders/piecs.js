@@ -4,7 +4,7 @@
 // ecs-benchmark suite's piecs cases do). piecs has no change detection: observers are left out.
 import { World, createEntitySystem } from 'piecs';
 import {
-  assert, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, PARTICLE_SIZES, RESPAWN, DT,
+  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
 } from '../shared.js';
 
@@ -241,16 +241,16 @@ function churn() {
   };
 }
 
-const cases = {
+const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
   frag_iter: fragIter,
   entity_cycle: entityCycle,
   add_remove: addRemove,
+  particles,
   set_heavy: setHeavy,
   churn,
-};
-for (const [name, n] of Object.entries(PARTICLE_SIZES)) cases[name] = particles(n);
+});
 
 const missing = {
   observers_10k: 'no change detection or add/remove events',

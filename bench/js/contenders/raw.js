@@ -2,8 +2,8 @@
 // field in the best layout for the case's loops (contiguous where an ECS would split it).
 // Structural cases (entity_cycle, add_remove, churn) have no plain-loop equivalent: left out.
 import {
-  assert, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, PARTICLE_SIZES, RESPAWN, DT,
-  particleLife, initialLife, initialVelocity, SPAWN, OBSERVER_SIZES, OBS_SETS, OBS_TAGS,
+  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
+  particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE,
 } from '../shared.js';
 
@@ -162,14 +162,14 @@ function setHeavy() {
   };
 }
 
-const cases = {
+const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
   frag_iter: fragIter,
+  particles,
+  observers,
   set_heavy: setHeavy,
-};
-for (const [name, n] of Object.entries(PARTICLE_SIZES)) cases[name] = particles(n);
-for (const [name, n] of Object.entries(OBSERVER_SIZES)) cases[name] = observers(n);
+});
 
 const missing = {
   entity_cycle: 'structural: no plain-loop equivalent',

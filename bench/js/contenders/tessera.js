@@ -2,8 +2,8 @@
 // destroyed by dispose(). Hot loops follow the README: chunk.count and columns in locals.
 import { createWorld, component, tag } from '../../../dist/index.js';
 import {
-  assert, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, PARTICLE_SIZES, RESPAWN, DT,
-  particleLife, initialLife, initialVelocity, SPAWN, OBSERVER_SIZES, OBS_SETS, OBS_TAGS,
+  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
+  particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
 } from '../shared.js';
 
@@ -348,7 +348,7 @@ function churn(batch) {
   };
 }
 
-const cases = {
+const cases = caseTable({
   packed_5: packed5(),
   simple_iter: simpleIter(),
   frag_iter: fragIter(),
@@ -356,14 +356,12 @@ const cases = {
   'entity_cycle (batch API)': entityCycle(true),
   add_remove: addRemove(false),
   'add_remove (batch API)': addRemove(true),
+  particles: (n) => particles(n, false),
+  'particles (kernels)': (n) => particles(n, true),
+  observers,
   set_heavy: setHeavy(),
   churn: churn(false),
   'churn (batch API)': churn(true),
-};
-for (const [name, n] of Object.entries(PARTICLE_SIZES)) {
-  cases[name] = particles(n, false);
-  cases[`${name} (kernels)`] = particles(n, true);
-}
-for (const [name, n] of Object.entries(OBSERVER_SIZES)) cases[name] = observers(n);
+});
 
 export default { name: 'tessera', version: '0.1.0', kind: 'self', cases };
