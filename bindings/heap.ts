@@ -22,18 +22,11 @@ export class Heap {
     readonly codes: readonly ErrorCode[];
     /** Messages by C result number. */
     readonly messages: readonly string[];
+    /** C result number by error code (the codes are the module's ABI: fixed once loaded). */
+    readonly results: { readonly [code in ErrorCode]?: number };
 
-    private buffer: ArrayBuffer;
-    private views!: {
-        u8: Uint8Array;
-        i32: Int32Array;
-        u32: Uint32Array;
-        f32: Float32Array;
-        f64: Float64Array;
-        data: DataView;
-        /** One view per field type, for reading and writing single values without a view each. */
-        typed: { [T in FieldType]: TypedArrayOf[T] };
-    };
+    /** One view per field type (whole memory; index = address / element size), and a DataView. */
+    private views!: { typed: { [T in FieldType]: TypedArrayOf[T] }; data: DataView };
     private temp: Pointer = 0;
     private tempBytes = 0;
     private readonly decoder = new TextDecoder();
@@ -42,7 +35,6 @@ export class Heap {
     constructor(exports: TesseraExports) {
         this.exports = exports;
         this.memory = exports.memory;
-        this.buffer = this.memory.buffer;
         this.rebuild();
         this.scratch = this.malloc(SCRATCH_BYTES, 'load');
         const codes: ErrorCode[] = [];
@@ -56,53 +48,38 @@ export class Heap {
         }
         this.codes = codes;
         this.messages = messages;
+        this.results = Object.fromEntries(codes.map((code, result) => [code, result]));
     }
 
-    /** True (and views rebuilt) when memory grew since the views were made. */
-    refresh(): boolean {
-        if (this.buffer === this.memory.buffer) return false;
-        this.buffer = this.memory.buffer;
-        this.rebuild();
-        return true;
+    /**
+     * The views, made again if memory grew. Growth detaches the old buffer, which leaves every
+     * view over it with length 0 (a live memory is never empty): testing that is a field load,
+     * where `memory.buffer` is a getter costing about 20 ns in V8, several times per chunk.
+     */
+    private get fresh() {
+        if (this.views.typed.u8.length === 0) this.rebuild();
+        return this.views;
     }
-
-    // Growth detaches the old buffer, which leaves every view over it with length 0 (a live
-    // memory is never empty). Testing that costs a field load; `memory.buffer` is a getter
-    // that costs about 20 ns in V8, and these run several times per chunk.
 
     /** The current `memory.buffer`. */
     get current(): ArrayBuffer {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.buffer;
+        return this.fresh.typed.u8.buffer as ArrayBuffer;
     }
     get u8(): Uint8Array {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.u8;
-    }
-    get i32(): Int32Array {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.i32;
+        return this.fresh.typed.u8;
     }
     get u32(): Uint32Array {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.u32;
-    }
-    get f32(): Float32Array {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.f32;
+        return this.fresh.typed.u32;
     }
     get f64(): Float64Array {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.f64;
+        return this.fresh.typed.f64;
     }
     /** The whole memory as the typed array of a field type (index = address / element size). */
     typed<T extends FieldType>(type: T): TypedArrayOf[T] {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.typed[type];
+        return this.fresh.typed[type];
     }
     get data(): DataView {
-        if (this.views.u8.length === 0) this.refresh();
-        return this.views.data;
+        return this.fresh.data;
     }
 
     /** The u32 at a (4-aligned) address. */
@@ -166,13 +143,8 @@ export class Heap {
     }
 
     private rebuild(): void {
-        const buffer = this.buffer;
+        const buffer = this.memory.buffer;
         this.views = {
-            u8: new Uint8Array(buffer),
-            i32: new Int32Array(buffer),
-            u32: new Uint32Array(buffer),
-            f32: new Float32Array(buffer),
-            f64: new Float64Array(buffer),
             data: new DataView(buffer),
             typed: {
                 f32: new Float32Array(buffer),

@@ -316,7 +316,7 @@ export class Query {
             // find the entities where they will be (an archetype-wide record would name the
             // archetype the entities have now, and miss them once moved).
             for (const entity of this.entities()) {
-                owner.check(change(owner.pointer, entity, id), operation, { entity, component: component.name });
+                owner.check(change(owner.pointer, entity, id), operation, entity, component.name);
             }
             return;
         }
@@ -325,7 +325,7 @@ export class Query {
         const world = this.live(operation);
         const changeArchetype = add ? exports.tes_archetype_add : exports.tes_archetype_remove;
         for (const archetype of archetypes) {
-            owner.check(changeArchetype(world, archetype, id), operation, { component: component.name });
+            owner.check(changeArchetype(world, archetype, id), operation, undefined, component.name);
         }
     }
 
@@ -369,10 +369,7 @@ export class Query {
         const u32 = heap.u32;
         u32.set([kind, id, meta.index, sourceId, sourceIndex], (op + 24) >>> 2);
         const out = heap.scratch;
-        this.world.check(heap.exports.tes_query_apply(world, this.pointer, op, out, out + 4), operation, {
-            component: component.name,
-            field,
-        });
+        this.world.check(heap.exports.tes_query_apply(world, this.pointer, op, out, out + 4), operation, undefined, component.name, field);
         const count = heap.u32At(out + 4);
         const entities = heap.u32At(out);
         return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
@@ -452,28 +449,16 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         const query = this.query;
         const world = query.world;
         const heap = world.heap;
-        const rows = heap.u32At(this.block + ITER.rows);
+        const mark = (id: number, rows: Pointer, count: number, operation: string) =>
+            world.check(heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, count), operation);
         for (const [id, marks] of this.marks) {
-            if (marks.whole) {
-                world.check(
-                    heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, chunk.rowCount),
-                    'chunk.markChanged',
-                );
-            } else if (marks.length) {
-                const list = heap.tempU32(marks.rows.subarray(0, marks.length), 'chunk.markChanged');
-                world.check(
-                    heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, list, marks.length),
-                    'chunk.markChanged',
-                );
+            if (marks.whole) mark(id, chunk.rowsPointer, chunk.rowCount, 'chunk.markChanged');
+            else if (marks.length) {
+                mark(id, heap.tempU32(marks.rows.subarray(0, marks.length), 'chunk.markChanged'), marks.length, 'chunk.markChanged');
             }
             marks.clear();
         }
-        for (const id of query.writeIds) {
-            world.check(
-                heap.exports.tes_chunk_mark_changed(world.pointer, chunk.archetype, chunk.index, id, rows, chunk.rowCount),
-                'query writes',
-            );
-        }
+        for (const id of query.writeIds) mark(id, chunk.rowsPointer, chunk.rowCount, 'query writes');
     }
 
     private end(): void {
@@ -512,13 +497,19 @@ export class Chunk {
     /** True when only some rows are visited (`slots` lists them). */
     readonly filtered: boolean;
 
+    /** @internal The iteration's row list (`tes_iter_t.rows`), 0 when every row is visited. */
+    readonly rowsPointer: Pointer;
+
     private readonly query: Query;
     private readonly entitiesPointer: Pointer;
-    private readonly rowsPointer: Pointer;
-    /** Views handed out, with the buffer they were made over (a debug view guards its own). */
-    /** Views handed out: the typed array, and what the caller got (a guard in debug worlds). */
-    /** A few entries per chunk: a list is cheaper to make and search than a Map. */
+    /**
+     * Column views handed out: the typed array, and what the caller got (a guard in debug
+     * worlds). A few entries per chunk: a list is cheaper to make and search than a Map.
+     */
     private readonly views: { key: number; raw: ColumnArray; view: ColumnArray }[] = [];
+    /** `entities` and `slots`, made once per chunk: loops read them per row. */
+    private entitiesView: Uint32Array | undefined;
+    private slotsView: Uint32Array | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
@@ -544,8 +535,12 @@ export class Chunk {
     /** The entity handles of the chunk, by row (`entities[0..count-1]`). */
     get entities(): Uint32Array {
         this.alive('chunk.entities');
-        const start = this.entitiesPointer >>> 2;
-        return this.query.world.heap.u32.subarray(start, start + this.count);
+        // A view detached by growth has length 0 (a visited chunk has rows): make it again.
+        if (this.entitiesView === undefined || this.entitiesView.length === 0) {
+            const start = this.entitiesPointer >>> 2;
+            this.entitiesView = this.query.world.heap.u32.subarray(start, start + this.count);
+        }
+        return this.entitiesView;
     }
 
     /**
@@ -554,9 +549,13 @@ export class Chunk {
      */
     get slots(): Uint32Array {
         this.alive('chunk.slots');
-        if (!this.filtered) return identityRows(this.count);
-        const start = this.rowsPointer >>> 2;
-        return this.query.world.heap.u32.subarray(start, start + this.rowCount);
+        if (this.slotsView === undefined || this.slotsView.length === 0) {
+            const start = this.rowsPointer >>> 2;
+            this.slotsView = this.filtered
+                ? this.query.world.heap.u32.subarray(start, start + this.rowCount)
+                : identityRows(this.count);
+        }
+        return this.slotsView;
     }
 
     /**
@@ -588,7 +587,9 @@ export class Chunk {
             world.check(
                 heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
                 operation,
-                { component: component.name, field },
+                undefined,
+                component.name,
+                field,
             );
             offset = heap.u32At(out) - this.entitiesPointer;
             world.columnOffsets.set(offsetKey, offset);
@@ -624,7 +625,7 @@ export class Chunk {
         const world = this.query.world;
         const id = world.idOf(component, operation);
         if (!this.query.required.has(component) && !world.archetypeHas(this.archetype, id)) {
-            world.check(world.resultCode('MISSING_COMPONENT'), operation, { component: component.name });
+            throw world.error('MISSING_COMPONENT', operation, undefined, component.name);
         }
         let marks = this.marks.get(id);
         if (marks === undefined) {

@@ -60,14 +60,17 @@ export class Scheduler {
     }
 
     stage(name: string): Stage {
+        return this.slot(name).stage;
+    }
+
+    /** A stage and its systems, made on first use. */
+    private slot(name: string): { stage: Stage; systems: Entry[] } {
         if (typeof name !== 'string' || name.length === 0) {
             throw new TesseraError('INVALID_ARGUMENT', 'world.stage', 'a stage name must be a non-empty string');
         }
-        const known = this.stages.find((s) => s.stage.name === name);
-        if (known) return known.stage;
-        const stage = Object.freeze({ name });
-        this.stages.push({ stage, systems: [] });
-        return stage;
+        let slot = this.stages.find((s) => s.stage.name === name);
+        if (slot === undefined) this.stages.push((slot = { stage: Object.freeze({ name }), systems: [] }));
+        return slot;
     }
 
     system(desc: SystemDesc): System {
@@ -79,9 +82,8 @@ export class Scheduler {
         if (!Number.isInteger(interval) || interval < 1) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${String(interval)}`);
         }
-        const stageName = typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE);
-        const stage = this.stage(stageName);
-        const slot = this.stages.find((s) => s.stage === stage)!;
+        const slot = this.slot(typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE));
+        const stage = slot.stage;
         const query = this.world.query(desc.query);
         const name = desc.name ?? (desc.run.name || `system ${slot.systems.length + 1}`);
         const system: System = {

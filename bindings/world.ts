@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { TesseraError, describeEntity, type ErrorContext } from './errors.js';
+import { TesseraError, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import type { Pointer, TesseraExports } from './load.js';
 import { Query, type QueryDesc } from './query.js';
@@ -189,7 +189,7 @@ export class World {
         const out = heap.scratch;
         this.check(heap.exports.tes_spawn(this.live(operation), list, set.ids.length, out), operation);
         const entity = heap.u32At(out);
-        for (const [component, values] of set.inits) this.writeInitial(entity, component, values, operation);
+        set.values.forEach((values, i) => values && this.writeInitial(entity, set.components[i]!, values, operation));
         return entity;
     }
 
@@ -211,18 +211,14 @@ export class World {
             operation,
         );
         const entities = heap.u32.slice(block >>> 2, (block >>> 2) + count);
-        if (count > 0 && set.inits.length > 0) this.fillInitial(entities, set.inits, operation);
+        if (count > 0 && set.values.some((values) => values !== undefined)) this.fillInitial(entities, set, operation);
         return entities;
     }
 
     /** Despawns an entity: its components are removed and its handle becomes stale. */
     despawn(entity: Entity): void {
         const operation = 'world.despawn';
-        this.check(
-            this.heap.exports.tes_despawn(this.live(operation), handle(entity, operation)),
-            operation,
-            { entity },
-        );
+        this.check(this.heap.exports.tes_despawn(this.live(operation), handle(entity, operation)), operation, entity);
     }
 
     /** Despawns every entity of the list, or none of them when one is stale or listed twice. */
@@ -232,7 +228,7 @@ export class World {
         for (let i = 0; i < entities.length; i++) handle(entities[i], operation);
         const list = this.heap.tempU32(entities, operation);
         const result = this.heap.exports.tes_despawn_batch(world, list, entities.length);
-        if (result !== 0) this.check(result, operation, { entity: this.culprit(entities) });
+        if (result !== 0) throw this.error(result, operation, this.culprit(entities));
     }
 
     /** True when the handle names a live (or pending) entity. Never throws for a number. */
@@ -255,10 +251,7 @@ export class World {
         if (typeof only === 'function') {
             // One component or tag without values, the common case (tes_add checks the handle).
             const id = this.idOf(only, operation);
-            this.check(this.heap.exports.tes_add(this.live(operation), handle(entity, operation), id), operation, {
-                entity,
-                component: only.name,
-            });
+            this.check(this.heap.exports.tes_add(this.live(operation), handle(entity, operation), id), operation, entity, only.name);
             return;
         }
         const set = this.componentSet(items, operation);
@@ -277,10 +270,7 @@ export class World {
             const id = set.ids[i]!;
             const component = set.components[i]!;
             const values = set.values[i];
-            this.check(exports.tes_add(world, entity, id), operation, {
-                entity,
-                component: component.name,
-            });
+            this.check(exports.tes_add(world, entity, id), operation, entity, component.name);
             if (values === undefined) continue;
             if (had[i]) this.writeValues(entity, component, id, values, operation);
             else this.writeInitial(entity, component, values, operation);
@@ -295,10 +285,7 @@ export class World {
         else handle(entity, operation);
         const ids = components.length === 1 ? [this.idOf(components[0]!, operation)] : components.map((c) => this.idOf(c, operation));
         for (let i = 0; i < ids.length; i++) {
-            this.check(this.heap.exports.tes_remove(world, entity, ids[i]!), operation, {
-                entity,
-                component: components[i]!.name,
-            });
+            this.check(this.heap.exports.tes_remove(world, entity, ids[i]!), operation, entity, components[i]!.name);
         }
     }
 
@@ -326,7 +313,7 @@ export class World {
             // Never used in this world, so no entity has it: say so without registering it.
             if (field !== undefined) fieldOf(component, field, operation, entity);
             this.requireAlive(entity, operation);
-            throw this.error(this.resultCode('MISSING_COMPONENT'), operation, { entity, component: component.name, field });
+            throw this.error('MISSING_COMPONENT', operation, entity, component.name, field);
         }
         if (field !== undefined) {
             const meta = fieldOf(component, field, operation, entity);
@@ -364,38 +351,32 @@ export class World {
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         const operation = 'world.set';
         const id = this.idOf(component, operation);
-        if (typeof fieldOrValues === 'string' && this.deferredInits.size === 0) {
-            // One scalar field: the per-entity hot path, one call into wasm (tes_set_number
-            // checks the handle and stamps the change).
-            const meta = fieldOf(component, fieldOrValues, operation, entity);
-            if (meta.length === 1) {
-                const problem = valueProblem(meta.type, value);
-                if (problem !== undefined) {
-                    throw new TesseraError('BAD_VALUE', operation, problem, { entity, component: component.name, field: meta.name });
-                }
-                const result = this.heap.exports.tes_set_number(
-                    this.live(operation),
-                    handle(entity, operation),
-                    id,
-                    meta.index,
-                    0,
-                    value as number,
-                );
-                if (result !== 0) throw this.error(result, operation, { entity, component: component.name, field: meta.name });
-                return;
-            }
+        // Every value is checked before anything is written.
+        let meta: FieldMeta | undefined;
+        if (typeof fieldOrValues === 'string') {
+            meta = fieldOf(component, fieldOrValues, operation, entity);
+            this.checkValue(component, meta, value, operation, entity);
+        } else {
+            this.checkValues(component, fieldOrValues as ValuesInput<any>, operation, entity);
         }
-        const values =
-            typeof fieldOrValues === 'string'
-                ? ({ [fieldOrValues]: value } as ValuesInput<any>)
-                : (fieldOrValues as ValuesInput<any>);
-        this.checkValues(component, values, operation, entity);
-        this.requireAlive(entity, operation);
         // A write to an entity whose add is still deferred joins the add's values: written
         // through the C core now, it would be applied first and then overwritten by them.
-        const deferred = this.deferredInits.get(entity)?.get(id);
-        if (deferred !== undefined) Object.assign(deferred.values, values);
-        else this.writeValues(entity, component, id, values, operation);
+        const deferred = this.deferredInits.size === 0 ? undefined : this.deferredInits.get(entity)?.get(id);
+        if (deferred !== undefined) {
+            Object.assign(deferred.values, meta === undefined ? fieldOrValues : { [meta.name]: value });
+            return;
+        }
+        if (meta !== undefined) {
+            this.writeField(entity, component, id, meta, value, operation);
+            return;
+        }
+        let written = false;
+        for (const [field, fieldValue] of Object.entries(fieldOrValues as ValuesInput<any>)) {
+            if (fieldValue === undefined) continue;
+            this.writeField(entity, component, id, fieldOf(component, field, operation), fieldValue, operation);
+            written = true;
+        }
+        if (!written) this.requireAlive(entity, operation); // nothing to write still checks the handle
     }
 
     /**
@@ -408,7 +389,8 @@ export class World {
         this.check(
             this.heap.exports.tes_mark_changed(this.live(operation), handle(entity, operation), id),
             operation,
-            { entity, component: component.name },
+            entity,
+            component.name,
         );
     }
 
@@ -508,16 +490,20 @@ export class World {
         return this.pointer;
     }
 
-    /** @internal Throws the TesseraError of a non-zero C result. */
-    check(result: number, operation: string, context?: ErrorContext): void {
-        if (result !== 0) throw this.error(result, operation, context);
+    /**
+     * @internal Throws the TesseraError of a non-zero C result. The context comes as plain
+     * arguments, so a call that succeeds (per entity, per chunk) allocates nothing for it.
+     */
+    check(result: number, operation: string, entity?: Entity, component?: string, field?: string): void {
+        if (result !== 0) throw this.error(result, operation, entity, component, field);
     }
 
-    /** @internal The TesseraError of a C result. */
-    error(result: number, operation: string, context?: ErrorContext): TesseraError {
+    /** @internal The TesseraError of a C result (a number, or the code's name). */
+    error(result: number | ErrorCode, operation: string, entity?: Entity, component?: string, field?: string): TesseraError {
         const heap = this.heap;
-        const problem = heap.messages[result] ?? `unknown result ${result}`;
-        return new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, problem, context);
+        const number = typeof result === 'number' ? result : (heap.results[result] ?? -1);
+        const problem = heap.messages[number] ?? `unknown result ${String(result)}`;
+        return new TesseraError(heap.codes[number] ?? 'CORRUPT', operation, problem, { entity, component, field });
     }
 
     /** The C id of a component if this world registered it already (reads need not register). */
@@ -556,11 +542,6 @@ export class World {
         else this.freeIterBlocks.push(block);
     }
 
-    /** @internal The C result number of an error code (-1 when the module has none). */
-    resultCode(code: string): number {
-        return this.heap.codes.indexOf(code as never);
-    }
-
     private register(component: Component<any>, operation: string): number {
         const world = this.live(operation);
         if (!isComponent(component)) {
@@ -591,7 +572,7 @@ export class World {
             });
             const out = heap.scratch;
             const result = heap.exports.tes_component_register(world, desc, out);
-            if (result === this.resultCode('DUPLICATE_NAME')) {
+            if (result === this.heap.results.DUPLICATE_NAME) {
                 throw new TesseraError(
                     'DUPLICATE_NAME',
                     operation,
@@ -599,7 +580,7 @@ export class World {
                     { component: component.name },
                 );
             }
-            this.check(result, operation, { component: component.name });
+            this.check(result, operation, undefined, component.name);
             const id = heap.u32At(out);
             this.ids[component.key] = id;
             this.components[id] = component;
@@ -610,11 +591,10 @@ export class World {
     }
 
     /** Resolves spawn/add items, rejecting duplicates and checking initial values up front. */
-    private componentSet(items: readonly ComponentItem[], operation: string) {
+    private componentSet(items: readonly ComponentItem[], operation: string): ComponentSet {
         const ids: number[] = [];
         const components: Component<any>[] = [];
         const values: (ValuesInput<any> | undefined)[] = [];
-        const inits: [Component<any>, ValuesInput<any>][] = [];
         for (const item of items) {
             // Components and Component(values) first, without a tuple per item (idOf checks
             // that the component is one); splitItem explains anything else.
@@ -631,15 +611,12 @@ export class World {
                     component: component.name,
                 });
             }
-            if (initial !== undefined) {
-                this.checkValues(component, initial, operation);
-                inits.push([component, initial]);
-            }
+            if (initial !== undefined) this.checkValues(component, initial, operation);
             ids.push(id);
             components.push(component);
             values.push(initial);
         }
-        return { ids, components, values, inits };
+        return { ids, components, values };
     }
 
     /** Throws `UNKNOWN_FIELD` / `BAD_VALUE` for the first field value that cannot be stored. */
@@ -651,42 +628,43 @@ export class World {
     ): void {
         if (typeof values !== 'object' || values === null) {
             throw new TesseraError('BAD_VALUE', operation, `expected an object of field values, got ${describeValue(values)}`, {
-                ...(entity === undefined ? {} : { entity }),
+                entity,
                 component: component.name,
             });
         }
         for (const field in values) {
             if (!Object.hasOwn(values, field)) continue;
-            const value = (values as Record<string, unknown>)[field];
             const meta = fieldOf(component, field, operation, entity);
-            if (value === undefined) continue;
-            // Built only for an error: this check runs for every value of every spawn.
-            const context = () => ({ ...(entity === undefined ? {} : { entity }), component: component.name, field });
-            if (meta.length === 1) {
-                const problem = valueProblem(meta.type, value);
-                if (problem) throw new TesseraError('BAD_VALUE', operation, problem, context());
-                continue;
-            }
+            this.checkValue(component, meta, (values as Record<string, unknown>)[field], operation, entity);
+        }
+    }
+
+    /** Throws `BAD_VALUE` when a field's value (undefined: none) cannot be stored without loss. */
+    private checkValue(component: Component<any>, meta: FieldMeta, value: unknown, operation: string, entity?: Entity): void {
+        if (value === undefined) return;
+        let problem: string | undefined;
+        if (meta.length === 1) {
+            problem = valueProblem(meta.type, value);
+        } else {
             const list = value as ArrayLike<unknown>;
             if (typeof list !== 'object' || list === null || list.length !== meta.length) {
-                throw new TesseraError(
-                    'BAD_VALUE',
-                    operation,
-                    `expected ${meta.length} values, got ${describeValue(value)}`,
-                    context(),
-                );
+                problem = `expected ${meta.length} values, got ${describeValue(value)}`;
+            } else {
+                for (let i = 0; i < meta.length && problem === undefined; i++) {
+                    const element = valueProblem(meta.type, list[i]);
+                    if (element !== undefined) problem = `element ${i}: ${element}`;
+                }
             }
-            for (let i = 0; i < meta.length; i++) {
-                const problem = valueProblem(meta.type, list[i]);
-                if (problem) throw new TesseraError('BAD_VALUE', operation, `element ${i}: ${problem}`, context());
-            }
+        }
+        if (problem !== undefined) {
+            throw new TesseraError('BAD_VALUE', operation, problem, { entity, component: component.name, field: meta.name });
         }
     }
 
     /** Throws `STALE_ENTITY` unless the handle names a live or pending entity. */
     private requireAlive(entity: Entity, operation: string): void {
         if (!this.isAlive(handle(entity, operation))) {
-            throw this.error(this.resultCode('STALE_ENTITY'), operation, { entity });
+            throw this.error('STALE_ENTITY', operation, entity);
         }
     }
 
@@ -710,7 +688,7 @@ export class World {
     /** True when the handle names an entity spawned inside an iteration, not placed yet. */
     private pending(entity: Entity): boolean {
         const result = this.heap.exports.tes_location(this.pointer, entity, this.heap.scratch);
-        return result === this.resultCode('PENDING_ENTITY');
+        return result === this.heap.results.PENDING_ENTITY;
     }
 
     private hasId(entity: Entity, id: number, component: Component<any>, operation: string): boolean {
@@ -719,7 +697,8 @@ export class World {
         this.check(
             heap.exports.tes_has(this.live(operation), handle(entity, operation), id, out),
             operation,
-            { entity, component: component.name },
+            entity,
+            component.name,
         );
         return heap.u8[out] !== 0;
     }
@@ -736,7 +715,9 @@ export class World {
         this.check(
             heap.exports.tes_field_ptr(this.live(operation), handle(entity, operation), id, meta.index, out),
             operation,
-            { entity, component: component.name, field: meta.name },
+            entity,
+            component.name,
+            meta.name,
         );
         return heap.u32At(out);
     }
@@ -755,26 +736,29 @@ export class World {
         values: ValuesInput<any>,
         operation: string,
     ): void {
+        for (const [field, value] of Object.entries(values)) {
+            if (value !== undefined) this.writeField(entity, component, id, fieldOf(component, field, operation), value, operation);
+        }
+    }
+
+    /**
+     * Writes one already-checked field value as a change: one call into wasm, which checks the
+     * handle and stamps the change (and records it when the entity is pending).
+     */
+    private writeField(entity: Entity, component: Component<any>, id: number, meta: FieldMeta, value: unknown, operation: string): void {
         const heap = this.heap;
         const world = this.live(operation);
         handle(entity, operation);
-        for (const [field, value] of Object.entries(values)) {
-            if (value === undefined) continue;
-            const meta = fieldOf(component, field, operation);
-            const context = { entity, component: component.name, field };
-            if (meta.length === 1) {
-                this.check(
-                    heap.exports.tes_set_number(world, entity, id, meta.index, 0, value as number),
-                    operation,
-                    context,
-                );
-                continue;
-            }
+        let result: number;
+        if (meta.length === 1) {
+            result = heap.exports.tes_set_number(world, entity, id, meta.index, 0, value as number);
+        } else {
             const bytes = meta.length * meta.bytesPerElement;
             const block = heap.tempBlock(bytes, operation);
-            new arrayTypes[meta.type](heap.current, block, meta.length).set(value as ArrayLike<number>);
-            this.check(heap.exports.tes_set(world, entity, id, meta.index, block, bytes), operation, context);
+            heap.typed(meta.type).set(value as ArrayLike<number>, block / meta.bytesPerElement);
+            result = heap.exports.tes_set(world, entity, id, meta.index, block, bytes);
         }
+        this.check(result, operation, entity, component.name, meta.name);
     }
 
     /**
@@ -805,7 +789,7 @@ export class World {
             const out = heap.scratch;
             const result = heap.exports.tes_field_ptr(this.pointer, entity, id, meta.index, out);
             if (result !== 0 && dropMissing) return;
-            this.check(result, operation, { entity, component: component.name, field });
+            this.check(result, operation, entity, component.name, field);
             const memory = heap.typed(meta.type);
             const at = heap.u32At(out) / meta.bytesPerElement;
             if (meta.length === 1) memory[at] = value as number;
@@ -814,22 +798,18 @@ export class World {
     }
 
     /** Initial values of a batch: the new rows are contiguous, so fill column ranges. */
-    private fillInitial(
-        entities: Uint32Array,
-        inits: readonly [Component<any>, ValuesInput<any>][],
-        operation: string,
-    ): void {
+    private fillInitial(entities: Uint32Array, set: ComponentSet, operation: string): void {
         const heap = this.heap;
         const exports = heap.exports;
         const out = heap.scratch;
         const location = exports.tes_location(this.pointer, entities[0]!, out);
-        if (location === this.resultCode('PENDING_ENTITY')) {
+        if (location === this.heap.results.PENDING_ENTITY) {
             for (const entity of entities) {
-                for (const [component, values] of inits) this.writeInitial(entity, component, values, operation);
+                set.values.forEach((values, i) => values && this.writeInitial(entity, set.components[i]!, values, operation));
             }
             return;
         }
-        this.check(location, operation, { entity: entities[0]! });
+        this.check(location, operation, entities[0]!);
         const archetype = heap.u32At(out);
         let chunk = heap.u32At(out + 4);
         let row = heap.u32At(out + 8);
@@ -837,8 +817,11 @@ export class World {
         while (done < entities.length) {
             this.check(exports.tes_chunk_info(this.pointer, archetype, chunk, out), operation);
             const take = Math.min(heap.u32At(out + 4) - row, entities.length - done);
-            for (const [component, values] of inits) {
-                const id = this.idOf(component, operation);
+            for (let i = 0; i < set.ids.length; i++) {
+                const values = set.values[i];
+                if (values === undefined) continue;
+                const component = set.components[i]!;
+                const id = set.ids[i]!;
                 for (const [field, value] of Object.entries(values)) {
                     if (value === undefined) continue;
                     const meta = fieldOf(component, field, operation);
@@ -872,6 +855,13 @@ export class World {
         }
         return undefined;
     }
+}
+
+/** Spawn/add items resolved: C ids, components and initial values, side by side. */
+interface ComponentSet {
+    readonly ids: number[];
+    readonly components: Component<any>[];
+    readonly values: (ValuesInput<any> | undefined)[];
 }
 
 /** Values waiting for a deferred add. */
