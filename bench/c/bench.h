@@ -46,8 +46,8 @@ static volatile uint64_t sink BENCH_UNUSED;
 static volatile double sink_number BENCH_UNUSED;
 
 static void fail(int line, const char *what, tes_result_t result) {
-    fprintf(stderr, BENCH_PROGRAM ": line %d: %s -> %s (%s)\n", line, what,
-            tes_result_name(result), tes_result_message(result));
+    fprintf(stderr, BENCH_PROGRAM ": line %d: %s -> %s (%s)\n", line, what, tes_result_name(result),
+            tes_result_message(result));
     exit(1);
 }
 
@@ -58,12 +58,12 @@ static void fail(int line, const char *what, tes_result_t result) {
         if (check_result_ != TES_OK) fail(__LINE__, #call, check_result_); \
     } while (0)
 
-#define EXPECT(cond)                                                                        \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
+#define EXPECT(cond)                                                                         \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
             fprintf(stderr, BENCH_PROGRAM ": line %d: check failed: %s\n", __LINE__, #cond); \
-            exit(1);                                                                        \
-        }                                                                                   \
+            exit(1);                                                                         \
+        }                                                                                    \
     } while (0)
 
 static inline double now_ns(void) {
@@ -258,6 +258,41 @@ static inline uint32_t bench_chunk_bytes(const tes_world_t *world) {
     tes_world_stats_t stats;
     CHECK(tes_world_stats(world, &stats));
     return stats.chunk_bytes;
+}
+
+/* The components both programs start from: Position and Velocity (x, y) and Health (hp), f32. */
+static const tes_field_desc_t bench_xy_fields[] BENCH_UNUSED = {{"x", TES_F32, 1},
+                                                                {"y", TES_F32, 1}};
+static const tes_field_desc_t bench_hp_fields[] BENCH_UNUSED = {{"hp", TES_F32, 1}};
+
+static inline BENCH_UNUSED void bench_register(tes_world_t *world, const char *name,
+                                               const tes_field_desc_t *fields, uint32_t field_count,
+                                               tes_component_t *id) {
+    CHECK(tes_component_register(world, &(tes_component_desc_t){name, fields, field_count}, id));
+}
+
+/* A world of chunk_bytes (0 = the core's default) with Position, Velocity and Health
+ * registered, in that order. */
+static inline BENCH_UNUSED tes_world_t *bench_world(uint32_t chunk_bytes, tes_component_t *position,
+                                                    tes_component_t *velocity,
+                                                    tes_component_t *health) {
+    tes_world_desc_t desc = {.chunk_bytes = chunk_bytes};
+    tes_world_t *world = NULL;
+    CHECK(tes_world_create(&desc, &world));
+    bench_register(world, "Position", bench_xy_fields, 2, position);
+    bench_register(world, "Velocity", bench_xy_fields, 2, velocity);
+    bench_register(world, "Health", bench_hp_fields, 1, health);
+    return world;
+}
+
+/* x += vx, y += vy over n rows: the integrate step of the iteration cases. */
+static inline BENCH_UNUSED void bench_integrate(float *restrict x, float *restrict y,
+                                                const float *restrict vx, const float *restrict vy,
+                                                uint32_t n) {
+    for (uint32_t j = 0; j < n; j++) {
+        x[j] += vx[j];
+        y[j] += vy[j];
+    }
 }
 
 #endif /* TES_BENCH_H */

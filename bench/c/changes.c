@@ -36,12 +36,12 @@
 #include "bench.h"
 
 enum {
-    OBSERVED_SETS = 100,     /* Health writes per observers tick */
-    TAG_MOVES = 10,          /* entities gaining X (and Y) per tick, and losing them */
-    TAG_DELAY = 8,           /* ticks an entity keeps X or Y */
+    OBSERVED_SETS = 100,       /* Health writes per observers tick */
+    TAG_MOVES = 10,            /* entities gaining X (and Y) per tick, and losing them */
+    TAG_DELAY = 8,             /* ticks an entity keeps X or Y */
     WORLD_POPULATION = 100000, /* tax_* and filtered_* */
-    TAX_WINDOW = 1024,       /* tax_*: writes between two consumer runs */
-    RANDOM_COUNT = 1 << 16,  /* random handles cycled by the tax cases */
+    TAX_WINDOW = 1024,         /* tax_*: writes between two consumer runs */
+    RANDOM_COUNT = 1 << 16,    /* random handles cycled by the tax cases */
     ITERATE_POPULATION = 1000000,
     ITERATE_MARKED = 1000, /* iterate_filters_exist: dirty Position entries left in place */
 };
@@ -78,17 +78,9 @@ typedef struct bench_state {
 } bench_state;
 
 static void world_make(bench_state *s) {
-    tes_world_desc_t desc = {.chunk_bytes = s->chunk_bytes};
-    CHECK(tes_world_create(&desc, &s->world));
-    static const tes_field_desc_t xy[] = {{"x", TES_F32, 1}, {"y", TES_F32, 1}};
-    static const tes_field_desc_t hp[] = {{"hp", TES_F32, 1}};
-    CHECK(
-        tes_component_register(s->world, &(tes_component_desc_t){"Position", xy, 2}, &s->position));
-    CHECK(
-        tes_component_register(s->world, &(tes_component_desc_t){"Velocity", xy, 2}, &s->velocity));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"Health", hp, 1}, &s->health));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"X", NULL, 0}, &s->tag_x));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"Y", NULL, 0}, &s->tag_y));
+    s->world = bench_world(s->chunk_bytes, &s->position, &s->velocity, &s->health);
+    bench_register(s->world, "X", NULL, 0, &s->tag_x);
+    bench_register(s->world, "Y", NULL, 0, &s->tag_y);
 }
 
 static void state_free(bench_state *s) {
@@ -240,15 +232,14 @@ static void setup_observers(bench_state *s) {
                                  .run = observe_changed,
                                  .user = s},
             &system));
-        CHECK(tes_system_create(s->world,
-                                &(tes_system_desc_t){.stage = stage,
-                                                     .query = {.all = &s->health,
-                                                               .all_count = 1,
-                                                               .added = &s->tag_x,
-                                                               .added_count = 1},
-                                                     .run = observe_added,
-                                                     .user = s},
-                                &system));
+        CHECK(tes_system_create(
+            s->world,
+            &(tes_system_desc_t){
+                .stage = stage,
+                .query = {.all = &s->health, .all_count = 1, .added = &s->tag_x, .added_count = 1},
+                .run = observe_added,
+                .user = s},
+            &system));
         CHECK(tes_system_create(
             s->world,
             &(tes_system_desc_t){.stage = stage,
@@ -316,8 +307,10 @@ static void tax_consume(void *arg) {
     uint64_t want = s->variant == TES_TRACK_DIRTY ? s->window_distinct[window] : 0;
     s->checked++;
     if (s->changed_rows != want && s->failures++ == 0) {
-        fprintf(stderr, BENCH_PROGRAM ": tax window %" PRIu64 ": consumer saw %" PRIu64
-                        " rows, want %" PRIu64 "\n", window, s->changed_rows, want);
+        fprintf(stderr,
+                BENCH_PROGRAM ": tax window %" PRIu64 ": consumer saw %" PRIu64
+                              " rows, want %" PRIu64 "\n",
+                window, s->changed_rows, want);
     }
 }
 
@@ -340,17 +333,16 @@ static void setup_tax(bench_state *s) {
     free(seen);
     if (s->variant != TES_UNTRACKED) {
         tes_component_t ticks_filters[2] = {s->position, s->health};
-        tes_query_desc_t query = s->variant == TES_TRACK_DIRTY
-                                     ? (tes_query_desc_t){.changed = &s->health, .changed_count = 1}
-                                     : (tes_query_desc_t){.changed = ticks_filters,
-                                                          .changed_count = 2};
+        tes_query_desc_t query =
+            s->variant == TES_TRACK_DIRTY
+                ? (tes_query_desc_t){.changed = &s->health, .changed_count = 1}
+                : (tes_query_desc_t){.changed = ticks_filters, .changed_count = 2};
         tes_system_t *system;
-        CHECK(tes_system_create(s->world,
-                                &(tes_system_desc_t){.stage = create_stage(s),
-                                                     .query = query,
-                                                     .run = consumer_run,
-                                                     .user = s},
-                                &system));
+        CHECK(tes_system_create(
+            s->world,
+            &(tes_system_desc_t){
+                .stage = create_stage(s), .query = query, .run = consumer_run, .user = s},
+            &system));
     }
     CHECK(tes_tick(s->world)); /* the consumer's first run: everything that existed */
     tes_tracking_t level;
@@ -399,8 +391,8 @@ static void check_tax(bench_state *s, bool values) {
     if (values) { /* the latest write: nothing later can have overwritten it */
         uint64_t op = s->counter - 1;
         double hp;
-        CHECK(tes_get_number(s->world, s->random_entities[op & (RANDOM_COUNT - 1)], s->health, 0,
-                             0, &hp));
+        CHECK(tes_get_number(s->world, s->random_entities[op & (RANDOM_COUNT - 1)], s->health, 0, 0,
+                             &hp));
         EXPECT(hp == (double)WRITTEN_VALUE(op));
     }
     tes_tracking_t level;
@@ -500,14 +492,6 @@ static void setup_iterate(bench_state *s) {
     s->ops_per_iter = ITERATE_POPULATION;
 }
 
-static void integrate(float *restrict x, float *restrict y, const float *restrict vx,
-                      const float *restrict vy, uint32_t n) {
-    for (uint32_t j = 0; j < n; j++) {
-        x[j] += vx[j];
-        y[j] += vy[j];
-    }
-}
-
 static void loop_iterate(bench_state *s, uint64_t iters) {
     tes_world_t *w = s->world;
     tes_query_t *q = s->query;
@@ -521,7 +505,7 @@ static void loop_iterate(bench_state *s, uint64_t iters) {
             CHECK(tes_iter_column(&it, position, 1, &y));
             CHECK(tes_iter_column(&it, velocity, 0, &vx));
             CHECK(tes_iter_column(&it, velocity, 1, &vy));
-            integrate(x, y, vx, vy, it.count);
+            bench_integrate(x, y, vx, vy, it.count);
         }
     }
     s->passes += iters;
@@ -564,8 +548,7 @@ static void filtered_write(void *arg) {
 static void setup_filtered(bench_state *s) {
     world_make(s);
     spawn_population(s, s->population);
-    CHECK(tes_query_create(s->world,
-                           &(tes_query_desc_t){.changed = &s->health, .changed_count = 1},
+    CHECK(tes_query_create(s->world, &(tes_query_desc_t){.changed = &s->health, .changed_count = 1},
                            &s->query));
     drain(s, s->query); /* the first run: everything tracked before it */
     CHECK(tes_tick(s->world));
@@ -584,8 +567,10 @@ static void loop_filtered(bench_state *s, uint64_t iters) {
         CHECK(tes_tick(w)); /* prunes what the run has seen */
         s->checked++;
         if ((rows != s->param || sum != s->param * s->value) && s->failures++ == 0) {
-            fprintf(stderr, BENCH_PROGRAM ": filtered run: %" PRIu64 " rows (sum %.0f), want %u"
-                            " x %.0f\n", rows, sum, s->param, s->value);
+            fprintf(stderr,
+                    BENCH_PROGRAM ": filtered run: %" PRIu64 " rows (sum %.0f), want %u"
+                                  " x %.0f\n",
+                    rows, sum, s->param, s->value);
         }
         s->visited_sum += sum;
     }
@@ -647,16 +632,16 @@ static const bench_case cases[] = {
      ITERATE_POPULATION, 0, 1, setup_iterate, loop_iterate, check_iterate},
     {"filtered_0", "changed:[Health] run + tick, 0 of 100k changed", "run", WORLD_POPULATION, 0, 0,
      setup_filtered, loop_filtered, check_filtered},
-    {"filtered_100", "changed:[Health] run + tick, 100 of 100k changed", "entity",
-     WORLD_POPULATION, 100, 0, setup_filtered, loop_filtered, check_filtered},
+    {"filtered_100", "changed:[Health] run + tick, 100 of 100k changed", "entity", WORLD_POPULATION,
+     100, 0, setup_filtered, loop_filtered, check_filtered},
     {"filtered_1000", "changed:[Health] run + tick, 1,000 of 100k changed", "entity",
      WORLD_POPULATION, 1000, 0, setup_filtered, loop_filtered, check_filtered},
     {"filtered_10000", "changed:[Health] run + tick, 10,000 of 100k changed", "entity",
      WORLD_POPULATION, 10000, 0, setup_filtered, loop_filtered, check_filtered},
-    {"filtered_100_of_10k", "changed:[Health] run + tick, 100 of 10k changed", "entity", 10000,
-     100, 0, setup_filtered, loop_filtered, check_filtered},
-    {"filtered_100_of_1m", "changed:[Health] run + tick, 100 of 1M changed", "entity", 1000000,
-     100, 0, setup_filtered, loop_filtered, check_filtered},
+    {"filtered_100_of_10k", "changed:[Health] run + tick, 100 of 10k changed", "entity", 10000, 100,
+     0, setup_filtered, loop_filtered, check_filtered},
+    {"filtered_100_of_1m", "changed:[Health] run + tick, 100 of 1M changed", "entity", 1000000, 100,
+     0, setup_filtered, loop_filtered, check_filtered},
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 

@@ -56,18 +56,10 @@ typedef struct bench_state {
 } bench_state;
 
 static void world_make(bench_state *s) {
-    tes_world_desc_t desc = {.chunk_bytes = s->chunk_bytes};
-    CHECK(tes_world_create(&desc, &s->world));
-    static const tes_field_desc_t xy[] = {{"x", TES_F32, 1}, {"y", TES_F32, 1}};
-    static const tes_field_desc_t hp[] = {{"hp", TES_F32, 1}};
+    s->world = bench_world(s->chunk_bytes, &s->position, &s->velocity, &s->health);
     static const tes_field_desc_t kg[] = {{"kg", TES_F32, 1}};
-    CHECK(
-        tes_component_register(s->world, &(tes_component_desc_t){"Position", xy, 2}, &s->position));
-    CHECK(
-        tes_component_register(s->world, &(tes_component_desc_t){"Velocity", xy, 2}, &s->velocity));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"Health", hp, 1}, &s->health));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"Mass", kg, 1}, &s->mass));
-    CHECK(tes_component_register(s->world, &(tes_component_desc_t){"Frozen", NULL, 0}, &s->frozen));
+    bench_register(s->world, "Mass", kg, 1, &s->mass);
+    bench_register(s->world, "Frozen", NULL, 0, &s->frozen);
 }
 
 static void state_free(bench_state *s) {
@@ -377,14 +369,6 @@ static void setup_iterate(bench_state *s) {
     s->ops_per_iter = ITERATE_POPULATION;
 }
 
-static void integrate(float *restrict x, float *restrict y, const float *restrict vx,
-                      const float *restrict vy, uint32_t n) {
-    for (uint32_t j = 0; j < n; j++) {
-        x[j] += vx[j];
-        y[j] += vy[j];
-    }
-}
-
 static void loop_iterate(bench_state *s, uint64_t iters) {
     tes_world_t *w = s->world;
     const tes_archetype_t a = s->from;
@@ -400,7 +384,7 @@ static void loop_iterate(bench_state *s, uint64_t iters) {
             CHECK(tes_chunk_column(w, a, c, position, 1, &y));
             CHECK(tes_chunk_column(w, a, c, velocity, 0, &vx));
             CHECK(tes_chunk_column(w, a, c, velocity, 1, &vy));
-            integrate(x, y, vx, vy, chunk.count);
+            bench_integrate(x, y, vx, vy, chunk.count);
         }
     }
     s->passes += iters;
@@ -441,7 +425,7 @@ static void setup_iterate_raw(bench_state *s) {
 
 static void loop_iterate_raw(bench_state *s, uint64_t iters) {
     for (uint64_t i = 0; i < iters; i++)
-        integrate(s->raw[0], s->raw[1], s->raw[2], s->raw[3], ITERATE_POPULATION);
+        bench_integrate(s->raw[0], s->raw[1], s->raw[2], s->raw[3], ITERATE_POPULATION);
     s->passes += iters;
 }
 
@@ -528,8 +512,8 @@ static void run_case(const bench_case *c, const options *opt) {
     c->check(&s);
     if (s.world) CHECK(tes_world_validate(s.world));
 
-    bench_report(c->name, c->label, c->per, bench_chunk_bytes(s.world), s.ops_per_iter, iters,
-                 runs, samples);
+    bench_report(c->name, c->label, c->per, bench_chunk_bytes(s.world), s.ops_per_iter, iters, runs,
+                 samples);
     state_free(&s);
 }
 

@@ -4,6 +4,7 @@
  *
  *   fx_world           a world destroyed after the case, pass or fail
  *   fx_component/tag   registration that must succeed
+ *   fx_scene           a world with components A, B, C and the tag Tag
  *   fx_alloc_t         counting allocator: live blocks and bytes, size checks, injected failure
  *   fx_snapshot_t      everything observable about a world, to prove a call changed nothing
  *   fx_check_*         invariants checked through the public API
@@ -61,6 +62,24 @@ static inline void *fx_malloc(size_t size) {
     CHECK(p != NULL);
     harness_defer(free, p);
     return p;
+}
+
+/* The scene several files start from: data components A, B and C, all with the same fields,
+ * then the tag Tag, registered in that order. */
+typedef struct fx_scene_t {
+    tes_world_t *world;
+    tes_component_t a, b, c, tag;
+} fx_scene_t;
+
+static inline fx_scene_t fx_scene(const tes_world_desc_t *desc, const tes_field_desc_t *fields,
+                                  uint32_t field_count) {
+    fx_scene_t s;
+    s.world = fx_world(desc);
+    s.a = fx_component(s.world, "A", fields, field_count);
+    s.b = fx_component(s.world, "B", fields, field_count);
+    s.c = fx_component(s.world, "C", fields, field_count);
+    s.tag = fx_tag(s.world, "Tag");
+    return s;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -39,6 +39,15 @@ static void fill(scene_t *s, tes_entity_t e, int k) {
     }
 }
 
+/* Spawns n entities of set into e, filled with the seeds first, first + 1, ... */
+static void spawn_filled(scene_t *s, const tes_component_t *set, uint32_t count, tes_entity_t *e,
+                         int n, int first) {
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(tes_spawn(s->world, set, count, &e[i]));
+        fill(s, e[i], first + i);
+    }
+}
+
 static void check_position(scene_t *s, tes_entity_t e, int k) {
     CHECK_NUM_EQ(fx_get_number(s->world, e, s->position, 0, 0), k + 0.25);
     CHECK_NUM_EQ(fx_get_number(s->world, e, s->position, 1, 0), -k - 0.5);
@@ -89,10 +98,7 @@ TEST(add_keeps_every_field_of_kept_components) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats};
     tes_entity_t e[10];
-    for (int i = 0; i < 10; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &e[i]));
-        fill(&s, e[i], i + 1);
-    }
+    spawn_filled(&s, set, 2, e, 10, 1);
     for (int i = 0; i < 10; i += 2)
         CHECK_OK(tes_add(s.world, e[i], s.frozen));
     for (int i = 0; i < 10; i += 3)
@@ -111,10 +117,7 @@ TEST(add_zeroes_the_new_component_data) {
     tes_component_t set[] = {s.position, s.stats};
     /* Dirty the {Position, Stats} chunk slots first, then empty them again. */
     tes_entity_t dirty[8];
-    for (int i = 0; i < 8; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &dirty[i]));
-        fill(&s, dirty[i], 50 + i);
-    }
+    spawn_filled(&s, set, 2, dirty, 8, 50);
     for (int i = 0; i < 8; i++)
         CHECK_OK(tes_despawn(s.world, dirty[i]));
     tes_entity_t e[8];
@@ -131,10 +134,7 @@ TEST(remove_keeps_data_of_remaining_components) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats, s.frozen};
     tes_entity_t e[12];
-    for (int i = 0; i < 12; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 3, &e[i]));
-        fill(&s, e[i], 100 + i);
-    }
+    spawn_filled(&s, set, 3, e, 12, 100);
     for (int i = 0; i < 12; i += 2)
         CHECK_OK(tes_remove(s.world, e[i], s.position));
     for (int i = 0; i < 12; i += 3)
@@ -166,10 +166,7 @@ TEST(add_existing_component_is_a_no_op) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats, s.frozen};
     tes_entity_t e[3];
-    for (int i = 0; i < 3; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 3, &e[i]));
-        fill(&s, e[i], i);
-    }
+    spawn_filled(&s, set, 3, e, 3, 0);
     fx_snapshot_t *before = fx_snapshot_of(s.world);
     CHECK_OK(tes_add(s.world, e[0], s.position));
     CHECK_OK(tes_add(s.world, e[1], s.stats));
@@ -257,10 +254,7 @@ TEST(swap_remove_filler_keeps_data_and_location_on_add) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats};
     tes_entity_t e[6];
-    for (int i = 0; i < 6; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &e[i]));
-        fill(&s, e[i], i);
-    }
+    spawn_filled(&s, set, 2, e, 6, 0);
     check_hole_filled(&s, e, 6, 1, act_add);
     check_position(&s, e[1], 1);
     check_stats(&s, e[1], 1);
@@ -270,10 +264,7 @@ TEST(swap_remove_filler_keeps_data_and_location_on_remove) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats};
     tes_entity_t e[6];
-    for (int i = 0; i < 6; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &e[i]));
-        fill(&s, e[i], i);
-    }
+    spawn_filled(&s, set, 2, e, 6, 0);
     tes_entity_t victim = e[2];
     check_hole_filled(&s, e, 6, 2, act_remove);
     check_stats(&s, victim, 2);
@@ -283,10 +274,7 @@ TEST(swap_remove_filler_keeps_data_and_location_on_despawn) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats};
     tes_entity_t e[6];
-    for (int i = 0; i < 6; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &e[i]));
-        fill(&s, e[i], i);
-    }
+    spawn_filled(&s, set, 2, e, 6, 0);
     check_hole_filled(&s, e, 6, 0, act_despawn);
 }
 
@@ -294,10 +282,7 @@ TEST(removing_the_last_slot_moves_nobody) {
     scene_t s = make_scene(NULL);
     tes_component_t set[] = {s.position, s.stats};
     tes_entity_t e[4];
-    for (int i = 0; i < 4; i++) {
-        CHECK_OK(tes_spawn(s.world, set, 2, &e[i]));
-        fill(&s, e[i], i);
-    }
+    spawn_filled(&s, set, 2, e, 4, 0);
     tes_location_t before[3];
     for (int i = 0; i < 3; i++)
         before[i] = fx_check_location(s.world, e[i]);

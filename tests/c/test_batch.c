@@ -39,6 +39,14 @@ static void fill(scene_t *s, tes_entity_t e, uint32_t k) {
     }
 }
 
+/* Spawns n entities of set in one batch into e, filled with the seeds 0, 1, ... */
+static void spawn_batch_filled(scene_t *s, const tes_component_t *set, uint32_t count, uint32_t n,
+                               tes_entity_t *e) {
+    CHECK_OK(tes_spawn_batch(s->world, set, count, n, e));
+    for (uint32_t i = 0; i < n; i++)
+        fill(s, e[i], i);
+}
+
 static void check_data(scene_t *s, tes_entity_t e, uint32_t k) {
     if (fx_has(s->world, e, s->position)) {
         CHECK_NUM_EQ(fx_get_number(s->world, e, s->position, 0, 0), k * 0.5);
@@ -165,9 +173,7 @@ TEST(despawn_batch_despawns_all_listed_and_keeps_the_rest) {
     tes_component_t set[] = {s.position, s.id};
     enum { N = 1000 };
     tes_entity_t e[N], list[N];
-    CHECK_OK(tes_spawn_batch(s.world, set, 2, N, e));
-    for (uint32_t i = 0; i < N; i++)
-        fill(&s, e[i], i);
+    spawn_batch_filled(&s, set, 2, N, e);
     /* A mix of archetypes in the list too. */
     for (uint32_t i = 0; i < N; i += 5)
         CHECK_OK(tes_add(s.world, e[i], s.frozen));
@@ -358,9 +364,7 @@ TEST(archetype_add_data_component_keeps_fields_and_zeroes_the_new_one) {
     tes_component_t set[] = {s.position, s.player};
     enum { N = 600 };
     tes_entity_t e[N];
-    CHECK_OK(tes_spawn_batch(s.world, set, 2, N, e));
-    for (uint32_t i = 0; i < N; i++)
-        fill(&s, e[i], i);
+    spawn_batch_filled(&s, set, 2, N, e);
     tes_archetype_t from = fx_archetype_of(s.world, e[0]);
     CHECK_OK(tes_archetype_add(s.world, from, s.id));
     CHECK_EQ(fx_archetype(s.world, from).entity_count, 0);
@@ -381,9 +385,7 @@ TEST(archetype_remove_data_component_keeps_the_others) {
     tes_component_t set[] = {s.position, s.id, s.frozen};
     enum { N = 600 };
     tes_entity_t e[N];
-    CHECK_OK(tes_spawn_batch(s.world, set, 3, N, e));
-    for (uint32_t i = 0; i < N; i++)
-        fill(&s, e[i], i);
+    spawn_batch_filled(&s, set, 3, N, e);
     tes_archetype_t from = fx_archetype_of(s.world, e[0]);
     CHECK_OK(tes_archetype_remove(s.world, from, s.position));
     CHECK_EQ(fx_archetype(s.world, from).entity_count, 0);
@@ -478,9 +480,7 @@ TEST(archetype_add_existing_component_is_a_no_op) {
     scene_t s = make_scene(1024);
     tes_component_t set[] = {s.position, s.frozen};
     tes_entity_t e[200];
-    CHECK_OK(tes_spawn_batch(s.world, set, 2, 200, e));
-    for (uint32_t i = 0; i < 200; i++)
-        fill(&s, e[i], i);
+    spawn_batch_filled(&s, set, 2, 200, e);
     tes_archetype_t a = fx_archetype_of(s.world, e[0]);
     fx_snapshot_t *before = fx_snapshot_of(s.world);
     CHECK_OK(tes_archetype_add(s.world, a, s.frozen));

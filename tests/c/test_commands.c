@@ -23,6 +23,15 @@ static tes_query_t *all_of(scene_t *s, tes_component_t c) {
     return fx_query(s->world, &(tes_query_desc_t){.all = &c, .all_count = 1});
 }
 
+/* A run over the entities with c, inside its first chunk: structural calls are deferred from
+ * here until the run ends. Returns the run's query. */
+static tes_query_t *enter_run(scene_t *s, tes_component_t c, tes_iter_t *it) {
+    tes_query_t *q = all_of(s, c);
+    CHECK_OK(tes_query_iter(s->world, q, it));
+    CHECK(tes_iter_next(it));
+    return q;
+}
+
 static uint32_t live_count(scene_t *s) {
     return fx_stats(s->world).entity_count;
 }
@@ -141,11 +150,9 @@ TEST(add_and_remove_during_iteration_apply_at_the_end) {
 TEST(spawned_handle_is_pending_until_the_run_ends) {
     scene_t s = make_scene(NULL);
     fx_spawn(s.world, FX_IDS(s.b));
-    tes_query_t *q = all_of(&s, s.b);
     tes_entity_t p = 0;
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.b, &it);
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &p));
     CHECK(p != 0);
     CHECK(!tes_is_alive(s.world, p));
@@ -173,11 +180,9 @@ TEST(spawned_handle_is_pending_until_the_run_ends) {
 TEST(structural_calls_on_a_pending_entity_are_recorded_in_order) {
     scene_t s = make_scene(NULL);
     fx_spawn(s.world, FX_IDS(s.b));
-    tes_query_t *q = all_of(&s, s.b);
     tes_entity_t p = 0, gone = 0;
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.b, &it);
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &p));
     CHECK_OK(tes_add(s.world, p, s.tag));
     CHECK_OK(tes_add(s.world, p, s.b));
@@ -201,10 +206,8 @@ TEST(commands_apply_in_the_order_they_were_made) {
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
     tes_entity_t f = fx_spawn(s.world, FX_IDS(s.a));
     CHECK_OK(tes_set_number(s.world, f, s.a, 0, 0, 5));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_OK(tes_add(s.world, e, s.tag));
     CHECK_OK(tes_remove(s.world, e, s.tag)); /* e has no Tag yet: still recorded, in order */
     CHECK_OK(tes_remove(s.world, f, s.a));
@@ -221,10 +224,8 @@ TEST(writes_to_live_entities_during_iteration_happen_at_once) {
     scene_t s = make_scene(NULL);
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
     tes_entity_t other = fx_spawn(s.world, FX_IDS(s.b));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 8));
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 8);
     double v = 6;
@@ -247,10 +248,8 @@ TEST(commands_on_an_entity_despawned_earlier_are_skipped_and_counted) {
     scene_t s = make_scene(NULL);
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b));
     tes_entity_t f = fx_spawn(s.world, FX_IDS(s.a));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    tes_query_t *q = enter_run(&s, s.a, &it);
     CHECK_OK(tes_despawn(s.world, e));
     CHECK_OK(tes_add(s.world, e, s.tag));  /* skipped */
     CHECK_OK(tes_remove(s.world, e, s.b)); /* skipped */
@@ -280,10 +279,8 @@ TEST(stale_handles_fail_at_once_during_iteration) {
     tes_entity_t dead = fx_spawn(s.world, FX_IDS(s.a));
     CHECK_OK(tes_despawn(s.world, dead));
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_ERR(tes_despawn(s.world, dead), TES_ERR_STALE_ENTITY);
     CHECK_ERR(tes_add(s.world, dead, s.tag), TES_ERR_STALE_ENTITY);
     CHECK_ERR(tes_remove(s.world, dead, s.a), TES_ERR_STALE_ENTITY);
@@ -335,11 +332,9 @@ TEST(iter_fini_ends_the_run_and_applies_the_commands) {
     scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
     tes_entity_t e[300];
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 300, e));
-    tes_query_t *q = all_of(&s, s.a);
     tes_entity_t p = 0;
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &p));
     CHECK_OK(tes_despawn(s.world, e[0]));
     tes_iter_fini(&it); /* early: other chunks remain */
@@ -360,11 +355,9 @@ TEST(batch_forms_are_deferred_too) {
     tes_entity_t e[6];
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 6, e));
     tes_archetype_t arch = fx_archetype_of(s.world, e[0]);
-    tes_query_t *q = all_of(&s, s.a);
     tes_entity_t spawned[4], more[3];
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 4, spawned));
     CHECK_OK(tes_archetype_spawn(s.world, arch, 3, more));
     CHECK_OK(tes_despawn_batch(s.world, e, 2));
@@ -455,11 +448,9 @@ TEST(deferred_writes_to_pending_entities_count_as_changes) {
     scene_t s = make_scene(NULL);
     tes_query_t *changed = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.b)});
     tes_entity_t parent = fx_spawn(s.world, FX_IDS(s.a));
-    tes_query_t *q = all_of(&s, s.a);
     tes_entity_t written = 0, plain = 0;
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &written));
     CHECK_OK(tes_set_number(s.world, written, s.b, 0, 0, 1));
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.b), &plain));
@@ -477,10 +468,8 @@ TEST(despawn_batch_with_a_duplicate_fails_during_iteration_too) {
     scene_t s = make_scene(NULL);
     tes_entity_t e[3];
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 3, e));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     tes_entity_t twice[3] = {e[0], e[1], e[0]};
     CHECK_ERR(tes_despawn_batch(s.world, twice, 3), TES_ERR_DUPLICATE_ENTITY);
     tes_iter_fini(&it);
@@ -496,11 +485,9 @@ TEST(bad_writes_to_a_pending_entity_fail_at_once) {
     scene_t s = make_scene(NULL);
     tes_component_t small = fx_component(s.world, "Small", int_fields, 1);
     fx_spawn(s.world, FX_IDS(s.b));
-    tes_query_t *q = all_of(&s, s.b);
     tes_entity_t p = 0;
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.b, &it);
     CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, small), &p));
     double v = 1;
     CHECK_ERR(tes_set_number(s.world, p, s.a, 5, 0, 1), TES_ERR_UNKNOWN_FIELD);
@@ -520,10 +507,8 @@ TEST(validate_passes_while_commands_are_pending) {
     scene_t s = make_scene(NULL);
     tes_entity_t e[4];
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 4, e));
-    tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
-    CHECK_OK(tes_query_iter(s.world, q, &it));
-    CHECK(tes_iter_next(&it));
+    enter_run(&s, s.a, &it);
     tes_entity_t p[3];
     CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 3, p));
     CHECK_OK(tes_despawn(s.world, e[1]));

@@ -4,19 +4,10 @@
 
 static const tes_field_desc_t value_fields[] = {{"v", TES_F64, 0}};
 
-typedef struct scene_t {
-    tes_world_t *world;
-    tes_component_t a, b, c, tag;
-} scene_t;
+typedef fx_scene_t scene_t;
 
 static scene_t make_scene(const tes_world_desc_t *desc) {
-    scene_t s;
-    s.world = fx_world(desc);
-    s.a = fx_component(s.world, "A", value_fields, 1);
-    s.b = fx_component(s.world, "B", value_fields, 1);
-    s.c = fx_component(s.world, "C", value_fields, 1);
-    s.tag = fx_tag(s.world, "Tag");
-    return s;
+    return fx_scene(desc, value_fields, 1);
 }
 
 static uint32_t stage(scene_t *s, const char *name) {
@@ -75,6 +66,15 @@ static void probe_run(tes_iter_t *it, void *user) {
     }
 }
 
+/* One tick from an empty journal, after which it holds the five ids of expected, in order. */
+static void tick_and_check_order(scene_t *s, journal_t *journal, const int expected[5]) {
+    journal->count = 0;
+    CHECK_OK(tes_tick(s->world));
+    CHECK_EQ(journal->count, 5);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(journal->order[i], expected[i]);
+}
+
 static probe_t *probe_new(scene_t *s, journal_t *journal, int id) {
     probe_t *p = (probe_t *)fx_malloc(sizeof *p);
     p->world = s->world;
@@ -115,13 +115,8 @@ TEST(stages_run_in_creation_order) {
     add_system(&s, first, (tes_query_desc_t){0}, 0, probe_new(&s, journal, 4));
     add_system(&s, third, (tes_query_desc_t){0}, 0, probe_new(&s, journal, 5));
     const int expected[] = {2, 4, 3, 1, 5};
-    for (int frame = 0; frame < 3; frame++) {
-        journal->count = 0;
-        CHECK_OK(tes_tick(s.world));
-        CHECK_EQ(journal->count, 5);
-        for (int i = 0; i < 5; i++)
-            CHECK_EQ(journal->order[i], expected[i]);
-    }
+    for (int frame = 0; frame < 3; frame++)
+        tick_and_check_order(&s, journal, expected);
 }
 
 TEST(systems_in_a_stage_run_in_creation_order) {
@@ -131,18 +126,12 @@ TEST(systems_in_a_stage_run_in_creation_order) {
     tes_system_t *systems[6];
     for (int i = 0; i < 5; i++)
         systems[i] = add_system(&s, update, (tes_query_desc_t){0}, 1, probe_new(&s, journal, i));
-    CHECK_OK(tes_tick(s.world));
-    CHECK_EQ(journal->count, 5);
-    for (int i = 0; i < 5; i++)
-        CHECK_EQ(journal->order[i], i);
+    const int created[] = {0, 1, 2, 3, 4};
+    tick_and_check_order(&s, journal, created);
     tes_system_destroy(s.world, systems[2]);
     systems[5] = add_system(&s, update, (tes_query_desc_t){0}, 1, probe_new(&s, journal, 5));
-    journal->count = 0;
-    CHECK_OK(tes_tick(s.world));
     const int expected[] = {0, 1, 3, 4, 5};
-    CHECK_EQ(journal->count, 5);
-    for (int i = 0; i < 5; i++)
-        CHECK_EQ(journal->order[i], expected[i]);
+    tick_and_check_order(&s, journal, expected);
 }
 
 TEST(interval_runs_a_system_every_nth_tick) {

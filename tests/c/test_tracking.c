@@ -5,19 +5,10 @@
 
 static const tes_field_desc_t value_fields[] = {{"v", TES_F64, 0}, {"n", TES_I32, 0}};
 
-typedef struct scene_t {
-    tes_world_t *world;
-    tes_component_t a, b, c, tag;
-} scene_t;
+typedef fx_scene_t scene_t;
 
 static scene_t make_scene(const tes_world_desc_t *desc) {
-    scene_t s;
-    s.world = fx_world(desc);
-    s.a = fx_component(s.world, "A", value_fields, 2);
-    s.b = fx_component(s.world, "B", value_fields, 2);
-    s.c = fx_component(s.world, "C", value_fields, 2);
-    s.tag = fx_tag(s.world, "Tag");
-    return s;
+    return fx_scene(desc, value_fields, 2);
 }
 
 static tes_tracking_t tracking(const tes_world_t *world, tes_component_t c) {
