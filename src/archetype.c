@@ -276,13 +276,12 @@ tes_result_t tes_chunk_column(tes_world_t *world, tes_archetype_t archetype, uin
     if (result != TES_OK) return result;
     if (!out_column) return TES_ERR_INVALID_ARGUMENT;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    const tesi_component_t *comp = &world->components[component];
     uint32_t type = tesi_type_index(c->archetype, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    if (!comp->field_count) return TES_ERR_TAG_HAS_NO_DATA;
-    if (field >= comp->field_count) return TES_ERR_UNKNOWN_FIELD;
-    const tesi_column_t *col = &c->archetype->columns[c->archetype->first_column[type] + field];
-    *out_column = c->data + col->offset;
+    const tesi_field_t *f;
+    result = tesi_field_of(&world->components[component], field, &f);
+    if (result != TES_OK) return result;
+    *out_column = c->data + tesi_column_of(c->archetype, type, field)->offset;
     return TES_OK;
 }
 

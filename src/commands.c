@@ -51,7 +51,7 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
         tesi_record_t *record = &world->records[index];
         record->chunk = NULL;
         record->row = TESI_ROW_PENDING | archetype->id;
-        tes_entity_t e = index | (record->generation << TES_INDEX_BITS);
+        tes_entity_t e = tesi_make_handle(index, record->generation);
         world->commands[world->command_count++] =
             (tesi_command_t){.kind = TESI_CMD_SPAWN, .entity = e, .a = archetype->id};
         if (out_entities) out_entities[i] = e;

@@ -236,10 +236,23 @@ tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uin
 /* ---- component.c ----------------------------------------------------------------------- */
 
 void tesi_components_fini(tes_world_t *world);
+/* The schema of field `field` of a registered component (the caller checked the id): the two
+ * checks every field access makes, in their order, so each error code has one source. */
+static inline tes_result_t tesi_field_of(const tesi_component_t *c, uint32_t field,
+                                         const tesi_field_t **out) {
+    if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
+    if (field >= c->field_count) return TES_ERR_UNKNOWN_FIELD;
+    *out = &c->fields[field];
+    return TES_OK;
+}
 /* Copies `components` into world->scratch sorted ascending; rejects unknown ids and duplicates. */
 tes_result_t tesi_sort_set(tes_world_t *world, const tes_component_t *components, uint32_t count);
 
 /* ---- entity.c -------------------------------------------------------------------------- */
+
+static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation) {
+    return index | (generation << TES_INDEX_BITS);
+}
 
 /* The record of a live entity, or NULL for anything else (0, stale, never spawned). */
 static inline tesi_record_t *tesi_record_of(const tes_world_t *world, tes_entity_t entity) {
@@ -260,6 +273,11 @@ void tesi_archetypes_fini(tes_world_t *world);
 static inline uint32_t tesi_type_index(const tesi_archetype_t *archetype,
                                        tes_component_t component) {
     return component < archetype->lookup_length ? archetype->type_index[component] : TESI_NO_TYPE;
+}
+/* The column of field `field` of the component at position `type` in the archetype's set. */
+static inline const tesi_column_t *tesi_column_of(const tesi_archetype_t *archetype, uint32_t type,
+                                                  uint32_t field) {
+    return &archetype->columns[archetype->first_column[type] + field];
 }
 /* Moves every entity of `from` into `to` (which differs by one component). */
 tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,

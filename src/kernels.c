@@ -128,19 +128,20 @@ typedef struct kernel_t {
 DEFINE_KERNELS(float, f32)
 DEFINE_KERNELS(double, f64)
 
-/* The column of component.field in a chunk whose archetype has the component. */
-static void *column_of(const tesi_chunk_t *chunk, tes_component_t component, uint32_t field) {
-    const tesi_archetype_t *a = chunk->archetype;
-    uint32_t type = tesi_type_index(a, component);
-    return chunk->data + a->columns[a->first_column[type] + field].offset;
+/* The column of field `field` of the component at position `type` in the chunk's archetype. */
+static void *column_of(const tesi_chunk_t *chunk, uint32_t type, uint32_t field) {
+    return chunk->data + tesi_column_of(chunk->archetype, type, field)->offset;
 }
 
-/* Applies the kernel to the iterator's current chunk; returns the entities appended to out. */
-static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, const tes_iter_t *it,
-                            tes_entity_t *out) {
-    void *a = column_of(chunk, kn->component, kn->field);
+/* Applies the kernel to the iterator's current chunk, whose archetype holds the target at
+ * position `type`; returns the entities appended to out. */
+static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, uint32_t type,
+                            const tes_iter_t *it, tes_entity_t *out) {
+    void *a = column_of(chunk, type, kn->field);
     const void *b = NULL;
-    if (kn->kind == TES_OP_ADD_SCALED) b = column_of(chunk, kn->src_component, kn->src_field);
+    if (kn->kind == TES_OP_ADD_SCALED) {
+        b = column_of(chunk, tesi_type_index(chunk->archetype, kn->src_component), kn->src_field);
+    }
     uint32_t kind = kn->kind == TES_OP_ADD_SCALED && a == b ? OP_ADD_SCALED_SELF : kn->kind;
     if (kind == OP_ADD_SCALED_SELF) b = NULL;
     bool f32 = kn->type == TES_F32;
@@ -167,10 +168,9 @@ static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, const
 static tes_result_t check_field(const tes_world_t *world, tes_component_t component, uint32_t field,
                                 const tesi_field_t **out) {
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    const tesi_component_t *comp = &world->components[component];
-    if (!comp->field_count) return TES_ERR_TAG_HAS_NO_DATA;
-    if (field >= comp->field_count) return TES_ERR_UNKNOWN_FIELD;
-    const tesi_field_t *f = &comp->fields[field];
+    const tesi_field_t *f;
+    tes_result_t result = tesi_field_of(&world->components[component], field, &f);
+    if (result != TES_OK) return result;
     if (f->type != TES_F32 && f->type != TES_F64) return TES_ERR_BAD_FIELD_TYPE;
     *out = f;
     return TES_OK;
@@ -242,9 +242,10 @@ tes_result_t tes_query_apply(tes_world_t *world, tes_query_t *query, const tes_o
     uint32_t found = 0;
     while (tes_iter_next(&it)) {
         tesi_chunk_t *chunk = world->archetypes[it.archetype]->chunks[it.chunk];
-        found += apply_chunk(&kn, chunk, &it, out ? out + found : NULL);
-        tesi_mark_rows(world, chunk, tesi_type_index(chunk->archetype, kn.component), it.rows,
-                       it.row_count);
+        uint32_t type =
+            tesi_type_index(chunk->archetype, kn.component); /* for the write and the mark */
+        found += apply_chunk(&kn, chunk, type, &it, out ? out + found : NULL);
+        tesi_mark_rows(world, chunk, type, it.rows, it.row_count);
     }
     if (out_entities) *out_entities = found ? out : NULL;
     if (out_count) *out_count = found;

@@ -55,7 +55,6 @@ static void tracker_free(tes_world_t *world, tesi_tracker_t *t) {
     tesi_free(world, t, t->bytes);
 }
 
-/* Appends the row to the dirty list unless its bit says it is listed already. */
 /* Appends the row to the dirty list unless its bit says it is listed already; a tracker's
  * first entry puts it in its component's dirty set. */
 static inline void list_row(tes_world_t *world, tesi_tracker_t *t, uint32_t row) {
@@ -317,18 +316,16 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
         if (old == TES_UNTRACKED) a->tracked_count++;
         for (uint32_t c = 0; c < a->chunk_count; c++) {
             tesi_chunk_t *chunk = a->chunks[c];
-            if (old == TES_UNTRACKED) {
-                if (tesi_trackers_attach(world, chunk) != TES_OK) {
-                    stop_tracking(world, component, k + 1);
-                    return TES_ERR_OUT_OF_MEMORY;
-                }
-                /* Tracking starts now: what exists counts as added now. */
-                tesi_tracker_t *t = chunk->trackers[type];
-                for (uint32_t r = 0; r < chunk->count; r++) {
-                    t->added[r] = world->change_tick;
-                }
+            if (old == TES_UNTRACKED && tesi_trackers_attach(world, chunk) != TES_OK) {
+                stop_tracking(world, component, k + 1);
+                return TES_ERR_OUT_OF_MEMORY;
             }
             tesi_tracker_t *t = chunk->trackers[type];
+            if (old == TES_UNTRACKED) {
+                /* Tracking starts now: what exists counts as added now. */
+                for (uint32_t r = 0; r < chunk->count; r++)
+                    t->added[r] = world->change_tick;
+            }
             if (level == TES_TRACK_DIRTY) {
                 reseed(world, t, chunk->count);
             } else {
