@@ -14,6 +14,9 @@
 /** Address in the module's linear memory (byte offset). 0 is NULL. */
 export type Pointer = number;
 
+/** `TES_MAX_COMPONENTS`: component ids of a world are below it (cache keys combine them). */
+export const TES_MAX_COMPONENTS = 4096;
+
 /**
  * The raw exports of `tessera.wasm`, one per `TES_API` function of `src/tessera.h` (see the
  * header for the meaning of each). `tes_result_t` results are numbers, 0 = `TES_OK`, in the
@@ -186,6 +189,16 @@ export interface TesseraExports {
     tes_iter_next(iter: Pointer): number;
     /** `tes_iter_fini(tes_iter_t *iter)`. */
     tes_iter_fini(iter: Pointer): void;
+    /** `tes_init(world, entity, component, field, const void *value, size)`: not a change. */
+    tes_init(world: Pointer, entity: number, component: number, field: number, value: Pointer, size: number): number;
+    /** `tes_init_number(world, entity, component, field, element, double)`: not a change. */
+    tes_init_number(world: Pointer, entity: number, component: number, field: number, element: number, value: number): number;
+    /** `tes_defer_begin(world)`: defer structural calls as a live iteration does. */
+    tes_defer_begin(world: Pointer): number;
+    /** `tes_defer_end(world)`: the outermost end applies the deferred commands. */
+    tes_defer_end(world: Pointer): number;
+    /** `uint32_t tes_world_layout(world)`: changes whenever rows or chunks move. */
+    tes_world_layout(world: Pointer): number;
     /** `tes_iter_column(iter, component, field, void **out_column)`. */
     tes_iter_column(iter: Pointer, component: number, field: number, outColumn: Pointer): number;
     /** `tes_iter_removed(iter, component, const tes_entity_t **out, uint32_t *out_count)`. */

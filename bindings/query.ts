@@ -6,7 +6,7 @@
  * @module
  */
 import { TesseraError } from './errors.js';
-import type { Pointer } from './load.js';
+import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import {
     arrayTypes,
     fieldOf,
@@ -40,8 +40,6 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
-/** Component ids per world (`TES_MAX_COMPONENTS`): part of the column-offset cache key. */
-const TES_MAX_COMPONENTS = 4096;
 
 /** Byte offsets in `tes_iter_t` (wasm32). */
 const ITER = { archetype: 0, chunk: 4, count: 8, entities: 12, rows: 16, rowCount: 20 } as const;
@@ -108,6 +106,14 @@ export class Query {
     runs = 0;
     /** @internal Components every matched archetype has (all, added, changed). */
     readonly required: ReadonlySet<Component<any>>;
+    /**
+     * @internal The chunks of the latest complete run of a plain query, with the views they
+     * handed out, and the world layout they belong to (`tes_world_layout`). While the layout
+     * is the same, the next outermost run replays them without asking the C core.
+     */
+    cachedChunks: Chunk[] | undefined;
+    /** @internal */
+    cachedLayout = 0;
 
     /** @internal Use `world.query()`. */
     constructor(world: World, desc: QueryDesc, operation: string) {
@@ -376,13 +382,28 @@ export class Query {
     }
 }
 
+/** The iterator result at the end of every run. */
+const DONE: IteratorResult<Chunk, undefined> = Object.freeze({ done: true, value: undefined });
+
 /**
  * One iteration of a query. `for...of` drives it; leaving the loop early ends it. A chunk is
  * valid until the iterator moves on.
+ *
+ * The outermost run of a plain query records its chunks (and the views they hand out); while
+ * no row or chunk has moved since (`tes_world_layout` is the same), the next outermost run
+ * replays that list: no call into wasm per chunk and no new views, which is most of what a
+ * run costs when chunks are few and small. Replaying runs defer structural calls through
+ * `tes_defer_begin`/`tes_defer_end`, as a C iteration does.
  */
 export class ChunkIterator implements IterableIterator<Chunk> {
     private readonly query: Query;
-    private readonly block: Pointer;
+    /** The C iterator (`tes_iter_t`), or 0 when replaying `replay`. */
+    private readonly block: Pointer = 0;
+    private readonly replay: readonly Chunk[] | undefined;
+    /** The chunks this run visits, kept as the query's cache when the run completes. */
+    private readonly recording: Chunk[] | undefined;
+    private readonly layout: number = 0;
+    private position = 0;
     /** Hand-marked rows of the current chunk per component id (see the constructor). */
     private readonly marks: Map<number, MarkList>;
     private current: Chunk | undefined;
@@ -392,11 +413,23 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     constructor(query: Query, world: Pointer, operation: string) {
         this.query = query;
         const owner = query.world;
-        this.block = owner.takeIterBlock(operation);
-        const result = owner.heap.exports.tes_query_iter(world, query.pointer, this.block);
-        if (result !== 0) {
-            owner.returnIterBlock(this.block);
-            owner.check(result, operation);
+        const exports = owner.heap.exports;
+        if (!query.consumer && query.runs === 0) {
+            this.layout = exports.tes_world_layout(world);
+            if (query.cachedChunks !== undefined && query.cachedLayout === this.layout) {
+                this.replay = query.cachedChunks;
+                owner.check(exports.tes_defer_begin(world), operation);
+            } else {
+                this.recording = [];
+            }
+        }
+        if (this.replay === undefined) {
+            this.block = owner.takeIterBlock(operation);
+            const result = exports.tes_query_iter(world, query.pointer, this.block);
+            if (result !== 0) {
+                owner.returnIterBlock(this.block);
+                owner.check(result, operation);
+            }
         }
         // A nested run of the same (plain) query must not flush the outer run's marks into its
         // own chunk: only a run started while none is live uses the query's reusable lists.
@@ -410,21 +443,38 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     }
 
     next(): IteratorResult<Chunk, undefined> {
-        if (this.done) return { done: true, value: undefined };
+        if (this.done) return DONE;
         try {
             this.finishChunk();
         } catch (error) {
-            this.query.world.heap.exports.tes_iter_fini(this.block);
             this.end();
             throw error;
         }
-        const heap = this.query.world.heap;
-        if (heap.exports.tes_iter_next(this.block) === 0) {
-            this.end();
-            return { done: true, value: undefined };
+        let chunk: Chunk;
+        const replay = this.replay;
+        if (replay !== undefined) {
+            if (this.position === replay.length) {
+                this.end();
+                return DONE;
+            }
+            chunk = replay[this.position++]!;
+            chunk.revive();
+        } else {
+            if (this.query.world.heap.exports.tes_iter_next(this.block) === 0) {
+                // Complete: the next run may replay it (tes_iter_next has applied deferred
+                // commands by now; if they moved rows, the layout no longer matches).
+                if (this.recording !== undefined) {
+                    this.query.cachedChunks = this.recording;
+                    this.query.cachedLayout = this.layout;
+                }
+                this.end();
+                return DONE;
+            }
+            chunk = new Chunk(this.query, this.block, this.marks);
+            this.recording?.push(chunk);
         }
-        this.current = new Chunk(this.query, this.block, this.marks);
-        return { done: false, value: this.current };
+        this.current = chunk;
+        return { done: false, value: chunk };
     }
 
     /** Ends the iteration early (what `break` does): marks, then applies deferred changes. */
@@ -433,11 +483,10 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             try {
                 this.finishChunk();
             } finally {
-                this.query.world.heap.exports.tes_iter_fini(this.block);
                 this.end();
             }
         }
-        return { done: true, value: undefined };
+        return DONE;
     }
 
     /** Marks what the current chunk wrote: hand-marked rows, then the query's `writes`. */
@@ -447,6 +496,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current = undefined;
         chunk.expire();
         const query = this.query;
+        if (this.marks.size === 0 && query.writeIds.length === 0) return;
         const world = query.world;
         const heap = world.heap;
         const mark = (id: number, rows: Pointer, count: number, operation: string) =>
@@ -461,6 +511,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         for (const id of query.writeIds) mark(id, chunk.rowsPointer, chunk.rowCount, 'query writes');
     }
 
+    /** Ends the run in the C core (applying deferred commands when it is the last). */
     private end(): void {
         if (this.done) return;
         this.done = true;
@@ -469,10 +520,13 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.query.runs--;
         const world = this.query.world;
         world.liveIterations--;
-        world.returnIterBlock(this.block);
-        // The C core applied its deferred commands when its last run ended; now the values
-        // of deferred adds can go into their rows.
-        if (world.liveIterations === 0) world.flushDeferredInits();
+        const exports = world.heap.exports;
+        if (this.replay !== undefined) exports.tes_defer_end(world.pointer);
+        else {
+            exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
+            world.returnIterBlock(this.block);
+        }
+        if (world.liveIterations === 0) world.deferredAdds.clear();
     }
 }
 
@@ -506,7 +560,7 @@ export class Chunk {
      * Column views handed out: the typed array, and what the caller got (a guard in debug
      * worlds). A few entries per chunk: a list is cheaper to make and search than a Map.
      */
-    private readonly views: { key: number; raw: ColumnArray; view: ColumnArray }[] = [];
+    private readonly views: { component: Component<any>; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
     /** `entities` and `slots`, made once per chunk: loops read them per row. */
     private entitiesView: Uint32Array | undefined;
     private slotsView: Uint32Array | undefined;
@@ -565,19 +619,24 @@ export class Chunk {
      * the component in the query's `writes`, or call {@link Chunk.markChanged}.
      */
     column<S extends Schema, K extends FieldName<S>>(component: Component<S>, field: K): ColumnOf<S, K> {
+        // The views handed out before, found by identity: no lookups when a loop (or a replayed
+        // run) asks again. A live chunk implies a live world (destroy refuses while iterating).
+        // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
+        const views = this.views;
+        if (!this.expired) {
+            for (let i = 0; i < views.length; i++) {
+                const cached = views[i]!;
+                if (cached.component === component && cached.field === field && cached.raw.length !== 0) {
+                    return cached.view as ColumnOf<S, K>;
+                }
+            }
+        }
         const operation = 'chunk.column';
         this.alive(operation);
         const world = this.query.world;
         const heap = world.heap;
         const id = world.idOf(component, operation);
         const meta = fieldOf(component, field, operation);
-        const key = id * 64 + meta.index;
-        // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
-        const views = this.views;
-        for (let i = 0; i < views.length; i++) {
-            const cached = views[i]!;
-            if (cached.key === key && cached.raw.length !== 0) return cached.view as ColumnOf<S, K>;
-        }
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
@@ -596,7 +655,10 @@ export class Chunk {
         }
         const raw: ColumnArray = new arrayTypes[meta.type](heap.current, this.entitiesPointer + offset, this.count * meta.length);
         const view = world.debug ? guardView(raw, component.name, field) : raw;
-        views.push({ key, raw, view });
+        const entry = { component, field, raw, view };
+        const detached = views.findIndex((v) => v.component === component && v.field === field);
+        if (detached >= 0) views[detached] = entry;
+        else views.push(entry);
         return view as ColumnOf<S, K>;
     }
 
@@ -648,6 +710,11 @@ export class Chunk {
             marks.bits[row] = 1;
             marks.rows[marks.length++] = row;
         }
+    }
+
+    /** @internal A replaying run visits this chunk again (its views still hold). */
+    revive(): void {
+        this.expired = false;
     }
 
     /** @internal */

@@ -6,7 +6,7 @@
  */
 import { TesseraError, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
-import type { Pointer, TesseraExports } from './load.js';
+import { TES_MAX_COMPONENTS, type Pointer, type TesseraExports } from './load.js';
 import { Query, type QueryDesc } from './query.js';
 import {
     arrayTypes,
@@ -109,11 +109,12 @@ export class World {
     /** @internal Live iterations started from JS. */
     liveIterations = 0;
     /**
-     * Initial values of adds deferred by a live iteration, by entity and C component id. They
-     * are written straight into the rows when the last iteration ends (after the C core applied
-     * the deferred commands), so they count as part of the add, not as a change.
+     * @internal Adds with values to placed entities deferred by the live iterations, as
+     * `entity * TES_MAX_COMPONENTS + id`: a `set` of such a component in the same loop joins
+     * the add's initial values (tes_init) instead of failing with MISSING_COMPONENT. Cleared
+     * when the last iteration ends.
      */
-    private deferredInits = new Map<Entity, Map<number, DeferredInit>>();
+    readonly deferredAdds = new Set<number>();
 
     /** C component id by component key (the definition's process-wide number). */
     private readonly ids: number[] = [];
@@ -273,7 +274,10 @@ export class World {
             this.check(exports.tes_add(world, entity, id), operation, entity, component.name);
             if (values === undefined) continue;
             if (had[i]) this.writeValues(entity, component, id, values, operation);
-            else this.writeInitial(entity, component, values, operation);
+            else {
+                if (this.liveIterations > 0 && !pending) this.deferredAdds.add(entity * TES_MAX_COMPONENTS + id);
+                this.writeInitial(entity, component, values, operation);
+            }
         }
     }
 
@@ -359,13 +363,7 @@ export class World {
         } else {
             this.checkValues(component, fieldOrValues as ValuesInput<any>, operation, entity);
         }
-        // A write to an entity whose add is still deferred joins the add's values: written
-        // through the C core now, it would be applied first and then overwritten by them.
-        const deferred = this.deferredInits.size === 0 ? undefined : this.deferredInits.get(entity)?.get(id);
-        if (deferred !== undefined) {
-            Object.assign(deferred.values, meta === undefined ? fieldOrValues : { [meta.name]: value });
-            return;
-        }
+        if (this.deferredAdds.size !== 0 && this.joinedDeferredAdd(entity, component, id, meta, fieldOrValues, value)) return;
         if (meta !== undefined) {
             this.writeField(entity, component, id, meta, value, operation);
             return;
@@ -669,20 +667,21 @@ export class World {
     }
 
     /**
-     * @internal Writes the initial values of deferred adds; called when the last live
-     * iteration ended, so the C core has applied its deferred commands. A value whose entity
-     * is gone or lost the component again by then is dropped, as the C core drops a deferred
-     * command whose entity is gone.
+     * A `set` of a component whose add with values is deferred in this loop joins the add's
+     * initial values (recorded after them); true when it did. Kept out of `set`, the hot path.
      */
-    flushDeferredInits(): void {
-        if (this.deferredInits.size === 0 || this.pointer === 0) return;
-        const inits = this.deferredInits;
-        this.deferredInits = new Map();
-        for (const [entity, byId] of inits) {
-            for (const { component, values } of byId.values()) {
-                this.writeInitial(entity, component, values, 'deferred add', true);
-            }
-        }
+    private joinedDeferredAdd(
+        entity: Entity,
+        component: Component<any>,
+        id: number,
+        meta: FieldMeta | undefined,
+        fieldOrValues: unknown,
+        value: unknown,
+    ): boolean {
+        if (!this.deferredAdds.has(entity * TES_MAX_COMPONENTS + id)) return false;
+        const values = meta === undefined ? fieldOrValues : { [meta.name]: value };
+        this.writeInitial(entity, component, values as ValuesInput<any>, 'world.set');
+        return true;
     }
 
     /** True when the handle names an entity spawned inside an iteration, not placed yet. */
@@ -762,38 +761,28 @@ export class World {
     }
 
     /**
-     * Writes the initial values of a new component straight into its row, so they count as
-     * part of the add, not as a change. While an iteration is live the add is deferred: the
-     * values wait for it (see `flushDeferredInits`); `dropMissing` is for that flush.
+     * Writes the initial values of a new component (already checked): part of the spawn or add,
+     * not a change (tes_init*). While an iteration is live and the entity is pending or its add
+     * deferred, the C core records them after the add and writes them when it applies it.
      */
-    private writeInitial(
-        entity: Entity,
-        component: Component<any>,
-        values: ValuesInput<any>,
-        operation: string,
-        dropMissing = false,
-    ): void {
+    private writeInitial(entity: Entity, component: Component<any>, values: ValuesInput<any>, operation: string): void {
         const heap = this.heap;
+        const exports = heap.exports;
         const id = this.idOf(component, operation);
-        if (this.liveIterations > 0) {
-            let byId = this.deferredInits.get(entity);
-            if (byId === undefined) this.deferredInits.set(entity, (byId = new Map()));
-            const known = byId.get(id);
-            if (known !== undefined) Object.assign(known.values, values);
-            else byId.set(id, { component, values: { ...values } });
-            return;
-        }
-        for (const [field, value] of Object.entries(values)) {
-            if (value === undefined) continue;
+        for (const field in values) {
+            const value = (values as Record<string, unknown>)[field];
+            if (value === undefined || !Object.hasOwn(values, field)) continue;
             const meta = fieldOf(component, field, operation);
-            const out = heap.scratch;
-            const result = heap.exports.tes_field_ptr(this.pointer, entity, id, meta.index, out);
-            if (result !== 0 && dropMissing) return;
+            let result: number;
+            if (meta.length === 1) {
+                result = exports.tes_init_number(this.pointer, entity, id, meta.index, 0, value as number);
+            } else {
+                const bytes = meta.length * meta.bytesPerElement;
+                const block = heap.tempBlock(bytes, operation);
+                heap.typed(meta.type).set(value as ArrayLike<number>, block / meta.bytesPerElement);
+                result = exports.tes_init(this.pointer, entity, id, meta.index, block, bytes);
+            }
             this.check(result, operation, entity, component.name, field);
-            const memory = heap.typed(meta.type);
-            const at = heap.u32At(out) / meta.bytesPerElement;
-            if (meta.length === 1) memory[at] = value as number;
-            else memory.set(value as ArrayLike<number>, at);
         }
     }
 
@@ -864,11 +853,6 @@ interface ComponentSet {
     readonly values: (ValuesInput<any> | undefined)[];
 }
 
-/** Values waiting for a deferred add. */
-interface DeferredInit {
-    readonly component: Component<any>;
-    readonly values: ValuesInput<any>;
-}
 
 /** Checks that a value is an entity handle (a uint32) before it reaches wasm. */
 function handle(entity: unknown, operation: string): Entity {

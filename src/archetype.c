@@ -110,6 +110,7 @@ tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_arch
     if (result == TES_OK) result = archetype_create(world, count, hash, &a);
     if (result != TES_OK) return result;
     world->archetypes[world->archetype_count++] = a;
+    world->layout++; /* queries may match it */
     tesi_graph_insert(world, a);
     *out = a;
     return TES_OK;
@@ -159,7 +160,7 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
     while (row < src->count) {
         tesi_chunk_t *dst;
         uint32_t dst_row;
-        uint32_t run = tesi_chunk_take_rows(to, src->count - row, &dst, &dst_row);
+        uint32_t run = tesi_chunk_take_rows(world, to, src->count - row, &dst, &dst_row);
         tesi_copy_rows(world, dst, dst_row, src, row, run);
         for (uint32_t k = 0; k < run; k++) {
             tesi_record_t *r =
@@ -176,6 +177,7 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
 tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
                                      tesi_archetype_t *to) {
     if (from == to || from->entity_count == 0) return TES_OK;
+    world->layout++; /* chunks may change owner and index */
     /* Handing chunks over keeps their trackers indexed by the old set: only untracked ones. */
     if (!same_columns(from, to) || from->tracked_count || to->tracked_count) {
         tes_result_t result = tesi_chunks_reserve(world, to, from->entity_count);

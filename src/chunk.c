@@ -77,14 +77,16 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32
 }
 
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *a) {
+    world->layout++;
     while (a->chunk_count && a->chunks[a->chunk_count - 1]->count == 0) {
         chunk_release(world, a->chunks[--a->chunk_count]);
         world->chunk_count--;
     }
 }
 
-uint32_t tesi_chunk_take_rows(tesi_archetype_t *a, uint32_t want, tesi_chunk_t **out_chunk,
-                              uint32_t *out_row) {
+uint32_t tesi_chunk_take_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t want,
+                              tesi_chunk_t **out_chunk, uint32_t *out_row) {
+    world->layout++;
     tesi_chunk_t *chunk = a->chunks[a->entity_count / a->capacity];
     uint32_t run = a->capacity - chunk->count;
     if (run > want) run = want;
@@ -181,6 +183,7 @@ void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
 
 void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     tesi_archetype_t *a = chunk->archetype;
+    world->layout++;
     /* Rows are only removed from archetypes with no reserved (empty) chunks at the end. */
     tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
     uint32_t last_row = last->count - 1;

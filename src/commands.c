@@ -77,12 +77,33 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
                        cmd->data_size);
     case TESI_CMD_SET_NUMBER:
         return tes_set_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->value);
+    case TESI_CMD_INIT:
+        return tes_init(world, cmd->entity, cmd->a, cmd->b, world->command_data + cmd->data_offset,
+                        cmd->data_size);
+    case TESI_CMD_INIT_NUMBER:
+        return tes_init_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->value);
     case TESI_CMD_ARCHETYPE_ADD:
         return tes_archetype_add(world, cmd->a, cmd->b);
     case TESI_CMD_ARCHETYPE_REMOVE:
         return tes_archetype_remove(world, cmd->a, cmd->b);
     }
     return TES_ERR_INVALID_ARGUMENT;
+}
+
+tes_result_t tes_defer_begin(tes_world_t *world) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    world->defer_depth++;
+    return TES_OK;
+}
+
+tes_result_t tes_defer_end(tes_world_t *world) {
+    if (!world || world->defer_depth == 0) return TES_ERR_INVALID_ARGUMENT;
+    if (--world->defer_depth == 0) tesi_flush(world);
+    return TES_OK;
+}
+
+uint32_t tes_world_layout(const tes_world_t *world) {
+    return world ? world->layout : 0;
 }
 
 void tesi_flush(tes_world_t *world) {

@@ -91,7 +91,7 @@ static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t
     for (uint32_t done = 0; done < n;) {
         tesi_chunk_t *chunk;
         uint32_t row;
-        uint32_t run = tesi_chunk_take_rows(a, n - done, &chunk, &row);
+        uint32_t run = tesi_chunk_take_rows(world, a, n - done, &chunk, &row);
         tesi_zero_rows(chunk, row, run);
         if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
@@ -114,7 +114,7 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
     if (result != TES_OK) return result;
     tesi_chunk_t *chunk;
     uint32_t row;
-    tesi_chunk_take_rows(a, 1, &chunk, &row);
+    tesi_chunk_take_rows(world, a, 1, &chunk, &row);
     tesi_zero_rows(chunk, row, 1);
     tesi_trackers_stamp_added(world, chunk, row, 1);
     tesi_record_t *record = &world->records[index];
@@ -265,7 +265,7 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     tesi_chunk_t *chunk = record->chunk, *dst;
     uint32_t row = record->row, dst_row;
     if (removing && tesi_logging(world)) tesi_log_removal(world, component, entity);
-    tesi_chunk_take_rows(to, 1, &dst, &dst_row);
+    tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
     tesi_move_row(world, dst, dst_row, chunk, row, moves);
     record->chunk = dst;
     record->row = dst_row;
@@ -350,10 +350,28 @@ static inline void mark_written(tes_world_t *world, const field_ref_t *ref) {
     if (ref->chunk->trackers) tesi_mark_changed(world, ref->chunk, ref->type, ref->row);
 }
 
-/* A write to an entity a deferred spawn has not placed yet is checked against the archetype it
- * will have, then recorded with the spawn. Returns its record, or NULL for a normal write. */
-static tesi_record_t *deferred_write(const tes_world_t *world, tes_entity_t entity) {
-    return world && tesi_deferring(world) ? tesi_pending_record(world, entity) : NULL;
+/* Where a write goes: at once into the entity's row (`ref`), or into the command buffer. A write
+ * to an entity a deferred spawn has not placed yet is checked against the archetype it will
+ * have, then recorded with the spawn. An initial value (`init`) while deferring is recorded too
+ * when the entity lacks the component now: its add is recorded as well (or the flush skips it). */
+static tes_result_t plan_write(const tes_world_t *world, tes_entity_t entity,
+                               tes_component_t component, uint32_t field, bool init,
+                               field_ref_t *ref, bool *deferred) {
+    *deferred = false;
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (!tesi_deferring(world)) return field_address(world, entity, component, field, ref);
+    const tesi_record_t *pending = tesi_pending_record(world, entity);
+    if (pending) {
+        *deferred = true;
+        return check_field(world, tesi_pending_archetype(world, pending), component, field,
+                           &ref->field);
+    }
+    tes_result_t result = field_address(world, entity, component, field, ref);
+    if (result == TES_ERR_MISSING_COMPONENT && init) {
+        *deferred = true;
+        return tesi_field_of(&world->components[component], field, &ref->field);
+    }
+    return result;
 }
 
 tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -367,23 +385,31 @@ tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_componen
     return TES_OK;
 }
 
-tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
-                     uint32_t field, const void *value, size_t size) {
-    tesi_record_t *pending = deferred_write(world, entity);
+static tes_result_t write_bytes(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                               uint32_t field, const void *value, size_t size, bool init) {
     field_ref_t ref;
-    tes_result_t result = pending ? check_field(world, tesi_pending_archetype(world, pending),
-                                                component, field, &ref.field)
-                                  : field_address(world, entity, component, field, &ref);
+    bool deferred;
+    tes_result_t result = plan_write(world, entity, component, field, init, &ref, &deferred);
     if (result != TES_OK) return result;
     if (!value) return TES_ERR_INVALID_ARGUMENT;
     if (size != ref.field->bytes) return TES_ERR_BAD_SIZE;
-    if (pending) {
-        return tesi_defer(world, TESI_CMD_SET, entity, component, field, 0, 0, value,
-                          (uint32_t)size);
+    if (deferred) {
+        return tesi_defer(world, init ? TESI_CMD_INIT : TESI_CMD_SET, entity, component, field, 0,
+                          0, value, (uint32_t)size);
     }
     memcpy(ref.ptr, value, size);
-    mark_written(world, &ref);
+    if (!init) mark_written(world, &ref);
     return TES_OK;
+}
+
+tes_result_t tes_set(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                     uint32_t field, const void *value, size_t size) {
+    return write_bytes(world, entity, component, field, value, size, false);
+}
+
+tes_result_t tes_init(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                      uint32_t field, const void *value, size_t size) {
+    return write_bytes(world, entity, component, field, value, size, true);
 }
 
 tes_result_t tes_field_ptr(tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -489,23 +515,32 @@ static bool encode_number(tes_type_t type, double value, uint8_t *out) {
     return false;
 }
 
-tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
-                            uint32_t field, uint32_t element, double value) {
-    tesi_record_t *pending = deferred_write(world, entity);
+static tes_result_t write_number(tes_world_t *world, tes_entity_t entity,
+                                 tes_component_t component, uint32_t field, uint32_t element,
+                                 double value, bool init) {
     field_ref_t ref;
+    bool deferred;
     uint8_t scratch[8];
-    tes_result_t result = pending ? check_field(world, tesi_pending_archetype(world, pending),
-                                                component, field, &ref.field)
-                                  : field_address(world, entity, component, field, &ref);
+    tes_result_t result = plan_write(world, entity, component, field, init, &ref, &deferred);
     if (result != TES_OK) return result;
     if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
     uint8_t *target =
-        pending ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
+        deferred ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
     if (!encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
-    if (pending) {
-        return tesi_defer(world, TESI_CMD_SET_NUMBER, entity, component, field, element, value,
-                          NULL, 0);
+    if (deferred) {
+        return tesi_defer(world, init ? TESI_CMD_INIT_NUMBER : TESI_CMD_SET_NUMBER, entity,
+                          component, field, element, value, NULL, 0);
     }
-    mark_written(world, &ref);
+    if (!init) mark_written(world, &ref);
     return TES_OK;
+}
+
+tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                            uint32_t field, uint32_t element, double value) {
+    return write_number(world, entity, component, field, element, value, false);
+}
+
+tes_result_t tes_init_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                             uint32_t field, uint32_t element, double value) {
+    return write_number(world, entity, component, field, element, value, true);
 }

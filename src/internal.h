@@ -198,6 +198,10 @@ struct tes_world_t {
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
 
+    /* Bumped whenever rows or chunks move (tes_world_layout): a plain query's chunk list is
+     * unchanged while it holds. */
+    uint32_t layout;
+
     uint64_t change_tick;       /* stamped on writes; advanced by every consumer run */
     uint32_t logged_components; /* components with removal consumers: 0 = no logging work */
     uint64_t frame;             /* tes_tick calls */
@@ -298,8 +302,8 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *archetype
 /* Takes up to `want` consecutive free rows of the first non-full chunk (after
  * tesi_chunks_reserve made room) and returns how many it took (at least 1). The caller fills
  * them. */
-uint32_t tesi_chunk_take_rows(tesi_archetype_t *archetype, uint32_t want, tesi_chunk_t **out_chunk,
-                              uint32_t *out_row);
+uint32_t tesi_chunk_take_rows(tes_world_t *world, tesi_archetype_t *archetype, uint32_t want,
+                              tesi_chunk_t **out_chunk, uint32_t *out_row);
 /* Copies `n` rows of every column `dst` shares with `src` (and the entities); zeroes dst
  * columns that src lacks; carries the rows' change tracking. Records are not touched. */
 void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
@@ -407,6 +411,8 @@ enum tesi_command_kind {
     TESI_CMD_REMOVE,           /* entity, a = component */
     TESI_CMD_SET,              /* entity, a = component, b = field, data */
     TESI_CMD_SET_NUMBER,       /* entity, a = component, b = field, c = element, value */
+    TESI_CMD_INIT,             /* as TESI_CMD_SET, not a change (tes_init) */
+    TESI_CMD_INIT_NUMBER,      /* as TESI_CMD_SET_NUMBER, not a change (tes_init_number) */
     TESI_CMD_ARCHETYPE_ADD,    /* a = archetype, b = component */
     TESI_CMD_ARCHETYPE_REMOVE, /* a = archetype, b = component */
 };

@@ -279,6 +279,17 @@ TES_API tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entit
 TES_API tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity,
                                     tes_component_t component, uint32_t field, uint32_t element,
                                     double value);
+/* tes_set and tes_set_number for initial values: the write is part of the spawn or add that
+ * gave the entity the component, not a change (Changed filters do not see it; Added ones see
+ * the row with its values). While deferring, a write to an entity that lacks the component
+ * now (a pending entity, or one whose add is recorded too) is recorded after checking the
+ * component, field and value, and applied at the flush after the commands before it; it is
+ * skipped (commands_skipped) if the entity lacks the component then. */
+TES_API tes_result_t tes_init(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                              uint32_t field, const void *value, size_t size);
+TES_API tes_result_t tes_init_number(tes_world_t *world, tes_entity_t entity,
+                                     tes_component_t component, uint32_t field, uint32_t element,
+                                     double value);
 /* Address of an entity's field (its `length` elements are contiguous). Valid until the next
  * structural change. */
 TES_API tes_result_t tes_field_ptr(tes_world_t *world, tes_entity_t entity,
@@ -457,9 +468,10 @@ typedef struct tes_iter_t {
 /* Starts a run of the query. While any iteration is live, structural changes (spawn, despawn,
  * add, remove and their batch forms) are recorded and applied, in order, when the last live
  * iteration ends; tes_spawn then hands out a handle that is TES_ERR_PENDING_ENTITY until
- * then. tes_add, tes_remove, tes_despawn, tes_set and tes_set_number on such a pending entity
- * are recorded like any other command (writes to placed entities happen at once), and checked
- * when recorded against the components the entity will have. A command whose entity is gone
+ * then. tes_add, tes_remove, tes_despawn and the writes (tes_set, tes_set_number, tes_init*)
+ * on such a pending entity are recorded like any other command (writes to placed entities
+ * happen at once, except tes_init*'s, see there), and checked when recorded against the
+ * components the entity will have. A command whose entity is gone
  * by then (or that runs out of memory) is skipped and counted in commands_skipped. A consumer
  * query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
 TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
@@ -468,6 +480,17 @@ TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_
 TES_API bool tes_iter_next(tes_iter_t *iter);
 /* Ends a run early, with the same effects as reaching the end. Harmless after the end. */
 TES_API void tes_iter_fini(tes_iter_t *iter);
+/* Defers structural changes as a live iteration does, for code that walks chunks it found
+ * earlier (the bindings' cached chunk lists): begin/end pairs nest with iterations, and the
+ * end of the outermost applies the deferred commands. tes_defer_end without a begin is
+ * TES_ERR_INVALID_ARGUMENT. */
+TES_API tes_result_t tes_defer_begin(tes_world_t *world);
+TES_API tes_result_t tes_defer_end(tes_world_t *world);
+/* A number that changes whenever rows or chunks move: every spawn, despawn, add, remove (and
+ * batch form) that moves rows, and every new archetype. While it stays the same, a plain
+ * query visits the same chunks with the same rows, so their column addresses still hold.
+ * Wraps around; compare for equality only. */
+TES_API uint32_t tes_world_layout(const tes_world_t *world);
 /* The current chunk's column of a component field (the query's archetypes all have it). */
 TES_API tes_result_t tes_iter_column(tes_iter_t *iter, tes_component_t component, uint32_t field,
                                      void **out_column);

@@ -459,6 +459,64 @@ TEST(deferred_writes_to_pending_entities_count_as_changes) {
     (void)parent;
 }
 
+/* tes_init / tes_init_number: initial values are part of the add, at once or deferred. */
+TEST(initial_values_are_part_of_the_add_not_a_change) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *added = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.b)});
+    tes_query_t *changed = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.b)});
+    tes_entity_t now = fx_spawn(s.world, FX_IDS(s.b));
+    CHECK_OK(tes_init_number(s.world, now, s.b, 0, 0, 1.5));
+    int32_t n = 7;
+    CHECK_OK(tes_init(s.world, now, s.b, 1, &n, sizeof n));
+    tes_entity_t parent = fx_spawn(s.world, FX_IDS(s.a)), pending = 0;
+    tes_iter_t it;
+    enter_run(&s, s.a, &it);
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &pending));
+    CHECK_OK(tes_add(s.world, pending, s.b));
+    CHECK_OK(tes_init_number(s.world, pending, s.b, 0, 0, 2.5)); /* recorded with the spawn */
+    CHECK_OK(tes_add(s.world, parent, s.b));                     /* a placed entity's add... */
+    CHECK_OK(tes_init_number(s.world, parent, s.b, 0, 0, 3.5));  /* ...and its value: recorded */
+    CHECK_OK(tes_init(s.world, parent, s.b, 1, &n, sizeof n));
+    CHECK(!fx_has(s.world, parent, s.b));
+    tes_iter_fini(&it);
+    CHECK_NUM_EQ(fx_get_number(s.world, now, s.b, 0, 0), 1.5);
+    CHECK_NUM_EQ(fx_get_number(s.world, now, s.b, 1, 0), 7);
+    CHECK_NUM_EQ(fx_get_number(s.world, pending, s.b, 0, 0), 2.5);
+    CHECK_NUM_EQ(fx_get_number(s.world, parent, s.b, 0, 0), 3.5);
+    CHECK_NUM_EQ(fx_get_number(s.world, parent, s.b, 1, 0), 7);
+    FX_CHECK_VISITED(fx_run(s.world, added), now, pending, parent);
+    CHECK_EQ(fx_run(s.world, changed)->count, 0u);
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 0u);
+}
+
+TEST(deferred_initial_values_check_at_once_and_drop_when_the_component_never_comes) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t placed = fx_spawn(s.world, FX_IDS(s.a)), pending = 0;
+    CHECK_OK(tes_set_number(s.world, placed, s.a, 0, 0, 4));
+    tes_iter_t it;
+    enter_run(&s, s.a, &it);
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &pending));
+    fx_snapshot_t *before = fx_snapshot_of(s.world);
+    /* Checked when recorded, against what the entity will have (pending) or the schema. */
+    CHECK_ERR(tes_init_number(s.world, pending, s.b, 0, 0, 1), TES_ERR_MISSING_COMPONENT);
+    CHECK_ERR(tes_init_number(s.world, placed, s.b, 1, 0, 0.5), TES_ERR_BAD_VALUE);
+    CHECK_ERR(tes_init_number(s.world, placed, s.b, 2, 0, 1), TES_ERR_UNKNOWN_FIELD);
+    CHECK_ERR(tes_init_number(s.world, placed, s.b, 0, 1, 1), TES_ERR_ELEMENT_OUT_OF_RANGE);
+    CHECK_ERR(tes_init_number(s.world, placed, s.tag, 0, 0, 1), TES_ERR_TAG_HAS_NO_DATA);
+    CHECK_ERR(tes_init_number(s.world, pending + (1u << TES_INDEX_BITS), s.a, 0, 0, 1),
+              TES_ERR_STALE_ENTITY);
+    FX_CHECK_UNCHANGED(before, s.world);
+    /* No add of B is recorded for `placed`: the value is dropped at the flush, and counted. */
+    CHECK_OK(tes_init_number(s.world, placed, s.b, 0, 0, 9));
+    /* A component it has: written at once, as outside a run. */
+    CHECK_OK(tes_init_number(s.world, placed, s.a, 0, 0, 5));
+    CHECK_NUM_EQ(fx_get_number(s.world, placed, s.a, 0, 0), 5);
+    tes_iter_fini(&it);
+    CHECK(!fx_has(s.world, placed, s.b));
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 1u);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Errors, validation, teardown                                                              */
 /* ---------------------------------------------------------------------------------------- */
@@ -515,6 +573,68 @@ TEST(validate_passes_while_commands_are_pending) {
     CHECK_OK(tes_world_validate(s.world));
     tes_iter_fini(&it);
     CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(defer_begin_end_defer_like_an_iteration_and_nest_with_one) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_defer_begin(s.world));
+    tes_entity_t p = fx_spawn(s.world, FX_IDS(s.b));
+    CHECK_OK(tes_despawn(s.world, e));
+    CHECK(tes_is_alive(s.world, e));                                  /* recorded, not applied */
+    CHECK_ERR(tes_location(s.world, p, &(tes_location_t){0}), TES_ERR_PENDING_ENTITY);
+    tes_iter_t it;
+    enter_run(&s, s.a, &it); /* nests: ending the run applies nothing yet */
+    tes_iter_fini(&it);
+    CHECK(tes_is_alive(s.world, e));
+    CHECK_OK(tes_defer_end(s.world)); /* the outermost end applies, in order */
+    CHECK(!tes_is_alive(s.world, e));
+    CHECK(fx_has(s.world, p, s.b));
+    CHECK_ERR(tes_defer_end(s.world), TES_ERR_INVALID_ARGUMENT); /* no begin left */
+    CHECK_ERR(tes_defer_begin(NULL), TES_ERR_INVALID_ARGUMENT);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* What the bindings' chunk-list cache relies on: every call that moves rows or chunks, or
+ * makes an archetype, changes tes_world_layout; writes and iterations do not. */
+TEST(world_layout_changes_with_every_row_move_and_only_then) {
+    scene_t s = make_scene(NULL);
+    uint32_t before = tes_world_layout(s.world);
+#define MOVES(call)                                \
+    do {                                           \
+        CHECK_OK(call);                            \
+        CHECK_NE(tes_world_layout(s.world), before); \
+        before = tes_world_layout(s.world);        \
+    } while (0)
+#define STAYS(call)                                \
+    do {                                           \
+        CHECK_OK(call);                            \
+        CHECK_EQ(tes_world_layout(s.world), before); \
+    } while (0)
+    tes_entity_t e[8];
+    MOVES(tes_spawn_batch(s.world, FX_IDS(s.a), 8, e));
+    MOVES(tes_spawn(s.world, FX_IDS(s.a), &e[0]));
+    MOVES(tes_add(s.world, e[1], s.tag));       /* new archetype (A, Tag) */
+    MOVES(tes_add(s.world, e[2], s.tag));       /* existing archetype */
+    MOVES(tes_remove(s.world, e[2], s.tag));
+    MOVES(tes_despawn(s.world, e[3]));
+    MOVES(tes_despawn_batch(s.world, &e[4], 2));
+    STAYS(tes_add(s.world, e[1], s.tag));       /* has it: nothing moves */
+    STAYS(tes_set_number(s.world, e[1], s.a, 0, 0, 5));
+    STAYS(tes_mark_changed(s.world, e[1], s.a));
+    tes_archetype_t a = fx_archetype_of(s.world, e[6]);
+    MOVES(tes_archetype_add(s.world, a, s.b));  /* whole archetype moves */
+    tes_query_t *q = all_of(&s, s.a);
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    while (tes_iter_next(&it)) CHECK_EQ(tes_world_layout(s.world), before);
+    /* Deferred calls move nothing until the flush. */
+    CHECK_OK(tes_defer_begin(s.world));
+    STAYS(tes_despawn(s.world, e[6]));
+    MOVES(tes_defer_end(s.world));
+#undef MOVES
+#undef STAYS
+    CHECK_EQ(tes_world_layout(NULL), 0u);
 }
 
 static void noop_body(tes_iter_t *it, void *user) {

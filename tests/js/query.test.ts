@@ -170,6 +170,120 @@ describe('iteration', () => {
     });
 });
 
+describe('replayed runs (a plain query reuses its chunk list while nothing moved)', () => {
+    /** x of every visited row, in visit order. */
+    const xs = (world: World, q = world.query({ all: [Position] })) => {
+        const out: number[] = [];
+        for (const chunk of q) {
+            const x = chunk.column(Position, 'x');
+            for (let i = 0; i < chunk.count; i++) out.push(x[i]!);
+        }
+        return out;
+    };
+
+    test('every kind of structural change between runs is seen by the next run', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const q = world.query({ all: [Position] });
+        const handles = world.spawnMany(100, Position({ x: 1 }));
+        expect(xs(world, q)).toHaveLength(100);
+        expect(xs(world, q)).toHaveLength(100); // replayed
+        const e = world.spawn(Position({ x: 2 }));
+        expect(xs(world, q)).toHaveLength(101);
+        world.despawn(handles[0]!);
+        expect(xs(world, q).filter((x) => x === 1)).toHaveLength(99);
+        world.add(handles[1]!, A); // a new archetype the query matches
+        world.remove(e, Position);
+        expect(xs(world, q)).toHaveLength(99);
+        world.despawnMany(handles.subarray(2, 50));
+        world.query({ all: [A] }).addAll(B); // whole-archetype move
+        expect(sorted(q.entities())).toEqual(sorted([handles[1]!, ...handles.subarray(50)]));
+        world.validate();
+    });
+
+    test('writes between runs are seen through the replayed views; values written in a replay land', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(60, Position);
+        const q = world.query({ all: [Position] });
+        xs(world, q);
+        world.set(handles[7]!, Position, 'x', 42);
+        expect(xs(world, q)).toContain(42);
+        for (const chunk of q) chunk.column(Position, 'x').fill(3);
+        expect(world.get(handles[59]!, Position, 'x')).toBe(3);
+    });
+
+    test('structural calls inside a replayed run are deferred, then seen by the next run', async () => {
+        const world = await newWorld();
+        const first = world.spawnMany(3, Position);
+        const q = world.query({ all: [Position] });
+        xs(world, q);
+        let visits = 0;
+        let spawned: number[] = [];
+        for (const chunk of q) {
+            visits += chunk.count;
+            spawned = [world.spawn(Position({ x: 9 })), world.spawn(Position({ x: 9 }))];
+            world.despawn(first[0]!);
+            expect(world.isAlive(first[0]!)).toBe(true); // not yet
+        }
+        expect(visits).toBe(3);
+        expect(world.isAlive(first[0]!)).toBe(false);
+        expect(sorted(q.entities())).toEqual(sorted([first[1]!, first[2]!, ...spawned]));
+        expect(world.get(spawned[0]!, Position, 'x')).toBe(9);
+    });
+
+    test('a run left early does not become the list the next run replays', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(300, Position);
+        const q = world.query({ all: [Position] });
+        let chunks = 0;
+        for (const _ of q) {
+            chunks++;
+            break;
+        }
+        expect(chunks).toBe(1);
+        expect(q.count()).toBe(300);
+        expect(q.count()).toBe(300);
+    });
+
+    test('a nested run of the same query, inside a replayed one, sees every chunk too', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(150, Position);
+        const q = world.query({ all: [Position] });
+        q.count();
+        let outer = 0;
+        for (const chunk of q) {
+            outer += chunk.count;
+            expect(q.count()).toBe(150);
+            expect(() => chunk.column(Position, 'x')).not.toThrow(); // the outer chunk stays live
+        }
+        expect(outer).toBe(150);
+    });
+
+    test('views of a replayed chunk are made again after memory grew (spawns in another world)', async () => {
+        const world = await newWorld();
+        const handles = world.spawnMany(10, Position);
+        handles.forEach((e, i) => world.set(e, Position, 'x', i));
+        const q = world.query({ all: [Position] });
+        let before: Float32Array | undefined;
+        for (const chunk of q) before = chunk.column(Position, 'x');
+        const other = await newWorld();
+        const bytes = before!.buffer.byteLength;
+        other.spawnMany(2_000_000, Position); // grows the module's memory; world's layout is unchanged
+        expect(before!.buffer.byteLength === bytes ? 'not grown' : 'grown').toBe('grown');
+        expect(before!.length).toBe(0); // detached
+        expect(xs(world, q)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+
+    test('a chunk of a finished run is expired, and is live again only while a later run visits it', async () => {
+        const world = await newWorld();
+        world.spawnMany(5, Position);
+        const q = world.query({ all: [Position] });
+        let kept: Chunk | undefined;
+        for (const chunk of q) kept = chunk;
+        for (const _ of q) break;
+        expectError(() => kept!.column(Position, 'x'), 'CHUNK_EXPIRED');
+    });
+});
+
 describe('count and entities', () => {
     test('count() and entities() agree with iteration; entities() is a fresh array', async () => {
         const world = await newWorld({ chunkBytes: 1024 });
