@@ -77,7 +77,7 @@ tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32
 }
 
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *a) {
-    world->layout++;
+    /* Called after tesi_remove_row or a whole-archetype move, which bumped world->layout. */
     while (a->chunk_count && a->chunks[a->chunk_count - 1]->count == 0) {
         chunk_release(world, a->chunks[--a->chunk_count]);
         world->chunk_count--;

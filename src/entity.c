@@ -386,7 +386,7 @@ tes_result_t tes_get(const tes_world_t *world, tes_entity_t entity, tes_componen
 }
 
 static tes_result_t write_bytes(tes_world_t *world, tes_entity_t entity, tes_component_t component,
-                               uint32_t field, const void *value, size_t size, bool init) {
+                                uint32_t field, const void *value, size_t size, bool init) {
     field_ref_t ref;
     bool deferred;
     tes_result_t result = plan_write(world, entity, component, field, init, &ref, &deferred);
@@ -515,9 +515,8 @@ static bool encode_number(tes_type_t type, double value, uint8_t *out) {
     return false;
 }
 
-static tes_result_t write_number(tes_world_t *world, tes_entity_t entity,
-                                 tes_component_t component, uint32_t field, uint32_t element,
-                                 double value, bool init) {
+static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                                 uint32_t field, uint32_t element, double value, bool init) {
     field_ref_t ref;
     bool deferred;
     uint8_t scratch[8];

@@ -581,7 +581,7 @@ TEST(defer_begin_end_defer_like_an_iteration_and_nest_with_one) {
     CHECK_OK(tes_defer_begin(s.world));
     tes_entity_t p = fx_spawn(s.world, FX_IDS(s.b));
     CHECK_OK(tes_despawn(s.world, e));
-    CHECK(tes_is_alive(s.world, e));                                  /* recorded, not applied */
+    CHECK(tes_is_alive(s.world, e)); /* recorded, not applied */
     CHECK_ERR(tes_location(s.world, p, &(tes_location_t){0}), TES_ERR_PENDING_ENTITY);
     tes_iter_t it;
     enter_run(&s, s.a, &it); /* nests: ending the run applies nothing yet */
@@ -600,34 +600,35 @@ TEST(defer_begin_end_defer_like_an_iteration_and_nest_with_one) {
 TEST(world_layout_changes_with_every_row_move_and_only_then) {
     scene_t s = make_scene(NULL);
     uint32_t before = tes_world_layout(s.world);
-#define MOVES(call)                                \
-    do {                                           \
-        CHECK_OK(call);                            \
+#define MOVES(call)                                  \
+    do {                                             \
+        CHECK_OK(call);                              \
         CHECK_NE(tes_world_layout(s.world), before); \
-        before = tes_world_layout(s.world);        \
+        before = tes_world_layout(s.world);          \
     } while (0)
-#define STAYS(call)                                \
-    do {                                           \
-        CHECK_OK(call);                            \
+#define STAYS(call)                                  \
+    do {                                             \
+        CHECK_OK(call);                              \
         CHECK_EQ(tes_world_layout(s.world), before); \
     } while (0)
     tes_entity_t e[8];
     MOVES(tes_spawn_batch(s.world, FX_IDS(s.a), 8, e));
     MOVES(tes_spawn(s.world, FX_IDS(s.a), &e[0]));
-    MOVES(tes_add(s.world, e[1], s.tag));       /* new archetype (A, Tag) */
-    MOVES(tes_add(s.world, e[2], s.tag));       /* existing archetype */
+    MOVES(tes_add(s.world, e[1], s.tag)); /* new archetype (A, Tag) */
+    MOVES(tes_add(s.world, e[2], s.tag)); /* existing archetype */
     MOVES(tes_remove(s.world, e[2], s.tag));
     MOVES(tes_despawn(s.world, e[3]));
     MOVES(tes_despawn_batch(s.world, &e[4], 2));
-    STAYS(tes_add(s.world, e[1], s.tag));       /* has it: nothing moves */
+    STAYS(tes_add(s.world, e[1], s.tag)); /* has it: nothing moves */
     STAYS(tes_set_number(s.world, e[1], s.a, 0, 0, 5));
     STAYS(tes_mark_changed(s.world, e[1], s.a));
     tes_archetype_t a = fx_archetype_of(s.world, e[6]);
-    MOVES(tes_archetype_add(s.world, a, s.b));  /* whole archetype moves */
+    MOVES(tes_archetype_add(s.world, a, s.b)); /* whole archetype moves */
     tes_query_t *q = all_of(&s, s.a);
     tes_iter_t it;
     CHECK_OK(tes_query_iter(s.world, q, &it));
-    while (tes_iter_next(&it)) CHECK_EQ(tes_world_layout(s.world), before);
+    while (tes_iter_next(&it))
+        CHECK_EQ(tes_world_layout(s.world), before);
     /* Deferred calls move nothing until the flush. */
     CHECK_OK(tes_defer_begin(s.world));
     STAYS(tes_despawn(s.world, e[6]));
