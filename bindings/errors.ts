@@ -33,6 +33,14 @@ export type ErrorCode =
     | 'UNKNOWN_STAGE'
     | 'QUERY_IN_USE'
     | 'BAD_FIELD_TYPE'
+    /** A chunk or archetype operation on a sparse component or a relation (no chunk column). */
+    | 'SPARSE_COMPONENT'
+    /** A pair operation on a component that is not a relation. */
+    | 'NOT_A_RELATION'
+    /** A relation used where a pair is needed (`R` instead of `R(target)`). */
+    | 'NEEDS_TARGET'
+    /** A pair that would make an entity its own ancestor in an acyclic relation. */
+    | 'CYCLE'
     // From the TypeScript layer.
     /** The world, query, subscription or system was destroyed or closed. */
     | 'DESTROYED'

@@ -116,6 +116,11 @@ export class Heap {
         return this.temp;
     }
 
+    /** Bytes of the current temporary block (0 before the first `tempBlock`). */
+    get tempSize(): number {
+        return this.tempBytes;
+    }
+
     /** Copies a list of u32 (entities, components) into the temporary block. */
     tempU32(values: ArrayLike<number>, operation: string): Pointer {
         const pointer = this.tempBlock(Math.max(4, values.length * 4), operation);

@@ -21,11 +21,20 @@ export { World, type Entity, type WorldOptions, type WorldStats } from './world.
 export {
     component,
     tag,
+    relation,
+    ChildOf,
     isComponent,
+    isRelation,
+    isPair,
     limits,
     type Component,
     type ComponentInit,
     type ComponentItem,
+    type ComponentOptions,
+    type Storage,
+    type Relation,
+    type RelationOptions,
+    type Pair,
     type Tag,
     type Schema,
     type FieldType,
@@ -43,8 +52,14 @@ export {
     type FieldInput,
     type ScalarOf,
 } from './schema.js';
-export { Query, Chunk, ChunkIterator, type QueryDesc } from './query.js';
-export { Subscription, Changes, type SubscriptionDesc } from './subscription.js';
+export { Query, Chunk, ChunkIterator, type QueryDesc, type Term } from './query.js';
+export {
+    Subscription,
+    Changes,
+    type SubscriptionDesc,
+    type PairEvent,
+    type PairEventKind,
+} from './subscription.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
 export type { LoadOptions } from './load.js';

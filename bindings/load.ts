@@ -44,11 +44,16 @@ export interface TesseraExports {
 
     /** `uint32_t tes_type_size(tes_type_t type)`. */
     tes_type_size(type: number): number;
-    /** `tes_component_register(world, const tes_component_desc_t *desc, tes_component_t *out)`. */
+    /**
+     * `tes_component_register(world, const tes_component_desc_t *desc, tes_component_t *out)`.
+     * tes_component_desc_t (16 bytes): name 0, fields 4, field_count 8, flags 12
+     * (TES_COMPONENT_SPARSE 1, TES_COMPONENT_RELATION 2, TES_RELATION_EXCLUSIVE 4,
+     * TES_RELATION_ACYCLIC 8, TES_RELATION_CASCADE 16).
+     */
     tes_component_register(world: Pointer, desc: Pointer, outComponent: Pointer): number;
     /** `tes_component_lookup(world, const char *name, tes_component_t *out)`. */
     tes_component_lookup(world: Pointer, name: Pointer, outComponent: Pointer): number;
-    /** `tes_component_info(world, component, tes_component_info_t *out)`. */
+    /** `tes_component_info(world, component, tes_component_info_t *out)` (16 bytes; flags at 12). */
     tes_component_info(world: Pointer, component: number, out: Pointer): number;
     /** `tes_field_info(world, component, field, tes_field_info_t *out)`. */
     tes_field_info(world: Pointer, component: number, field: number, out: Pointer): number;
@@ -177,7 +182,12 @@ export interface TesseraExports {
         n: number,
     ): number;
 
-    /** `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)` (48-byte desc). */
+    /**
+     * `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)`. The desc is
+     * 64 bytes: six (pointer, count) component lists (all, none, any, added, changed, removed)
+     * at 0..47, then pairs 48 (`tes_pair_term_t` {relation 0, target 4, op 8}, 12 bytes each),
+     * pair_count 52, pair_changes 56 (relation ids), pair_change_count 60.
+     */
     tes_query_create(world: Pointer, desc: Pointer, outQuery: Pointer): number;
     /** `tes_query_destroy(world, query)`. */
     tes_query_destroy(world: Pointer, query: Pointer): void;
@@ -208,11 +218,15 @@ export interface TesseraExports {
         outEntities: Pointer,
         outCount: Pointer,
     ): number;
+    /** `tes_iter_pair_events(iter, relation, const tes_pair_event_t **out, uint32_t *out_count)`. */
+    tes_iter_pair_events(iter: Pointer, relation: number, outEvents: Pointer, outCount: Pointer): number;
 
     /**
      * `tes_query_collect(world, query, tes_collect_t *out)`: one whole run of a consumer query.
-     * tes_collect_t (20 bytes): entities 0, count 4, removed 8, removed_counts 12,
-     * removed_total 16; the arrays belong to the query until its next run.
+     * tes_collect_t (28 bytes): entities 0, count 4, removed 8, removed_counts 12,
+     * removed_total 16, pair_events 20, pair_event_count 24 (`tes_pair_event_t` {source 0,
+     * target 4, relation 8, kind 12}, 16 bytes each); the arrays belong to the query until its
+     * next run.
      */
     tes_query_collect(world: Pointer, query: Pointer, out: Pointer): number;
     /**
@@ -227,6 +241,84 @@ export interface TesseraExports {
         op: Pointer,
         outEntities: Pointer,
         outCount: Pointer,
+    ): number;
+
+    /** `tes_pair_add(world, source, relation, target)`: an EXCLUSIVE relation replaces. */
+    tes_pair_add(world: Pointer, source: number, relation: number, target: number): number;
+    /** `tes_pair_remove(world, source, relation, target)`. */
+    tes_pair_remove(world: Pointer, source: number, relation: number, target: number): number;
+    /** `tes_pair_has(world, source, relation, target, bool *out_has)` (1 byte). */
+    tes_pair_has(world: Pointer, source: number, relation: number, target: number, outHas: Pointer): number;
+    /** `tes_pair_targets(world, source, relation, tes_entity_t *out, capacity, uint32_t *out_count)`. */
+    tes_pair_targets(
+        world: Pointer,
+        source: number,
+        relation: number,
+        out: Pointer,
+        capacity: number,
+        outCount: Pointer,
+    ): number;
+    /** `tes_pair_sources(world, relation, target, tes_entity_t *out, capacity, uint32_t *out_count)`. */
+    tes_pair_sources(
+        world: Pointer,
+        relation: number,
+        target: number,
+        out: Pointer,
+        capacity: number,
+        outCount: Pointer,
+    ): number;
+    /** `tes_pair_target(world, source, relation, tes_entity_t *out_target)`: 0 when none. */
+    tes_pair_target(world: Pointer, source: number, relation: number, outTarget: Pointer): number;
+    /** `tes_relation_pairs(world, relation, out_sources, out_targets, capacity, uint32_t *out_count)`. */
+    tes_relation_pairs(
+        world: Pointer,
+        relation: number,
+        outSources: Pointer,
+        outTargets: Pointer,
+        capacity: number,
+        outCount: Pointer,
+    ): number;
+    /** `tes_pair_place(world, source, relation, target, before)`: reorders the target's sources. */
+    tes_pair_place(world: Pointer, source: number, relation: number, target: number, before: number): number;
+    /** `tes_relation_walk(world, relation, root, out, uint32_t *out_depths, capacity, uint32_t *out_count)`. */
+    tes_relation_walk(
+        world: Pointer,
+        relation: number,
+        root: number,
+        out: Pointer,
+        outDepths: Pointer,
+        capacity: number,
+        outCount: Pointer,
+    ): number;
+    /** `tes_pair_get_number(world, source, relation, target, field, element, double *out)`. */
+    tes_pair_get_number(
+        world: Pointer,
+        source: number,
+        relation: number,
+        target: number,
+        field: number,
+        element: number,
+        out: Pointer,
+    ): number;
+    /** `tes_pair_set_number(world, source, relation, target, field, element, double value)`: a change. */
+    tes_pair_set_number(
+        world: Pointer,
+        source: number,
+        relation: number,
+        target: number,
+        field: number,
+        element: number,
+        value: number,
+    ): number;
+    /** `tes_pair_init_number(world, source, relation, target, field, element, double value)`: not a change. */
+    tes_pair_init_number(
+        world: Pointer,
+        source: number,
+        relation: number,
+        target: number,
+        field: number,
+        element: number,
+        value: number,
     ): number;
 
     /** `tes_stage_create(world, const char *name, uint32_t *out_stage)`. */

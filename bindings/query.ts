@@ -9,29 +9,49 @@ import { TesseraError } from './errors.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import {
     arrayTypes,
+    describeValue,
     fieldOf,
+    isDefinition,
+    isRelation,
+    isSparse,
     type ColumnArray,
     type ColumnOf,
     type Component,
+    type Definition,
     type FieldLike,
     type FieldName,
     type FloatFieldName,
+    type Pair,
+    type Relation,
     type Schema,
 } from './schema.js';
 import type { Entity, World } from './world.js';
 
+/**
+ * A term of `all` / `none` / `any`: a component, a relation (the entity is the source of a pair
+ * of it, to any target) or a pair (`ChildOf(parent)`: the entity is the source of that pair;
+ * `R(0)` is the same as `R`).
+ */
+export type Term = Component<any> | Relation<any> | Pair<any>;
+
 /** The terms of a query. Every list is optional. */
 export interface QueryDesc {
     /** Entities must have every one of these. */
-    readonly all?: readonly Component<any>[];
+    readonly all?: readonly Term[];
     /** Entities must have none of these. */
-    readonly none?: readonly Component<any>[];
+    readonly none?: readonly Term[];
     /** Entities must have at least one of these (when the list is not empty). */
-    readonly any?: readonly Component<any>[];
-    /** Filter: only entities that gained one of these since the query's last run (implies all). */
-    readonly added?: readonly Component<any>[];
-    /** Filter: only entities whose component changed since the query's last run (implies all). */
-    readonly changed?: readonly Component<any>[];
+    readonly any?: readonly Term[];
+    /**
+     * Filter: only entities that gained one of these since the query's last run (implies all).
+     * For a relation: entities whose first pair of it came.
+     */
+    readonly added?: readonly (Component<any> | Relation<any>)[];
+    /**
+     * Filter: only entities whose component changed since the query's last run (implies all).
+     * For a relation: entities whose pairs of it changed (added, removed, data written).
+     */
+    readonly changed?: readonly (Component<any> | Relation<any>)[];
     /**
      * Components the loop writes through views: when the iteration moves past a chunk, they
      * are marked changed for every row it visited (one call into wasm per chunk and
@@ -40,6 +60,11 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
+
+/** `tes_query_desc_t` (wasm32): six (pointer, count) lists, then pairs and pair_changes. */
+const QUERY_DESC_BYTES = 64;
+/** `tes_pair_term_t` (wasm32): relation 0, target 4, op 8. */
+const PAIR_TERM_BYTES = 12;
 
 /** Byte offsets in `tes_iter_t` (wasm32). */
 const ITER = { archetype: 0, chunk: 4, count: 8, entities: 12, rows: 16, rowCount: 20 } as const;
@@ -97,15 +122,23 @@ export class Query {
     /** @internal The `tes_query_t *`; 0 after close. */
     pointer: Pointer;
     /** @internal Removed terms in the order the C core reports them. */
-    readonly removedComponents: readonly Component<any>[];
+    readonly removedComponents: readonly Definition[];
+    /**
+     * @internal False when a term is sparse, a relation or a pair: what the query visits then
+     * changes without rows moving (tes_world_layout), so runs are never replayed, and
+     * archetype-wide bulk changes would reach rows the query does not visit.
+     */
+    readonly stable: boolean;
+    /** @internal Relations whose pair events the query reports (subscriptions' `pairs`). */
+    readonly pairChanges: readonly Relation<any>[];
     /** @internal */
     readonly writeIds: readonly number[];
     /** @internal Hand-marked rows per component id of the current chunk of the outermost run. */
     readonly marks = new Map<number, MarkList>();
     /** @internal Live iterations of this query. */
     runs = 0;
-    /** @internal Components every matched archetype has (all, added, changed). */
-    readonly required: ReadonlySet<Component<any>>;
+    /** @internal Components every visited entity has (all, added, changed). */
+    readonly required: ReadonlySet<Definition>;
     /**
      * @internal The chunks of the latest complete run of a plain query, with the views they
      * handed out, and the world layout they belong to (`tes_world_layout`). While the layout
@@ -126,7 +159,10 @@ export class Query {
         if (typeof desc !== 'object' || desc === null) {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a query description object');
         }
-        const withRemovals = desc as QueryDesc & { readonly removed?: readonly Component<any>[] };
+        const withRemovals = desc as QueryDesc & {
+            readonly removed?: readonly (Component<any> | Relation<any>)[];
+            readonly pairs?: readonly Relation<any>[];
+        };
         if (withRemovals.removed?.length && operation !== 'world.subscribe') {
             // A loop over chunks has no place to hand removals out, and its run would use them up.
             throw new TesseraError(
@@ -135,40 +171,95 @@ export class Query {
                 'removals are reported by subscriptions: world.subscribe({ removed: [...] }) and drain()',
             );
         }
+        if (withRemovals.pairs?.length && operation !== 'world.subscribe') {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'pair events are reported by subscriptions: world.subscribe({ pairs: [...] }) and drain()',
+            );
+        }
         const terms = ['all', 'none', 'any', 'added', 'changed', 'removed'] as const;
-        const lists = terms.map((term) => componentList(withRemovals[term], `${operation} ${term}`));
-        const writes = componentList(desc.writes, `${operation} writes`);
+        // all / none / any take pairs too (tes_pair_term_t with the op of their list).
+        const pairTerms: { relation: Relation<any>; target: number; op: number }[] = [];
+        const lists = terms.map((term, op) => {
+            const list = componentList(withRemovals[term], `${operation} ${term}`);
+            return list.filter((item) => {
+                if (isDefinition(item)) return true;
+                const pair = item as Partial<Pair<any>> | null;
+                if (op > 2 || typeof pair !== 'object' || pair === null || !isDefinition(pair.relation)) {
+                    throw new TesseraError(
+                        'INVALID_ARGUMENT',
+                        `${operation} ${term}`,
+                        op > 2 && isDefinition(pair?.relation)
+                            ? `${term} takes components and relations, not pairs (use ${pair!.relation!.name}, or the pair in all)`
+                            : `expected a component${op > 2 ? ' or a relation' : ', a relation or a pair'}, got ${describeValue(item)}`,
+                    );
+                }
+                if (typeof pair.target !== 'number' || pair.target >>> 0 !== pair.target) {
+                    throw new TesseraError('INVALID_ARGUMENT', `${operation} ${term}`, `expected a pair's target entity, got ${describeValue(pair.target)}`, {
+                        component: pair.relation.name,
+                    });
+                }
+                pairTerms.push({ relation: pair.relation as Relation<any>, target: pair.target, op });
+                return false;
+            }) as Definition[];
+        });
+        const pairChanges = componentList(withRemovals.pairs, `${operation} pairs`) as Relation<any>[];
+        for (const relation of pairChanges) {
+            if (!isDefinition(relation)) {
+                throw new TesseraError('INVALID_ARGUMENT', `${operation} pairs`, `expected a relation, got ${describeValue(relation)}`);
+            }
+            if (!isRelation(relation)) throw world.error('NOT_A_RELATION', `${operation} pairs`, undefined, (relation as Definition).name);
+        }
+        this.pairChanges = pairChanges;
+        const writes = componentList(desc.writes, `${operation} writes`) as Definition[];
         this.required = new Set([...lists[0]!, ...lists[3]!, ...lists[4]!]);
         for (const component of writes) {
             if (!this.required.has(component)) {
                 throw new TesseraError(
                     'INVALID_ARGUMENT',
                     operation,
-                    `writes lists ${component.name}, which is not in all, added or changed`,
-                    { component: component.name },
+                    `writes lists ${component?.name}, which is not in all, added or changed`,
+                    { component: String(component?.name) },
                 );
             }
+            if (isSparse(component)) {
+                throw world.error('SPARSE_COMPONENT', `${operation} writes`, undefined, component.name);
+            }
         }
+        this.stable = pairTerms.length === 0 && !lists.some((list) => list.some(isSparse));
         const ids = lists.map((list) => list.map((c) => world.idOf(c, operation)));
+        const pairIds = pairTerms.map((term) => world.idOf(term.relation, operation));
+        const changeIds = pairChanges.map((relation) => world.idOf(relation, operation));
         this.writeIds = writes.map((c) => world.idOf(c, operation));
         this.filtered = ids[3]!.length + ids[4]!.length > 0;
-        this.consumer = this.filtered || ids[5]!.length > 0;
+        this.consumer = this.filtered || ids[5]!.length > 0 || changeIds.length > 0;
         // The C core keeps removed terms in order, without duplicates.
         this.removedComponents = [...new Set(lists[5]!)];
 
         const heap = world.heap;
-        const total = ids.reduce((n, list) => n + list.length, 0);
-        const desc48 = heap.tempBlock(48 + total * 4, operation);
+        const total = ids.reduce((n, list) => n + list.length, 0) + changeIds.length;
+        const desc64 = heap.tempBlock(QUERY_DESC_BYTES + pairTerms.length * PAIR_TERM_BYTES + total * 4, operation);
         const u32 = heap.u32;
-        let next = desc48 + 48;
-        ids.forEach((list, term) => {
-            u32[(desc48 >>> 2) + term * 2] = list.length ? next : 0;
-            u32[(desc48 >>> 2) + term * 2 + 1] = list.length;
-            u32.set(list, next >>> 2);
-            next += list.length * 4;
+        const base = desc64 >>> 2;
+        let next = desc64 + QUERY_DESC_BYTES;
+        const list = (slot: number, values: readonly number[]) => {
+            u32[base + slot] = values.length ? next : 0;
+            u32[base + slot + 1] = values.length;
+            u32.set(values, next >>> 2);
+            next += values.length * 4;
+        };
+        ids.forEach((values, term) => list(term * 2, values));
+        list(14, changeIds);
+        u32[base + 12] = pairTerms.length ? next : 0;
+        u32[base + 13] = pairTerms.length;
+        pairTerms.forEach((term, i) => {
+            u32[(next >>> 2) + i * 3] = pairIds[i]!;
+            u32[(next >>> 2) + i * 3 + 1] = term.target;
+            u32[(next >>> 2) + i * 3 + 2] = term.op;
         });
         const out = heap.scratch;
-        world.check(heap.exports.tes_query_create(pointerOfWorld, desc48, out), operation);
+        world.check(heap.exports.tes_query_create(pointerOfWorld, desc64, out), operation);
         this.pointer = heap.u32At(out);
     }
 
@@ -195,7 +286,7 @@ export class Query {
     count(): number {
         this.plainOnly('query.count');
         let total = 0;
-        for (const chunk of this) total += chunk.count;
+        for (const chunk of this) total += chunk.rowCount;
         return total;
     }
 
@@ -221,14 +312,19 @@ export class Query {
 
     /**
      * Adds a component (zeroed) or tag to every entity the query matches, a whole archetype at
-     * a time (whole chunks change owner when only tags differ and nothing is tracked).
+     * a time (whole chunks change owner when only tags differ and nothing is tracked). A sparse
+     * component, a pair (`ChildOf(group)`), or a query with sparse or pair terms goes entity
+     * by entity.
      */
-    addAll(component: Component<any>): void {
+    addAll(component: Component<any> | Pair<any>): void {
         this.changeAll('query.addAll', component, true);
     }
 
-    /** Removes a component or tag from every entity the query matches. */
-    removeAll(component: Component<any>): void {
+    /**
+     * Removes a component or tag from every entity the query matches; a relation removes all
+     * their pairs of it, a pair that pair.
+     */
+    removeAll(component: Component<any> | Relation<any> | Pair<any>): void {
         this.changeAll('query.removeAll', component, false);
     }
 
@@ -311,9 +407,28 @@ export class Query {
         }
     }
 
-    private changeAll(operation: string, component: Component<any>, add: boolean): void {
+    private changeAll(operation: string, item: Component<any> | Relation<any> | Pair<any>, add: boolean): void {
         this.plainOnly(operation);
         const owner = this.world;
+        if (add && isRelation(item)) {
+            throw owner.error('NEEDS_TARGET', operation, undefined, item.name); // R(target) adds a pair
+        }
+        if (!isDefinition(item) || isSparse(item) || !this.stable) {
+            // Nothing to do per archetype: entity by entity, through the world's own checks. A
+            // bad item fails before anything changes, whether or not the query matches anything.
+            const relation = isDefinition(item) ? item : (item as Partial<Pair<any>> | null)?.relation;
+            if (!isDefinition(relation)) {
+                throw new TesseraError('INVALID_ARGUMENT', operation, `expected a component or a pair, got ${describeValue(item)}`);
+            }
+            owner.idOf(relation, operation);
+            this.live(operation);
+            for (const entity of this.entities()) {
+                if (add) owner.add(entity, item as Component<any> | Pair<any>);
+                else owner.remove(entity, item);
+            }
+            return;
+        }
+        const component = item;
         const id = owner.idOf(component, operation);
         const exports = owner.heap.exports;
         const change = add ? exports.tes_add : exports.tes_remove;
@@ -414,7 +529,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.query = query;
         const owner = query.world;
         const exports = owner.heap.exports;
-        if (!query.consumer && query.runs === 0) {
+        if (!query.consumer && query.runs === 0 && query.stable) {
             this.layout = exports.tes_world_layout(world);
             if (query.cachedChunks !== undefined && query.cachedLayout === this.layout) {
                 this.replay = query.cachedChunks;
@@ -560,14 +675,14 @@ export class Chunk {
      * Column views handed out: the typed array, and what the caller got (a guard in debug
      * worlds). A few entries per chunk: a list is cheaper to make and search than a Map.
      */
-    private readonly views: { component: Component<any>; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
+    private readonly views: { component: Definition; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
     /** `entities` and `slots`, made once per chunk: loops read them per row. */
     private entitiesView: Uint32Array | undefined;
     private slotsView: Uint32Array | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
-    private lastMarked: Component<any> | undefined;
+    private lastMarked: Definition | undefined;
     private lastMarks: MarkList | undefined;
 
     /** @internal */
@@ -686,6 +801,10 @@ export class Chunk {
         this.alive(operation);
         const world = this.query.world;
         const id = world.idOf(component, operation);
+        if (isSparse(component)) {
+            // No column to write through: world.set marks as it writes (world.markChanged for one entity).
+            throw world.error('SPARSE_COMPONENT', operation, undefined, component.name);
+        }
         if (!this.query.required.has(component) && !world.archetypeHas(this.archetype, id)) {
             throw world.error('MISSING_COMPONENT', operation, undefined, component.name);
         }
@@ -758,12 +877,12 @@ function guardView(view: ColumnArray, component: string, field: string): ColumnA
     });
 }
 
-function componentList(list: unknown, operation: string): Component<any>[] {
+function componentList(list: unknown, operation: string): unknown[] {
     if (list === undefined) return [];
     if (!Array.isArray(list)) {
         throw new TesseraError('INVALID_ARGUMENT', operation, 'expected an array of components');
     }
-    return list as Component<any>[];
+    return list;
 }
 
 function selectRows(entities: Uint32Array, rows: Uint32Array): Uint32Array {

@@ -66,6 +66,36 @@ export type Values<S extends Schema> = { -readonly [K in FieldName<S>]: FieldVal
 /** Some fields of a component, as `world.set` and initial values take them. */
 export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> };
 
+/**
+ * Where a component's data lives. `'table'` (the default): in the chunks of the entity's
+ * archetype, so chunk loops get typed-array columns. `'sparse'`: in a sparse set beside the
+ * chunks, so adding and removing it moves nothing; for markers and data that come and go often
+ * (Selected, Damaged, Target). Sparse components have no chunk columns.
+ */
+export type Storage = 'table' | 'sparse';
+
+/** Options of {@link component} and {@link tag}. */
+export interface ComponentOptions {
+    /** `'table'` (default) or `'sparse'`; see {@link Storage}. */
+    readonly storage?: Storage;
+}
+
+/** Options of {@link relation}; every flag defaults to false. */
+export interface RelationOptions {
+    /** A source has at most one target: adding a pair to another target replaces the old one. */
+    readonly exclusive?: boolean;
+    /**
+     * A pair that would make a source its own ancestor throws `CYCLE`. Implies `exclusive`
+     * (`{ acyclic: true, exclusive: false }` is refused with `BAD_SCHEMA`).
+     */
+    readonly acyclic?: boolean;
+    /**
+     * Despawning a target despawns its sources, recursively (cycles are safe). Without it, the
+     * pairs to a despawned target are removed and the sources live on.
+     */
+    readonly cascade?: boolean;
+}
+
 /** A component with initial values, as `Position({ x: 1 })` makes it; spawn and add take it. */
 export interface ComponentInit<S extends Schema = Schema> {
     readonly component: Component<S>;
@@ -96,15 +126,71 @@ export interface Component<S extends Schema = Schema> {
     readonly fields: readonly FieldInfo[];
     /** True for a tag (no fields, no storage). */
     readonly isTag: boolean;
+    /** Where its data lives: `'table'` (chunk columns) or `'sparse'` (a sparse set). */
+    readonly storage: Storage;
     /** Process-wide definition number; worlds map it to their own component id. @internal */
     readonly key: number;
+    /** `tes_component_desc_t.flags`. @internal */
+    readonly flags: number;
 }
 
 /** A component without data: membership only. */
 export type Tag = Component<{}>;
 
-/** Anything that names a component in an entity's set, with or without initial values. */
-export type ComponentItem = Component<any> | ComponentInit<any>;
+/**
+ * A relation: entity-to-entity pairs (source, relation, target), each with the relation's
+ * fields as its data. Call it with a target to name a pair: `ChildOf(parent)`,
+ * `Likes(bob, { amount: 3 })`. A pair goes wherever a component goes in `spawn`, `add`,
+ * `remove`, `has` and the `all` / `none` / `any` terms of a query; the bare relation in a query
+ * term (or in `has` / `remove`) means "to any target". Pairs never change an entity's
+ * archetype: a thousand targets make no new archetype.
+ *
+ * @example
+ * const Likes = relation('Likes', { amount: 'f32' });
+ * world.add(alice, Likes(bob, { amount: 3 }));
+ * world.targets(alice, Likes); // [bob]
+ */
+export interface Relation<S extends Schema = Schema> {
+    (target: number, values?: ValuesInput<S>): Pair<S>;
+    /** The name the relation is registered under in every world (unique per world). */
+    readonly name: string;
+    /** The schema of each pair's data. */
+    readonly schema: S;
+    /** The pair data's fields in schema order. */
+    readonly fields: readonly FieldInfo[];
+    /** True when pairs carry no data. */
+    readonly isTag: boolean;
+    /** Always true: tells relations from components. */
+    readonly isRelation: true;
+    /** A source has at most one target (adding another replaces it). */
+    readonly exclusive: boolean;
+    /** A pair that would close a cycle throws `CYCLE` (implies exclusive). */
+    readonly acyclic: boolean;
+    /** Despawning a target despawns its sources. */
+    readonly cascade: boolean;
+    /** @internal */
+    readonly key: number;
+    /** `tes_component_desc_t.flags`. @internal */
+    readonly flags: number;
+}
+
+/** One pair of a relation, as `R(target, values?)` makes it: for spawn, add, remove, has, queries. */
+export interface Pair<S extends Schema = Schema> {
+    readonly relation: Relation<S>;
+    /** The target entity; 0 in a query term means any target. */
+    readonly target: number;
+    /** Initial values of the pair's data (spawn, add), if any. */
+    readonly values: ValuesInput<S> | undefined;
+}
+
+/**
+ * Anything that names a component in an entity's set, with or without initial values, or a
+ * pair of a relation.
+ */
+export type ComponentItem = Component<any> | ComponentInit<any> | Pair<any>;
+
+/** A component or a relation (what worlds register). @internal */
+export type Definition = Component<any> | Relation<any>;
 
 /** Limits of the C core (`src/tessera.h`). */
 export const limits = {
@@ -151,7 +237,10 @@ export interface FieldMeta extends FieldInfo {
  * the hot path (`chunk.column`), where a WeakMap lookup costs several times more.
  */
 const FIELDS = Symbol('tessera.fields');
-type WithFields = { [FIELDS]?: Map<string, FieldMeta> };
+type WithFields = { [FIELDS]?: Map<string, FieldMeta>; flags?: number };
+
+/** `tes_component_desc_t.flags` bits. @internal */
+export const FLAGS = { sparse: 1, relation: 2, exclusive: 4, acyclic: 8, cascade: 16 } as const;
 let nextKey = 0;
 const encoder = new TextEncoder();
 
@@ -161,12 +250,90 @@ const encoder = new TextEncoder();
  * @param name unique per world, 1..127 UTF-8 bytes.
  * @param schema fields by name: `'f32'`, `'f64'`, `'i8'`, `'u8'`, `'i16'`, `'u16'`, `'i32'`,
  *   `'u32'`, or `[type, length]` for a fixed array per entity.
+ * @param options `storage: 'sparse'` keeps the data in a sparse set instead of chunk columns
+ *   (see {@link Storage}).
  * @example
  * const Position = component('Position', { x: 'f32', y: 'f32' });
  * const Inventory = component('Inventory', { items: ['u32', 8], count: 'u8' });
+ * const Target = component('Target', { entity: 'u32' }, { storage: 'sparse' });
  */
-export function component<const S extends Schema>(name: string, schema: S): Component<S> {
+export function component<const S extends Schema>(name: string, schema: S, options: ComponentOptions = {}): Component<S> {
     const operation = 'component';
+    const metas = checkSchema(operation, name, schema);
+    checkOptions(operation, name, options, { storage: ['table', 'sparse'] });
+    const storage: Storage = options.storage ?? 'table';
+    const init = (values: ValuesInput<S>): ComponentInit<S> => {
+        if (typeof values !== 'object' || values === null) {
+            throw new TesseraError('BAD_VALUE', `${name}(values)`, 'values must be an object', {
+                component: name,
+            });
+        }
+        return { component: made, values };
+    };
+    const made = define(init, name, schema, metas, storage === 'sparse' ? FLAGS.sparse : 0, {
+        storage: { value: storage, enumerable: true },
+    }) as unknown as Component<S>;
+    return made;
+}
+
+/**
+ * Defines a relation: pairs (source, relation, target) between entities, each with the
+ * schema's fields as its data (none by default). See {@link Relation}.
+ *
+ * @param options `exclusive` (one target per source), `acyclic` (no cycles; implies
+ *   exclusive), `cascade` (despawning a target despawns its sources).
+ * @example
+ * const ChildOf = relation('ChildOf', {}, { exclusive: true, acyclic: true, cascade: true });
+ * const Likes = relation('Likes', { amount: 'f32' });
+ */
+export function relation<const S extends Schema = {}>(
+    name: string,
+    schema: S = {} as S,
+    options: RelationOptions = {},
+): Relation<S> {
+    const operation = 'relation';
+    const metas = checkSchema(operation, name, schema);
+    checkOptions(operation, name, options, { exclusive: 'boolean', acyclic: 'boolean', cascade: 'boolean' });
+    if (options.acyclic === true && options.exclusive === false) {
+        throw new TesseraError(
+            'BAD_SCHEMA',
+            operation,
+            'an acyclic relation is exclusive (one target per source): leave exclusive out or set it to true',
+            { component: name },
+        );
+    }
+    const acyclic = options.acyclic === true;
+    const exclusive = acyclic || options.exclusive === true;
+    const cascade = options.cascade === true;
+    const flags =
+        FLAGS.relation | (exclusive ? FLAGS.exclusive : 0) | (acyclic ? FLAGS.acyclic : 0) | (cascade ? FLAGS.cascade : 0);
+    const pair = (target: number, values?: ValuesInput<S>): Pair<S> => {
+        if (typeof target !== 'number' || target >>> 0 !== target) {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                `${name}(target)`,
+                `expected a target entity handle (a non-negative integer), got ${describeValue(target)}`,
+                { component: name },
+            );
+        }
+        if (values !== undefined && (typeof values !== 'object' || values === null)) {
+            throw new TesseraError('BAD_VALUE', `${name}(target, values)`, 'values must be an object', {
+                component: name,
+            });
+        }
+        return { relation: made, target, values };
+    };
+    const made = define(pair, name, schema, metas, flags, {
+        isRelation: { value: true, enumerable: true },
+        exclusive: { value: exclusive, enumerable: true },
+        acyclic: { value: acyclic, enumerable: true },
+        cascade: { value: cascade, enumerable: true },
+    }) as unknown as Relation<S>;
+    return made;
+}
+
+/** The schema's fields as metadata, or a BAD_SCHEMA naming the problem. */
+function checkSchema(operation: string, name: string, schema: unknown): FieldMeta[] {
     checkName(operation, name, 'component name', { component: String(name) });
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
         throw new TesseraError('BAD_SCHEMA', operation, 'the schema must be an object of fields', {
@@ -182,14 +349,15 @@ export function component<const S extends Schema>(name: string, schema: S): Comp
             { component: name },
         );
     }
-    const metas: FieldMeta[] = entries.map(([field, spec], index) => {
+    return entries.map(([field, spec], index) => {
         checkName(operation, field, 'field name', { component: name, field });
         const [type, length] = Array.isArray(spec) ? spec : [spec, 1];
         if (!Object.hasOwn(typeCodes, type)) {
+            const hint = typeof type === 'boolean' ? ' (options are the third argument)' : '';
             throw new TesseraError(
                 'BAD_SCHEMA',
                 operation,
-                `unknown field type ${JSON.stringify(type)} (expected one of ${Object.keys(typeCodes).join(', ')})`,
+                `unknown field type ${JSON.stringify(type)} (expected one of ${Object.keys(typeCodes).join(', ')})${hint}`,
                 { component: name, field },
             );
         }
@@ -213,40 +381,102 @@ export function component<const S extends Schema>(name: string, schema: S): Comp
             bytesPerElement: arrayTypes[fieldType].BYTES_PER_ELEMENT,
         };
     });
-    const key = nextKey++;
-    const init = (values: ValuesInput<S>): ComponentInit<S> => {
-        if (typeof values !== 'object' || values === null) {
-            throw new TesseraError('BAD_VALUE', `${name}(values)`, 'values must be an object', {
+}
+
+/**
+ * Checks an options object: only the known keys, each `'boolean'` or one of a list of strings
+ * (undefined is always fine). BAD_SCHEMA otherwise: a misspelt option must not pass silently.
+ */
+function checkOptions(
+    operation: string,
+    name: string,
+    options: unknown,
+    known: Record<string, 'boolean' | readonly string[]>,
+): void {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+        throw new TesseraError('BAD_SCHEMA', operation, `options must be an object, got ${describeValue(options)}`, {
+            component: name,
+        });
+    }
+    for (const [key, value] of Object.entries(options)) {
+        const rule = known[key];
+        if (rule === undefined) {
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                `unknown option ${JSON.stringify(key)} (expected ${Object.keys(known).join(', ')})`,
+                { component: name },
+            );
+        }
+        if (value === undefined) continue;
+        const ok = rule === 'boolean' ? typeof value === 'boolean' : rule.includes(value as string);
+        if (!ok) {
+            const expected = rule === 'boolean' ? 'true or false' : rule.map((r) => JSON.stringify(r)).join(' or ');
+            throw new TesseraError('BAD_SCHEMA', operation, `option ${key} must be ${expected}, got ${describeValue(value)}`, {
                 component: name,
             });
         }
-        return { component: made, values };
-    };
-    const made = Object.defineProperties(init, {
+    }
+}
+
+/** Gives a definition function its public properties and its field map. */
+function define(
+    fn: (...args: any[]) => unknown,
+    name: string,
+    schema: object,
+    metas: FieldMeta[],
+    flags: number,
+    extra: PropertyDescriptorMap,
+): unknown {
+    const made = Object.defineProperties(fn, {
         name: { value: name, enumerable: true },
         schema: { value: Object.freeze({ ...schema }), enumerable: true },
         fields: { value: Object.freeze(metas.map((m) => Object.freeze({ ...m }))), enumerable: true },
         isTag: { value: metas.length === 0, enumerable: true },
-        key: { value: key },
+        ...extra,
+        key: { value: nextKey++ },
+        flags: { value: flags },
         toString: { value: () => name },
-    }) as unknown as Component<S>;
+    });
     Object.defineProperty(made, FIELDS, { value: new Map(metas.map((meta) => [meta.name, meta])) });
     return made;
 }
 
 /**
  * Defines a tag: a component without fields. Entities have it or not; it costs no storage.
+ * A sparse tag (`{ storage: 'sparse' }`) comes and goes without moving the entity.
  * @example
  * const Frozen = tag('Frozen');
+ * const Selected = tag('Selected', { storage: 'sparse' });
  * world.add(e, Frozen);
  */
-export function tag(name: string): Tag {
-    return component(name, {});
+export function tag(name: string, options: ComponentOptions = {}): Tag {
+    return component(name, {}, options);
 }
 
-/** True when `value` is a component made by {@link component} or {@link tag}. */
+/** True when `value` is a component made by {@link component} or {@link tag} (not a relation). */
 export function isComponent(value: unknown): value is Component<any> {
+    return isDefinition(value) && (value.flags & FLAGS.relation) === 0;
+}
+
+/** True when `value` is a relation made by {@link relation}. */
+export function isRelation(value: unknown): value is Relation<any> {
+    return isDefinition(value) && (value.flags & FLAGS.relation) !== 0;
+}
+
+/** True when `value` is a pair made by calling a relation: `R(target)`. */
+export function isPair(value: unknown): value is Pair<any> {
+    return typeof value === 'object' && value !== null && isRelation((value as Pair).relation);
+}
+
+/** A component or a relation. @internal */
+export function isDefinition(value: unknown): value is Definition {
     return typeof value === 'function' && (value as WithFields)[FIELDS] instanceof Map;
+}
+
+/** True for a sparse component or a relation (no chunk columns). @internal */
+export function isSparse(definition: Definition): boolean {
+    return (definition.flags & (FLAGS.sparse | FLAGS.relation)) !== 0;
 }
 
 /** fieldOf's latest answer: per-entity loops ask for the same field over and over. */
@@ -258,7 +488,7 @@ let lastMeta: FieldMeta | undefined;
  * The field metadata of `component.field`, or a TesseraError naming both (and the entity, when
  * the call is about one, as every other error of such a call does). @internal
  */
-export function fieldOf(component: Component<any>, field: string, operation: string, entity?: number): FieldMeta {
+export function fieldOf(component: Definition, field: string, operation: string, entity?: number): FieldMeta {
     // A symbol-keyed load from the component function plus a Map lookup cost about 15 ns per
     // call in world.set loops (27% of set_heavy); comparing two references costs nothing.
     if (component === lastComponent && field === lastField) return lastMeta!;
@@ -267,7 +497,7 @@ export function fieldOf(component: Component<any>, field: string, operation: str
         throw new TesseraError(
             'INVALID_ARGUMENT',
             operation,
-            `expected a component made by component() or tag(), got ${describeValue(component)}`,
+            `expected a component made by component(), tag() or relation(), got ${describeValue(component)}`,
         );
     }
     const meta = fields.get(field);
@@ -287,23 +517,26 @@ export function fieldOf(component: Component<any>, field: string, operation: str
 }
 
 /** The fields of a component as internal metadata. @internal */
-export function fieldsOf(component: Component<any>): readonly FieldMeta[] {
+export function fieldsOf(component: Definition): readonly FieldMeta[] {
     return component.fields as readonly FieldMeta[];
 }
 
-/** Splits a spawn/add item into its component and its initial values (if any). @internal */
+/**
+ * Splits a spawn/add item (not a pair) into its component and its initial values (if any).
+ * A bare relation comes back as itself: the caller reports NEEDS_TARGET. @internal
+ */
 export function splitItem(
-    item: ComponentItem,
+    item: ComponentItem | Relation<any>,
     operation: string,
-): [Component<any>, ValuesInput<any> | undefined] {
-    if (isComponent(item)) return [item, undefined];
-    if (typeof item === 'object' && item !== null && isComponent(item.component)) {
+): [Definition, ValuesInput<any> | undefined] {
+    if (isDefinition(item)) return [item, undefined];
+    if (typeof item === 'object' && item !== null && 'component' in item && isComponent(item.component)) {
         return [item.component, item.values];
     }
     throw new TesseraError(
         'INVALID_ARGUMENT',
         operation,
-        `expected a component or Component(values), got ${describeValue(item)}`,
+        `expected a component, Component(values) or Relation(target), got ${describeValue(item)}`,
     );
 }
 
@@ -366,3 +599,15 @@ export function valueProblem(type: FieldType, value: unknown): string | undefine
     }
     return undefined;
 }
+
+/**
+ * The built-in hierarchy relation: `ChildOf(parent)`. Exclusive (one parent per entity),
+ * acyclic (an entity cannot become its own ancestor: `CYCLE`) and cascading (despawning a
+ * parent despawns its children, recursively). Registered in a world the first time it is used
+ * there, like any component. `world.setParent`, `parentOf`, `childrenOf`, `descendants` and
+ * `walk` are built on it.
+ * @example
+ * const arm = world.spawn(Transform, ChildOf(body));
+ * world.parentOf(arm); // body
+ */
+export const ChildOf: Relation<{}> = relation('ChildOf', {}, { exclusive: true, acyclic: true, cascade: true });

@@ -7,22 +7,52 @@
  */
 import { TesseraError } from './errors.js';
 import { Query, type ChunkIterator, type QueryDesc } from './query.js';
-import type { Component } from './schema.js';
-import type { World } from './world.js';
+import type { Component, Definition, Relation } from './schema.js';
+import type { Entity, World } from './world.js';
 
 /**
  * What a subscription reports: the terms of a query without `writes`. `added` / `changed`
  * name what to report (entities whose component was added / changed), `removed` the components
- * whose removals to report (despawns included); `all` / `none` / `any` narrow the added and
- * changed reports. At least one of `added`, `changed`, `removed` is required.
+ * whose removals to report (despawns included), `pairs` the relations whose pair events to
+ * report; `all` / `none` / `any` narrow the added and changed reports. At least one of
+ * `added`, `changed`, `removed`, `pairs` is required.
  */
 export interface SubscriptionDesc extends Omit<QueryDesc, 'writes'> {
-    /** Report the entities that lost one of these components (despawns included). */
-    readonly removed?: readonly Component<any>[];
+    /**
+     * Report the entities that lost one of these components (despawns included); for a
+     * relation, the entities whose last pair of it went.
+     */
+    readonly removed?: readonly (Component<any> | Relation<any>)[];
+    /**
+     * Report every pair of these relations that was added, removed, or whose data was written
+     * (`changes.pairEvents`), whatever the other terms say.
+     */
+    readonly pairs?: readonly Relation<any>[];
 }
 
-/** `tes_collect_t` (wasm32): entities 0, count 4, removed 8, removed_counts 12, removed_total 16. */
-const COLLECT_BYTES = 20;
+/** What happened to a pair: added, removed, or its data written (`setPair`). */
+export type PairEventKind = 'added' | 'removed' | 'changed';
+
+/**
+ * One pair event of a drain. The source and the target of a removed pair may be dead by now
+ * (despawning either removes the pair).
+ */
+export interface PairEvent {
+    readonly kind: PairEventKind;
+    readonly source: Entity;
+    readonly target: Entity;
+    readonly relation: Relation<any>;
+}
+
+/**
+ * `tes_collect_t` (wasm32): entities 0, count 4, removed 8, removed_counts 12, removed_total 16,
+ * pair_events 20, pair_event_count 24.
+ */
+const COLLECT_BYTES = 28;
+/** `tes_pair_event_t` (wasm32): source 0, target 4, relation 8, kind 12. */
+const PAIR_EVENT_WORDS = 4;
+const PAIR_KINDS: readonly (PairEventKind | undefined)[] = [undefined, 'added', 'removed', 'changed'];
+const NO_EVENTS: readonly PairEvent[] = Object.freeze([]);
 
 /** What one drain saw. The arrays are fresh copies: keep them as long as you like. */
 export class Changes {
@@ -33,17 +63,45 @@ export class Changes {
     readonly entities: Uint32Array;
     /** Entities that lost any of the `removed` components, term by term (may be dead now). */
     readonly removed: Uint32Array;
-    private readonly removedTerms: ReadonlyMap<Component<any>, Uint32Array>;
+    /**
+     * The pair events of the `pairs` relations since the previous drain, relation after
+     * relation (in the order of `pairs`), each relation's oldest first. Every event is reported
+     * once; a pair added and removed between two drains gives both events. Replacing the
+     * target of an exclusive relation gives a `removed` then an `added` event.
+     */
+    readonly pairEvents: readonly PairEvent[];
+    private readonly removedTerms: ReadonlyMap<Definition, Uint32Array>;
 
     /** @internal */
-    constructor(entities: Uint32Array, removed: Uint32Array, terms: ReadonlyMap<Component<any>, Uint32Array>) {
+    constructor(
+        entities: Uint32Array,
+        removed: Uint32Array,
+        terms: ReadonlyMap<Definition, Uint32Array>,
+        pairEvents: readonly PairEvent[] = NO_EVENTS,
+    ) {
         this.entities = entities;
         this.removed = removed;
         this.removedTerms = terms;
+        this.pairEvents = pairEvents;
+    }
+
+    /** The pairs added since the previous drain (`pairEvents` of kind `'added'`). */
+    get pairsAdded(): PairEvent[] {
+        return this.pairEvents.filter((event) => event.kind === 'added');
+    }
+
+    /** The pairs removed since the previous drain (explicitly, by replacement, or by a despawn). */
+    get pairsRemoved(): PairEvent[] {
+        return this.pairEvents.filter((event) => event.kind === 'removed');
+    }
+
+    /** The pairs whose data was written (`setPair`) since the previous drain, once per pair and tick. */
+    get pairsChanged(): PairEvent[] {
+        return this.pairEvents.filter((event) => event.kind === 'changed');
     }
 
     /** The entities that lost one component (one of the subscription's `removed`), oldest first. */
-    removedOf(component: Component<any>): Uint32Array {
+    removedOf(component: Component<any> | Relation<any>): Uint32Array {
         const list = this.removedTerms.get(component);
         if (list === undefined) {
             throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', 'not one of the subscription\'s removed components', {
@@ -55,7 +113,7 @@ export class Changes {
 
     /** True when nothing was reported. */
     get empty(): boolean {
-        return this.entities.length === 0 && this.removed.length === 0;
+        return this.entities.length === 0 && this.removed.length === 0 && this.pairEvents.length === 0;
     }
 }
 
@@ -80,9 +138,14 @@ export class Subscription {
         if (typeof desc !== 'object' || desc === null) {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a subscription description object');
         }
-        const reports = (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0);
+        const reports =
+            (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
         if (reports === 0) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'name at least one component in added, changed or removed');
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'name at least one component in added, changed or removed, or a relation in pairs',
+            );
         }
         const { writes: _ignored, ...terms } = desc as QueryDesc; // a subscription writes nothing
         this.query = new Query(world, terms, operation);
@@ -107,7 +170,7 @@ export class Subscription {
             count ? heap.u32.slice(pointer >>> 2, (pointer >>> 2) + count) : new Uint32Array(0);
         const entities = copy(heap.u32At(out), heap.u32At(out + 4));
         const removed = copy(heap.u32At(out + 8), heap.u32At(out + 16));
-        const terms = new Map<Component<any>, Uint32Array>();
+        const terms = new Map<Definition, Uint32Array>();
         const counts = heap.u32At(out + 12) >>> 2;
         let at = 0;
         query.removedComponents.forEach((component, i) => {
@@ -115,22 +178,36 @@ export class Subscription {
             terms.set(component, removed.subarray(at, at + n));
             at += n;
         });
-        return new Changes(entities, removed, terms);
+        const eventCount = heap.u32At(out + 24);
+        if (eventCount === 0) return new Changes(entities, removed, terms);
+        const events: PairEvent[] = [];
+        const u32 = heap.u32;
+        for (let i = 0, at = heap.u32At(out + 20) >>> 2; i < eventCount; i++, at += PAIR_EVENT_WORDS) {
+            events.push(
+                Object.freeze({
+                    kind: PAIR_KINDS[u32[at + 3]!] ?? 'changed',
+                    source: u32[at]!,
+                    target: u32[at + 1]!,
+                    relation: owner.componentById(u32[at + 2]!) as Relation<any>,
+                }),
+            );
+        }
+        return new Changes(entities, removed, terms, events);
     }
 
     /**
      * The same run as {@link Subscription.drain}, chunk by chunk, with column views: each
      * chunk's `slots` are the added / changed rows only. Not for subscriptions with `removed`
-     * terms (the loop could not report removals, and would consume them).
+     * or `pairs` terms (the loop could not report them, and would consume them).
      */
     chunks(): ChunkIterator {
         this.query.live('subscription.chunks');
-        if (this.query.removedComponents.length > 0) {
-            // A chunk loop has no place to hand out removals, and its run would consume them.
+        if (this.query.removedComponents.length > 0 || this.query.pairChanges.length > 0) {
+            // A chunk loop has no place to hand out removals or pair events, and its run would consume them.
             throw new TesseraError(
                 'INVALID_ARGUMENT',
                 'subscription.chunks',
-                'this subscription reports removals: use drain(), or a separate subscription for them',
+                'this subscription reports removals or pair events: use drain(), or a separate subscription for them',
             );
         }
         return this.query.chunks();

@@ -4,24 +4,31 @@
  *
  * @module
  */
-import { TesseraError, type ErrorCode } from './errors.js';
+import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { TES_MAX_COMPONENTS, type Pointer, type TesseraExports } from './load.js';
 import { Query, type QueryDesc } from './query.js';
 import {
     arrayTypes,
+    ChildOf,
+    FLAGS,
     fieldOf,
     fieldsOf,
-    isComponent,
+    isDefinition,
+    isRelation,
+    isSparse,
     splitItem,
     typeCode,
     valueProblem,
     describeValue,
     type Component,
     type ComponentItem,
+    type Definition,
     type FieldMeta,
     type FieldName,
     type FieldValue,
+    type Pair,
+    type Relation,
     type Schema,
     type Values,
     type ValuesInput,
@@ -118,8 +125,8 @@ export class World {
 
     /** C component id by component key (the definition's process-wide number). */
     private readonly ids: number[] = [];
-    /** Components by C id. */
-    private readonly components: Component<any>[] = [];
+    /** Components and relations by C id. */
+    private readonly components: Definition[] = [];
     private readonly freeIterBlocks: Pointer[] = [];
     private readonly scheduler: Scheduler;
 
@@ -176,8 +183,9 @@ export class World {
     // ---- entities ------------------------------------------------------------------------
 
     /**
-     * Spawns an entity with the given components, each a component, a tag, or a component
-     * called with initial values (`Position({ x: 1 })`). Fields without a value start at 0.
+     * Spawns an entity with the given components, each a component, a tag, a component
+     * called with initial values (`Position({ x: 1 })`), or a pair of a relation
+     * (`ChildOf(parent)`, `Likes(bob, { amount: 2 })`). Fields without a value start at 0.
      * Inside an iteration the entity is placed when the iteration ends; until then its handle
      * is pending (get and has throw `PENDING_ENTITY`; set, add, remove, despawn are deferred).
      * @returns the new entity's handle.
@@ -188,9 +196,11 @@ export class World {
         const heap = this.heap;
         const list = heap.tempU32(set.ids, operation);
         const out = heap.scratch;
+        if (set.pairs.length !== 0) this.checkTargets(set.pairs, operation);
         this.check(heap.exports.tes_spawn(this.live(operation), list, set.ids.length, out), operation);
         const entity = heap.u32At(out);
         set.values.forEach((values, i) => values && this.writeInitial(entity, set.components[i]!, values, operation));
+        if (set.pairs.length !== 0) this.addNewPairs([entity], set.pairs, operation);
         return entity;
     }
 
@@ -203,6 +213,7 @@ export class World {
         const operation = 'world.spawnMany';
         checkCount(count, operation, 'count');
         const set = this.componentSet(items, operation);
+        if (set.pairs.length !== 0) this.checkTargets(set.pairs, operation);
         const heap = this.heap;
         const block = heap.tempBlock((count + set.ids.length) * 4 + 4, operation);
         const list = block + count * 4;
@@ -213,6 +224,7 @@ export class World {
         );
         const entities = heap.u32.slice(block >>> 2, (block >>> 2) + count);
         if (count > 0 && set.values.some((values) => values !== undefined)) this.fillInitial(entities, set, operation);
+        if (count > 0 && set.pairs.length !== 0) this.addNewPairs(entities, set.pairs, operation);
         return entities;
     }
 
@@ -241,7 +253,8 @@ export class World {
     }
 
     /**
-     * Adds components (or tags), each optionally with initial values. Adding a component the
+     * Adds components (or tags), each optionally with initial values, and pairs
+     * (`world.add(e, Likes(bob))`: see {@link World.addPair}). Adding a component the
      * entity already has keeps its data, and then writes the given values as a change. Inside
      * an iteration the add is deferred like every structural change; its values are written
      * when the iteration ends (after the deferred commands, as part of the add).
@@ -257,8 +270,16 @@ export class World {
         }
         const set = this.componentSet(items, operation);
         const world = this.live(operation);
-        if (items.length === 0) this.requireAlive(entity, operation);
+        if (items.length === 0 || set.pairs.length !== 0) this.requireAlive(entity, operation);
         else handle(entity, operation);
+        if (set.pairs.length !== 0) {
+            // Every pair is checked before anything is added: a cycle found by the C core after
+            // the components went in would leave them there.
+            this.checkTargets(set.pairs, operation);
+            for (const { relation, id, target } of set.pairs) {
+                if (relation.acyclic && this.wouldCycle(entity, id, target)) throw this.pairError('CYCLE', operation, entity, relation, target);
+            }
+        }
         const exports = this.heap.exports;
         // Which components with values the entity has already, asked before anything is added
         // (a pending entity has none placed yet).
@@ -279,25 +300,58 @@ export class World {
                 this.writeInitial(entity, component, values, operation);
             }
         }
+        for (const pair of set.pairs) this.addPairItem(entity, pair.relation, pair.id, pair.target, pair.values, operation);
     }
 
-    /** Removes components (or tags). Removing one the entity does not have does nothing. */
-    remove(entity: Entity, ...components: Component<any>[]): void {
+    /**
+     * Removes components (or tags) and pairs. Removing one the entity does not have does
+     * nothing. A bare relation removes every pair of the entity (as a source) of it:
+     * `world.remove(e, Likes)`; a pair removes that pair: `world.remove(e, Likes(bob))`.
+     */
+    remove(entity: Entity, ...components: (Component<any> | Relation<any> | Pair<any>)[]): void {
         const operation = 'world.remove';
         const world = this.live(operation);
         if (components.length === 0) this.requireAlive(entity, operation);
         else handle(entity, operation);
-        const ids = components.length === 1 ? [this.idOf(components[0]!, operation)] : components.map((c) => this.idOf(c, operation));
+        const only = components.length === 1 ? components[0] : undefined;
+        if (typeof only === 'function') {
+            this.check(this.heap.exports.tes_remove(world, entity, this.idOf(only, operation)), operation, entity, only.name);
+            return;
+        }
+        // Everything is resolved and checked before anything is removed.
+        const ids = components.map((item) => this.idOf(pairOf(item)?.relation ?? (item as Definition), operation));
+        const pairs: PairItem[] = [];
+        components.forEach((item, i) => {
+            const pair = pairOf(item);
+            if (pair !== undefined) pairs.push({ relation: pair.relation, id: ids[i]!, target: handle(pair.target, operation), values: undefined });
+        });
+        if (pairs.length !== 0) {
+            this.requireAlive(entity, operation);
+            this.checkTargets(pairs, operation);
+        }
+        const exports = this.heap.exports;
         for (let i = 0; i < ids.length; i++) {
-            this.check(this.heap.exports.tes_remove(world, entity, ids[i]!), operation, entity, components[i]!.name);
+            const item = components[i]!;
+            const pair = pairOf(item);
+            if (pair === undefined) {
+                this.check(exports.tes_remove(world, entity, ids[i]!), operation, entity, (item as Definition).name);
+            } else {
+                this.pairCheck(exports.tes_pair_remove(world, entity, ids[i]!, pair.target), operation, entity, pair.relation, pair.target);
+            }
         }
     }
 
-    /** True when the entity has the component. Throws `STALE_ENTITY` for a dead entity. */
-    has(entity: Entity, component: Component<any>): boolean {
+    /**
+     * True when the entity has the component. For a relation: when the entity is the source
+     * of at least one of its pairs (`world.has(e, ChildOf)`), or of one pair
+     * (`world.has(e, ChildOf(parent))`). Throws `STALE_ENTITY` for a dead entity.
+     */
+    has(entity: Entity, component: Component<any> | Relation<any> | Pair<any>): boolean {
         const operation = 'world.has';
-        const id = this.knownId(component, operation);
-        if (id !== undefined) return this.hasId(entity, id, component, operation);
+        const pair = pairOf(component);
+        if (pair !== undefined) return this.pairHas(entity, pair.relation, pair.target, operation);
+        const id = this.knownId(component as Definition, operation);
+        if (id !== undefined) return this.hasId(entity, id, component as Definition, operation);
         this.requireAlive(entity, operation); // no entity of this world has it
         return false;
     }
@@ -392,6 +446,267 @@ export class World {
         );
     }
 
+    // ---- relations: pairs (source, relation, target) -------------------------------------
+
+    /**
+     * Adds the pair (source, relation, target), with initial values for its data (fields
+     * without one start at 0; initial values are not a change). Already there: the values, if
+     * any, are written as a change. An exclusive relation replaces the source's other pair.
+     * Throws `STALE_ENTITY` naming the source or the target, `CYCLE` for an acyclic relation
+     * when the target is the source or one of its descendants, `NOT_A_RELATION` for a
+     * component. Inside a loop it applies at once, unless the source or the target is pending
+     * (spawned in the loop): then it is applied with the spawn, when the loop ends.
+     */
+    addPair<S extends Schema>(source: Entity, relation: Relation<S>, target: Entity, values?: ValuesInput<S>): void {
+        const operation = 'world.addPair';
+        const id = this.idOf(relation, operation);
+        handle(source, operation);
+        handle(target, operation);
+        if (values !== undefined) this.checkValues(relation, values, operation, source);
+        this.addPairItem(source, relation, id, target, values, operation);
+    }
+
+    /** Removes the pair; nothing happens when it is not there. */
+    removePair(source: Entity, relation: Relation<any>, target: Entity): void {
+        const operation = 'world.removePair';
+        const id = this.idOf(relation, operation);
+        this.pairCheck(
+            this.heap.exports.tes_pair_remove(this.live(operation), handle(source, operation), id, handle(target, operation)),
+            operation,
+            source,
+            relation,
+            target,
+        );
+    }
+
+    /** True when the pair (source, relation, target) exists. */
+    hasPair(source: Entity, relation: Relation<any>, target: Entity): boolean {
+        return this.pairHas(source, relation, target, 'world.hasPair');
+    }
+
+    /** The data of a pair, copied into a fresh object. `MISSING_COMPONENT` when there is no such pair. */
+    getPair<S extends Schema>(source: Entity, relation: Relation<S>, target: Entity): Values<S>;
+    /** One field of a pair's data. */
+    getPair<S extends Schema, K extends FieldName<S>>(
+        source: Entity,
+        relation: Relation<S>,
+        target: Entity,
+        field: K,
+    ): FieldValue<S[K]>;
+    getPair(source: Entity, relation: Relation<any>, target: Entity, field?: string): unknown {
+        const operation = 'world.getPair';
+        const id = this.idOf(relation, operation);
+        handle(source, operation);
+        handle(target, operation);
+        if (field !== undefined) return this.readPairField(source, relation, id, target, fieldOf(relation, field, operation, source), operation);
+        if (relation.isTag) {
+            this.pairHas(source, relation, target, operation); // stale handles first
+            throw new TesseraError('TAG_HAS_NO_DATA', operation, `the pairs of ${relation.name} have no data`, {
+                entity: source,
+                component: relation.name,
+            });
+        }
+        const values: Record<string, unknown> = {};
+        for (const meta of fieldsOf(relation)) values[meta.name] = this.readPairField(source, relation, id, target, meta, operation);
+        return values;
+    }
+
+    /**
+     * Writes some fields of a pair's data, as a change (a `changed` pair event, and the source's
+     * relation counts as changed). Every value is checked before anything is written.
+     */
+    setPair<S extends Schema>(source: Entity, relation: Relation<S>, target: Entity, values: ValuesInput<S>): void;
+    /** Writes one field of a pair's data, as a change. */
+    setPair<S extends Schema, K extends FieldName<S>>(
+        source: Entity,
+        relation: Relation<S>,
+        target: Entity,
+        field: K,
+        value: FieldInput<S[K]>,
+    ): void;
+    setPair(source: Entity, relation: Relation<any>, target: Entity, fieldOrValues: unknown, value?: unknown): void {
+        const operation = 'world.setPair';
+        const id = this.idOf(relation, operation);
+        handle(source, operation);
+        handle(target, operation);
+        let values: ValuesInput<any>;
+        if (typeof fieldOrValues === 'string') {
+            const meta = fieldOf(relation, fieldOrValues, operation, source);
+            this.checkValue(relation, meta, value, operation, source);
+            values = { [fieldOrValues]: value } as ValuesInput<any>;
+        } else {
+            this.checkValues(relation, fieldOrValues as ValuesInput<any>, operation, source);
+            values = fieldOrValues as ValuesInput<any>;
+        }
+        if (!this.writePairValues(source, relation, id, target, values, false, operation)) {
+            // Nothing to write still checks the handles and the pair.
+            if (!this.pairHas(source, relation, target, operation)) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
+        }
+    }
+
+    /** The targets of a source's pairs of a relation, in the order the pairs were added. */
+    targets(source: Entity, relation: Relation<any>): Entity[] {
+        const operation = 'world.targets';
+        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
+        handle(source, operation);
+        const exports = this.heap.exports;
+        return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_targets(world, source, id, out, capacity, count), source, relation)[0]!;
+    }
+
+    /**
+     * The source's first target of a relation, or undefined when it has none: the one target of
+     * an exclusive relation (`world.target(e, ChildOf)` is e's parent).
+     */
+    target(source: Entity, relation: Relation<any>): Entity | undefined {
+        const operation = 'world.target';
+        const id = this.idOf(relation, operation);
+        const heap = this.heap;
+        const out = heap.scratch;
+        this.check(heap.exports.tes_pair_target(this.live(operation), handle(source, operation), id, out), operation, source, relation.name);
+        const target = heap.u32At(out);
+        return target === 0 ? undefined : target;
+    }
+
+    /**
+     * The sources of the pairs of a relation to a target, in their order: the order their
+     * pairs were added in, or as {@link World.placePair} / {@link World.setParent} set it.
+     */
+    sources(relation: Relation<any>, target: Entity): Entity[] {
+        const operation = 'world.sources';
+        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
+        handle(target, operation);
+        const exports = this.heap.exports;
+        return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_sources(world, id, target, out, capacity, count), target, relation)[0]!;
+    }
+
+    /** Every pair of a relation as `[source, target]`, source by source (sources in no promised order). */
+    pairs(relation: Relation<any>): Array<[Entity, Entity]> {
+        const operation = 'world.pairs';
+        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
+        const exports = this.heap.exports;
+        const [sources, targets] = this.fetchList(
+            operation,
+            2,
+            (out, capacity, count) => exports.tes_relation_pairs(world, id, out, out + capacity * 4, capacity, count),
+            undefined,
+            relation,
+        );
+        return sources!.map((source, i) => [source, targets![i]!]);
+    }
+
+    /**
+     * Moves the pair (source, relation, target) in the target's list of sources to just before
+     * the pair of `before` (another source of the same target), or to the end when `before` is
+     * left out. `MISSING_COMPONENT` when either pair does not exist.
+     */
+    placePair(source: Entity, relation: Relation<any>, target: Entity, before?: Entity): void {
+        const operation = 'world.placePair';
+        const id = this.idOf(relation, operation);
+        handle(source, operation);
+        handle(target, operation);
+        if (before !== undefined) handle(before, operation);
+        const result = this.heap.exports.tes_pair_place(this.live(operation), source, id, target, before ?? 0);
+        if (result === this.heap.results.MISSING_COMPONENT && before !== undefined && this.pairHas(source, relation, target, operation)) {
+            throw this.pairError('MISSING_COMPONENT', operation, before, relation, target);
+        }
+        this.pairCheck(result, operation, source, relation, target);
+    }
+
+    // ---- hierarchy: the built-in ChildOf relation ----------------------------------------
+
+    /**
+     * Makes `parent` the parent of `child` (the pair (child, ChildOf, parent)), replacing its
+     * old parent; `parent` 0 or undefined makes it a root. A new child goes after its siblings,
+     * or just before `before` (one of parent's children) when given; a child that stays with
+     * its parent keeps its place unless `before` is given. Throws `CYCLE` when `parent` is
+     * `child` or one of its descendants, and changes nothing.
+     */
+    setParent(child: Entity, parent: Entity | undefined, before?: Entity): void {
+        const operation = 'world.setParent';
+        const id = this.idOf(ChildOf, operation);
+        const world = this.live(operation);
+        handle(child, operation);
+        const exports = this.heap.exports;
+        if (parent === undefined || parent === 0) {
+            if (before !== undefined) {
+                throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', { entity: child, component: ChildOf.name });
+            }
+            if (this.liveIterations > 0 && !this.pending(child)) {
+                // Inside a loop, pair calls apply at once while tes_remove is recorded for the
+                // end of the loop: remove the one pair, so that a later setParent in the same
+                // loop is not undone when the loop ends.
+                const out = this.heap.scratch;
+                this.check(exports.tes_pair_target(world, child, id, out), operation, child, ChildOf.name);
+                const old = this.heap.u32At(out);
+                if (old !== 0) this.pairCheck(exports.tes_pair_remove(world, child, id, old), operation, child, ChildOf, old);
+                return;
+            }
+            this.check(exports.tes_remove(world, child, id), operation, child, ChildOf.name);
+            return;
+        }
+        handle(parent, operation);
+        if (before !== undefined) {
+            // `before` must be a child of parent already (the child itself included: then it stays).
+            handle(before, operation);
+            this.requireAlive(child, operation); // the child's mistakes are reported first
+            if (!this.pairHas(before, ChildOf, parent, operation)) {
+                throw new TesseraError(
+                    'MISSING_COMPONENT',
+                    operation,
+                    `before: ${describeEntity(before)} is not a child of ${describeEntity(parent)}`,
+                    { entity: before, component: ChildOf.name },
+                );
+            }
+        }
+        this.pairCheck(exports.tes_pair_add(world, child, id, parent), operation, child, ChildOf, parent);
+        if (before !== undefined && before !== child) {
+            this.pairCheck(exports.tes_pair_place(world, child, id, parent, before), operation, child, ChildOf, parent);
+        }
+    }
+
+    /** The parent of `child`, or undefined for a root. */
+    parentOf(child: Entity): Entity | undefined {
+        return this.target(child, ChildOf);
+    }
+
+    /** The children of `parent`, in order (see {@link World.setParent}). */
+    childrenOf(parent: Entity): Entity[] {
+        return this.sources(ChildOf, parent);
+    }
+
+    /**
+     * The descendants of `root` (root excluded), depth first, pre-order: each entity comes after
+     * its parent and before its next sibling, children in order. `relation` defaults to
+     * ChildOf; with another relation, "children" are the sources of an entity's pairs, and an
+     * entity reached twice is listed once, at its first visit.
+     */
+    descendants(root: Entity, relation: Relation<any> = ChildOf): Entity[] {
+        return this.walkList(root, relation, 'world.descendants')[0];
+    }
+
+    /**
+     * Calls `visit(entity, depth, parent)` for every descendant of `root` in the order of
+     * {@link World.descendants}: depth 1 for root's children, and `parent` the entity it was
+     * reached from (root for depth 1). Parents are visited before their children, which is what
+     * transform propagation needs. The list is taken before the first call: entities spawned by
+     * `visit` are not visited, and despawned ones still are.
+     */
+    walk(root: Entity, visit: (entity: Entity, depth: number, parent: Entity) => void, relation: Relation<any> = ChildOf): void {
+        const operation = 'world.walk';
+        if (typeof visit !== 'function') throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a function to call per entity');
+        const [entities, depths] = this.walkList(root, relation, operation);
+        const stack: Entity[] = [root];
+        for (let i = 0; i < entities.length; i++) {
+            const entity = entities[i]!;
+            const depth = depths[i]!;
+            stack[depth] = entity;
+            visit(entity, depth, stack[depth - 1]!);
+        }
+    }
+
     // ---- queries, subscriptions, systems -------------------------------------------------
 
     /**
@@ -473,8 +788,8 @@ export class World {
         this.check(this.heap.exports.tes_world_validate(this.live(operation)), operation);
     }
 
-    /** The component registered under a C id in this world, if any. */
-    componentById(id: number): Component<any> | undefined {
+    /** The component or relation registered under a C id in this world, if any. */
+    componentById(id: number): Component<any> | Relation<any> | undefined {
         return this.components[id];
     }
 
@@ -505,14 +820,14 @@ export class World {
     }
 
     /** The C id of a component if this world registered it already (reads need not register). */
-    private knownId(component: Component<any>, operation: string): number | undefined {
+    private knownId(component: Definition, operation: string): number | undefined {
         this.live(operation);
-        if (!isComponent(component)) return this.register(component, operation); // throws
+        if (!isDefinition(component)) return this.register(component, operation); // throws
         return this.ids[component.key];
     }
 
     /** @internal The C id of a component in this world, registering it on first use. */
-    idOf(component: Component<any>, operation: string): number {
+    idOf(component: Definition, operation: string): number {
         if (typeof component === 'function') {
             const id = this.ids[component.key];
             if (id !== undefined && this.pointer !== 0) return id;
@@ -540,13 +855,13 @@ export class World {
         else this.freeIterBlocks.push(block);
     }
 
-    private register(component: Component<any>, operation: string): number {
+    private register(component: Definition, operation: string): number {
         const world = this.live(operation);
-        if (!isComponent(component)) {
+        if (!isDefinition(component)) {
             throw new TesseraError(
                 'INVALID_ARGUMENT',
                 operation,
-                `expected a component made by component() or tag(), got ${describeValue(component)}`,
+                `expected a component made by component(), tag() or relation(), got ${describeValue(component)}`,
             );
         }
         const heap = this.heap;
@@ -555,18 +870,19 @@ export class World {
         try {
             strings.push(heap.newString(component.name, operation));
             for (const meta of fields) strings.push(heap.newString(meta.name, operation));
-            // tes_component_desc_t {name, fields, field_count} then tes_field_desc_t
+            // tes_component_desc_t {name, fields, field_count, flags} then tes_field_desc_t
             // {name, type, length} per field: 12 bytes each.
-            const desc = heap.tempBlock(12 + 12 * fields.length, operation);
+            const desc = heap.tempBlock(16 + 12 * fields.length, operation);
             const u32 = heap.u32;
             const base = desc >>> 2;
             u32[base] = strings[0]!;
-            u32[base + 1] = fields.length ? desc + 12 : 0;
+            u32[base + 1] = fields.length ? desc + 16 : 0;
             u32[base + 2] = fields.length;
+            u32[base + 3] = component.flags;
             fields.forEach((meta, i) => {
-                u32[base + 3 + i * 3] = strings[i + 1]!;
-                u32[base + 4 + i * 3] = typeCode(meta.type);
-                u32[base + 5 + i * 3] = meta.length;
+                u32[base + 4 + i * 3] = strings[i + 1]!;
+                u32[base + 5 + i * 3] = typeCode(meta.type);
+                u32[base + 6 + i * 3] = meta.length;
             });
             const out = heap.scratch;
             const result = heap.exports.tes_component_register(world, desc, out);
@@ -588,22 +904,36 @@ export class World {
         }
     }
 
-    /** Resolves spawn/add items, rejecting duplicates and checking initial values up front. */
+    /**
+     * Resolves spawn/add items, rejecting duplicates and checking initial values up front.
+     * Pairs are kept apart (their targets are checked by checkTargets).
+     */
     private componentSet(items: readonly ComponentItem[], operation: string): ComponentSet {
         const ids: number[] = [];
         const components: Component<any>[] = [];
         const values: (ValuesInput<any> | undefined)[] = [];
+        let pairs: PairItem[] | undefined; // most spawns have none: no array for them
         for (const item of items) {
             // Components and Component(values) first, without a tuple per item (idOf checks
             // that the component is one); splitItem explains anything else.
-            let component: Component<any>;
+            let component: Definition;
             let initial: ValuesInput<any> | undefined;
             if (typeof item === 'function') component = item;
-            else if (typeof item === 'object' && item !== null && typeof item.component === 'function') {
-                component = item.component;
-                initial = item.values;
+            else if (typeof item === 'object' && item !== null && typeof (item as { component?: unknown }).component === 'function') {
+                component = (item as { component: Component<any> }).component;
+                initial = (item as { values: ValuesInput<any> }).values;
+            } else if (typeof item === 'object' && item !== null && typeof (item as { relation?: unknown }).relation === 'function') {
+                pairs ??= [];
+                pairs.push(this.pairItem(item as Pair<any>, pairs, operation));
+                continue;
             } else [component, initial] = splitItem(item, operation);
             const id = this.idOf(component, operation);
+            if ((component.flags & FLAGS.relation) !== 0) {
+                // (idOf checked that it is a definition: its flags are there.)
+                throw new TesseraError('NEEDS_TARGET', operation, `${this.heap.messages[this.heap.results.NEEDS_TARGET!]}: ${component.name}(target)`, {
+                    component: component.name,
+                });
+            }
             if (ids.includes(id)) {
                 throw new TesseraError('INVALID_ARGUMENT', operation, 'a component is listed twice', {
                     component: component.name,
@@ -611,15 +941,41 @@ export class World {
             }
             if (initial !== undefined) this.checkValues(component, initial, operation);
             ids.push(id);
-            components.push(component);
+            components.push(component as Component<any>);
             values.push(initial);
         }
-        return { ids, components, values };
+        return { ids, components, values, pairs: pairs ?? NO_PAIRS };
+    }
+
+    /** A pair of a spawn/add list, checked: a relation, a handle, no repeat, its values. */
+    private pairItem(pair: Pair<any>, earlier: readonly PairItem[], operation: string): PairItem {
+        const { relation, target, values } = pair;
+        const id = this.idOf(relation, operation);
+        if (!isRelation(relation)) throw this.error('NOT_A_RELATION', operation, undefined, (relation as Definition).name);
+        handle(target, operation);
+        for (const other of earlier) {
+            if (other.id !== id) continue;
+            if (other.target === target) {
+                throw new TesseraError('INVALID_ARGUMENT', operation, `the pair ${relation.name}(${target}) is listed twice`, {
+                    component: relation.name,
+                });
+            }
+            if (relation.exclusive) {
+                throw new TesseraError(
+                    'INVALID_ARGUMENT',
+                    operation,
+                    `${relation.name} is exclusive (one target per source), and two of its pairs are listed`,
+                    { component: relation.name },
+                );
+            }
+        }
+        if (values !== undefined) this.checkValues(relation, values, operation);
+        return { relation, id, target, values };
     }
 
     /** Throws `UNKNOWN_FIELD` / `BAD_VALUE` for the first field value that cannot be stored. */
     private checkValues(
-        component: Component<any>,
+        component: Definition,
         values: ValuesInput<any>,
         operation: string,
         entity?: Entity,
@@ -638,7 +994,7 @@ export class World {
     }
 
     /** Throws `BAD_VALUE` when a field's value (undefined: none) cannot be stored without loss. */
-    private checkValue(component: Component<any>, meta: FieldMeta, value: unknown, operation: string, entity?: Entity): void {
+    private checkValue(component: Definition, meta: FieldMeta, value: unknown, operation: string, entity?: Entity): void {
         if (value === undefined) return;
         let problem: string | undefined;
         if (meta.length === 1) {
@@ -690,7 +1046,7 @@ export class World {
         return result === this.heap.results.PENDING_ENTITY;
     }
 
-    private hasId(entity: Entity, id: number, component: Component<any>, operation: string): boolean {
+    private hasId(entity: Entity, id: number, component: Definition, operation: string): boolean {
         const heap = this.heap;
         const out = heap.scratch;
         this.check(
@@ -786,7 +1142,10 @@ export class World {
         }
     }
 
-    /** Initial values of a batch: the new rows are contiguous, so fill column ranges. */
+    /**
+     * Initial values of a batch: the new rows are contiguous, so fill column ranges. Sparse
+     * components have no columns: their values are written entity by entity.
+     */
     private fillInitial(entities: Uint32Array, set: ComponentSet, operation: string): void {
         const heap = this.heap;
         const exports = heap.exports;
@@ -798,6 +1157,17 @@ export class World {
             }
             return;
         }
+        let table = false;
+        set.values.forEach((values, i) => {
+            const component = set.components[i]!;
+            if (values === undefined) return;
+            if (!isSparse(component)) {
+                table = true;
+                return;
+            }
+            for (const entity of entities) this.writeInitial(entity, component, values, operation);
+        });
+        if (!table) return;
         this.check(location, operation, entities[0]!);
         const archetype = heap.u32At(out);
         let chunk = heap.u32At(out + 4);
@@ -808,8 +1178,8 @@ export class World {
             const take = Math.min(heap.u32At(out + 4) - row, entities.length - done);
             for (let i = 0; i < set.ids.length; i++) {
                 const values = set.values[i];
-                if (values === undefined) continue;
                 const component = set.components[i]!;
+                if (values === undefined || isSparse(component)) continue;
                 const id = set.ids[i]!;
                 for (const [field, value] of Object.entries(values)) {
                     if (value === undefined) continue;
@@ -834,6 +1204,234 @@ export class World {
         }
     }
 
+    // ---- pair internals --------------------------------------------------------------------
+
+    /** tes_pair_has, with errors naming the side they are about. */
+    private pairHas(source: Entity, relation: Relation<any>, target: Entity, operation: string): boolean {
+        const id = this.idOf(relation, operation);
+        const heap = this.heap;
+        const out = heap.scratch;
+        this.pairCheck(
+            heap.exports.tes_pair_has(this.live(operation), handle(source, operation), id, handle(target, operation), out),
+            operation,
+            source,
+            relation,
+            target,
+        );
+        return heap.u8[out] !== 0;
+    }
+
+    /** Throws the TesseraError of a non-zero result of a pair call. */
+    private pairCheck(result: number, operation: string, source: Entity, relation: Definition, target: Entity, field?: string): void {
+        if (result !== 0) throw this.pairError(result, operation, source, relation, target, field);
+    }
+
+    /**
+     * The TesseraError of a failed pair call. The C core checks the source first, then the
+     * relation, then the target, with the same codes for both entities: a stale or pending
+     * handle is put down to the source when the source is the one that is stale or pending.
+     */
+    private pairError(
+        result: number | ErrorCode,
+        operation: string,
+        source: Entity,
+        relation: Definition,
+        target: Entity,
+        field?: string,
+    ): TesseraError {
+        const heap = this.heap;
+        const number = typeof result === 'number' ? result : (heap.results[result] ?? -1);
+        const code = heap.codes[number] ?? 'CORRUPT';
+        const message = heap.messages[number] ?? `unknown result ${String(result)}`;
+        const context = { entity: source, component: relation.name, field };
+        switch (code) {
+            case 'STALE_ENTITY':
+            case 'PENDING_ENTITY': {
+                const sourceIsIt = code === 'STALE_ENTITY' ? !this.isAlive(source) : this.pending(source);
+                const entity = sourceIsIt ? source : target;
+                return new TesseraError(code, operation, `${sourceIsIt ? 'source' : 'target'}: ${message}`, { ...context, entity });
+            }
+            case 'MISSING_COMPONENT':
+                return new TesseraError(code, operation, `no pair (${describeEntity(source)}, ${relation.name}, ${describeEntity(target)})`, context);
+            case 'CYCLE':
+                return new TesseraError(
+                    code,
+                    operation,
+                    `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`,
+                    context,
+                );
+            default:
+                return new TesseraError(code, operation, `${message} (target ${describeEntity(target)})`, context);
+        }
+    }
+
+    /**
+     * Adds a pair (values already checked): a new pair gets its values as initial ones; an
+     * existing one gets them written as a change, as `add` does for components.
+     */
+    private addPairItem(
+        source: Entity,
+        relation: Relation<any>,
+        id: number,
+        target: Entity,
+        values: ValuesInput<any> | undefined,
+        operation: string,
+    ): void {
+        const world = this.live(operation);
+        // Whether the pair is there already is asked first (a pending side cannot have it yet).
+        const had =
+            values !== undefined &&
+            !(this.liveIterations > 0 && (this.pending(source) || this.pending(target))) &&
+            this.pairHas(source, relation, target, operation);
+        this.pairCheck(this.heap.exports.tes_pair_add(world, source, id, target), operation, source, relation, target);
+        if (values !== undefined) this.writePairValues(source, relation, id, target, values, !had, operation);
+    }
+
+    /**
+     * Writes already-checked pair values, element by element: as initial values
+     * (tes_pair_init_number) or as a change. False when there was nothing to write.
+     */
+    private writePairValues(
+        source: Entity,
+        relation: Relation<any>,
+        id: number,
+        target: Entity,
+        values: ValuesInput<any>,
+        initial: boolean,
+        operation: string,
+    ): boolean {
+        const exports = this.heap.exports;
+        const write = initial ? exports.tes_pair_init_number : exports.tes_pair_set_number;
+        const world = this.live(operation);
+        let written = false;
+        for (const field in values) {
+            const value = (values as Record<string, unknown>)[field];
+            if (value === undefined || !Object.hasOwn(values, field)) continue;
+            const meta = fieldOf(relation, field, operation, source);
+            for (let element = 0; element < meta.length; element++) {
+                const number = meta.length === 1 ? (value as number) : (value as ArrayLike<number>)[element]!;
+                this.pairCheck(write(world, source, id, target, meta.index, element, number), operation, source, relation, target, field);
+            }
+            written = true;
+        }
+        return written;
+    }
+
+    private readPairField(source: Entity, relation: Relation<any>, id: number, target: Entity, meta: FieldMeta, operation: string): number | number[] {
+        const heap = this.heap;
+        const world = this.live(operation);
+        const out = heap.scratch;
+        const read = (element: number) => {
+            this.pairCheck(
+                heap.exports.tes_pair_get_number(world, source, id, target, meta.index, element, out),
+                operation,
+                source,
+                relation,
+                target,
+                meta.name,
+            );
+            return heap.f64[out >>> 3]!;
+        };
+        if (meta.length === 1) return read(0);
+        const list: number[] = [];
+        for (let element = 0; element < meta.length; element++) list.push(read(element));
+        return list;
+    }
+
+    /** Spawn/add pairs: every target must be a live (or pending) entity, checked before anything changes. */
+    private checkTargets(pairs: readonly PairItem[], operation: string): void {
+        for (const { relation, target } of pairs) {
+            if (!this.isAlive(target)) {
+                throw new TesseraError('STALE_ENTITY', operation, `target: ${this.heap.messages[this.heap.results.STALE_ENTITY!]}`, {
+                    entity: target,
+                    component: relation.name,
+                });
+            }
+        }
+    }
+
+    /**
+     * True when the pair (source, relation, target) would close a cycle: source is target or
+     * one of its ancestors (targets up the exclusive relation). A pending entity ends the walk
+     * (its pairs are not placed yet; the C core checks again when they are).
+     */
+    private wouldCycle(source: Entity, id: number, target: Entity): boolean {
+        const exports = this.heap.exports;
+        const out = this.heap.scratch;
+        // At most one step per entity: an acyclic relation has no cycle to loop in.
+        for (let at = target, steps = 0; at !== 0 && steps <= TES_MAX_ENTITIES; at = this.heap.u32At(out), steps++) {
+            if (at === source) return true;
+            if (exports.tes_pair_target(this.pointer, at, id, out) !== 0) return false;
+        }
+        return false;
+    }
+
+    /** The pairs of new entities (spawn, spawnMany); a failure despawns them again. */
+    private addNewPairs(entities: ArrayLike<Entity>, pairs: readonly PairItem[], operation: string): void {
+        const exports = this.heap.exports;
+        try {
+            for (let i = 0; i < entities.length; i++) {
+                const entity = entities[i]!;
+                for (const { relation, id, target, values } of pairs) {
+                    this.pairCheck(exports.tes_pair_add(this.pointer, entity, id, target), operation, entity, relation, target);
+                    if (values !== undefined) this.writePairValues(entity, relation, id, target, values, true, operation);
+                }
+            }
+        } catch (error) {
+            exports.tes_despawn_batch(this.pointer, this.heap.tempU32(entities, operation), entities.length);
+            throw error;
+        }
+    }
+
+    /**
+     * A list call of the C core (`out`, `capacity`, `*out_count`) made with the temporary
+     * block, and made again with a larger one when the total did not fit. `arrays` parallel
+     * arrays share the block: the second starts at `out + capacity * 4`. Copies of them.
+     */
+    private fetchList(
+        operation: string,
+        arrays: number,
+        call: (out: Pointer, capacity: number, count: Pointer) => number,
+        entity: Entity | undefined,
+        relation: Definition,
+    ): Entity[][] {
+        const heap = this.heap;
+        const count = heap.scratch;
+        let capacity = Math.max(64, Math.floor(heap.tempSize / (4 * arrays)));
+        for (;;) {
+            const block = heap.tempBlock(capacity * 4 * arrays, operation);
+            capacity = Math.floor(heap.tempSize / (4 * arrays));
+            this.check(call(block, capacity, count), operation, entity, relation.name);
+            const total = heap.u32At(count);
+            if (total <= capacity) {
+                const u32 = heap.u32; // the call may have grown memory
+                const lists: Entity[][] = [];
+                for (let a = 0; a < arrays; a++) {
+                    const start = (block >>> 2) + a * capacity;
+                    lists.push(Array.from(u32.subarray(start, start + total)));
+                }
+                return lists;
+            }
+            capacity = total;
+        }
+    }
+
+    /** tes_relation_walk: the descendants of root and their depths. */
+    private walkList(root: Entity, relation: Relation<any>, operation: string): [Entity[], number[]] {
+        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
+        handle(root, operation);
+        const exports = this.heap.exports;
+        const [entities, depths] = this.fetchList(
+            operation,
+            2,
+            (out, capacity, count) => exports.tes_relation_walk(world, id, root, out, out + capacity * 4, capacity, count),
+            root,
+            relation,
+        );
+        return [entities!, depths!];
+    }
+
     /** The first entity of a failed batch that is stale or listed twice (for the message). */
     private culprit(entities: ArrayLike<Entity>): Entity | undefined {
         const seen = new Set<number>();
@@ -846,13 +1444,32 @@ export class World {
     }
 }
 
-/** Spawn/add items resolved: C ids, components and initial values, side by side. */
+/** Spawn/add items resolved: C ids, components and initial values, side by side; pairs apart. */
 interface ComponentSet {
     readonly ids: number[];
     readonly components: Component<any>[];
     readonly values: (ValuesInput<any> | undefined)[];
+    readonly pairs: readonly PairItem[];
 }
 
+const NO_PAIRS: readonly PairItem[] = Object.freeze([]);
+
+/** A pair of a spawn/add list, resolved. */
+interface PairItem {
+    readonly relation: Relation<any>;
+    readonly id: number;
+    readonly target: Entity;
+    readonly values: ValuesInput<any> | undefined;
+}
+
+/** The pair an item names, if it is one (`R(target)`), else undefined. */
+function pairOf(item: unknown): Pair<any> | undefined {
+    return typeof item === 'object' && item !== null && typeof (item as Pair<any>).relation === 'function' ? (item as Pair<any>) : undefined;
+}
+
+
+/** `TES_MAX_ENTITIES`: live entities per world. */
+const TES_MAX_ENTITIES = 2_097_151;
 
 /** Checks that a value is an entity handle (a uint32) before it reaches wasm. */
 function handle(entity: unknown, operation: string): Entity {

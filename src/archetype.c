@@ -245,6 +245,11 @@ tes_result_t tes_archetype_find(tes_world_t *world, const tes_component_t *compo
                                 uint32_t count, tes_archetype_t *out_archetype) {
     if (!world || !out_archetype) return TES_ERR_INVALID_ARGUMENT;
     tes_result_t result = tesi_sort_set(world, components, count);
+    for (uint32_t i = 0; i < count && result == TES_OK; i++) {
+        if (tesi_is_sparse(&world->components[world->scratch[i]])) {
+            result = TES_ERR_SPARSE_COMPONENT;
+        }
+    }
     tesi_archetype_t *a;
     if (result == TES_OK) result = tesi_archetype_ensure(world, count, &a);
     if (result == TES_OK) *out_archetype = a->id;
@@ -278,6 +283,7 @@ tes_result_t tes_chunk_column(tes_world_t *world, tes_archetype_t archetype, uin
     if (result != TES_OK) return result;
     if (!out_column) return TES_ERR_INVALID_ARGUMENT;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
     uint32_t type = tesi_type_index(c->archetype, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
     const tesi_field_t *f;
@@ -293,6 +299,7 @@ static tes_result_t bulk_step(tes_world_t *world, tes_archetype_t archetype,
     tes_result_t result = archetype_get(world, archetype, &from);
     if (result != TES_OK) return result;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
     if (tesi_deferring(world)) {
         uint8_t kind = removing ? TESI_CMD_ARCHETYPE_REMOVE : TESI_CMD_ARCHETYPE_ADD;
         return tesi_defer(world, kind, 0, archetype, component, 0, 0, NULL, 0);

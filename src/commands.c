@@ -16,6 +16,19 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     return record;
 }
 
+bool tesi_pending_sparse(const tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    /* A pending entity's sparse components are its recorded adds and removes (a spawn records
+     * an add per sparse component): the last one for the component decides. A rare path
+     * (writes to a pending entity's sparse data), so a scan of the buffer is fine. */
+    for (uint32_t i = world->command_count; i-- > 0;) {
+        const tesi_command_t *cmd = &world->commands[i];
+        if (cmd->entity != entity || cmd->a != component) continue;
+        if (cmd->kind == TESI_CMD_ADD) return true;
+        if (cmd->kind == TESI_CMD_REMOVE) return false;
+    }
+    return false;
+}
+
 tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
     tes_result_t result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
                                        world->command_count + n, sizeof *world->commands, 64);
@@ -86,6 +99,12 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
         return tes_archetype_add(world, cmd->a, cmd->b);
     case TESI_CMD_ARCHETYPE_REMOVE:
         return tes_archetype_remove(world, cmd->a, cmd->b);
+    case TESI_CMD_PAIR_ADD:
+        return tes_pair_add(world, cmd->entity, cmd->a, cmd->b);
+    case TESI_CMD_PAIR_REMOVE:
+        return tes_pair_remove(world, cmd->entity, cmd->a, cmd->b);
+    case TESI_CMD_PAIR_INIT_NUMBER:
+        return tes_pair_init_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->d, cmd->value);
     }
     return TES_ERR_INVALID_ARGUMENT;
 }

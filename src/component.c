@@ -41,6 +41,8 @@ static void free_name(tes_world_t *world, char *name) {
 }
 
 static void free_component(tes_world_t *world, tesi_component_t *c) {
+    tesi_sparse_fini(world, c);
+    tesi_relation_fini(world, c);
     /* After the archetypes: freeing a tracker takes it out of this set. */
     tesi_free(world, c->dirty_set, c->dirty_set_slots * sizeof *c->dirty_set);
     if (c->fields) {
@@ -51,8 +53,16 @@ static void free_component(tes_world_t *world, tesi_component_t *c) {
     free_name(world, c->name);
 }
 
+#define RELATION_FLAGS (TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE)
+
 static tes_result_t check_schema(const tes_component_desc_t *desc) {
     if (!name_length(desc->name)) return TES_ERR_BAD_SCHEMA;
+    uint32_t flags = desc->flags;
+    if (flags & ~(TESI_OFF_CHUNK | RELATION_FLAGS)) return TES_ERR_BAD_SCHEMA;
+    if ((flags & RELATION_FLAGS) && !(flags & TES_COMPONENT_RELATION)) return TES_ERR_BAD_SCHEMA;
+    if ((flags & TES_RELATION_ACYCLIC) && !(flags & TES_RELATION_EXCLUSIVE)) {
+        return TES_ERR_BAD_SCHEMA;
+    }
     if (desc->field_count > TES_MAX_FIELDS) return TES_ERR_BAD_SCHEMA;
     if (desc->field_count && !desc->fields) return TES_ERR_BAD_SCHEMA;
     for (uint32_t f = 0; f < desc->field_count; f++) {
@@ -80,7 +90,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
                           world->component_count + 1, sizeof *world->components, 16);
     if (result != TES_OK) return result;
 
-    tesi_component_t c = {.field_count = desc->field_count};
+    tesi_component_t c = {.field_count = desc->field_count, .flags = desc->flags};
     c.name = copy_name(world, desc->name);
     if (c.field_count) {
         c.fields = tesi_alloc(world, (size_t)c.field_count * sizeof *c.fields);
@@ -101,8 +111,13 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
         field->type = fd->type;
         field->length = fd->length ? fd->length : 1;
         field->bytes = tes_type_size(fd->type) * field->length;
+        field->offset = tesi_align_up(c.stride, tes_type_size(fd->type));
+        c.stride = field->offset + field->bytes;
         c.row_bytes += field->bytes;
     }
+    c.stride = tesi_align_up(c.stride, 8);
+    world->sparse_count += tesi_is_sparse(&c);
+    world->relation_count += tesi_is_relation(&c);
     world->components[world->component_count] = c;
     *out_component = world->component_count++;
     return TES_OK;
@@ -125,7 +140,7 @@ tes_result_t tes_component_info(const tes_world_t *world, tes_component_t compon
     if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     const tesi_component_t *c = &world->components[component];
-    *out = (tes_component_info_t){c->name, c->field_count, c->row_bytes};
+    *out = (tes_component_info_t){c->name, c->field_count, c->row_bytes, c->flags};
     return TES_OK;
 }
 

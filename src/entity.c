@@ -5,9 +5,6 @@
  * anything, so a failed call leaves the world as it was. */
 #include "internal.h"
 
-#include <float.h>
-#include <math.h>
-
 /* ---- the entity table ------------------------------------------------------------------ */
 
 static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
@@ -132,14 +129,79 @@ tes_result_t tes_archetype_spawn(tes_world_t *world, tes_archetype_t archetype, 
     return spawn_into(world, world->archetypes[archetype], n, out_entities);
 }
 
+/* Moves the sparse components of the sorted set in world->scratch to its end (their order
+ * kept) and returns how many chunk components come first. */
+static uint32_t partition_set(tes_world_t *world, uint32_t count, tes_result_t *result) {
+    tes_component_t *set = world->scratch;
+    uint32_t table = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const tesi_component_t *c = &world->components[set[i]];
+        if (tesi_is_relation(c)) *result = TES_ERR_NEEDS_TARGET;
+        if (!tesi_is_sparse(c)) {
+            tes_component_t id = set[i];
+            memmove(set + table + 1, set + table, (i - table) * sizeof *set);
+            set[table++] = id;
+        }
+    }
+    return table;
+}
+
+/* Spawns n entities with sparse components too: the sparse sets (or the command buffer) get
+ * room for every member first, so the spawn stays all or nothing. */
+static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
+                                      const tes_component_t *sparse, uint32_t sparse_count,
+                                      uint32_t n, tes_entity_t *out_entities) {
+    tes_entity_t *handles = out_entities;
+    if (!handles && n) {
+        handles = tesi_alloc(world, (size_t)n * sizeof *handles);
+        if (!handles) return TES_ERR_OUT_OF_MEMORY;
+    }
+    tes_result_t result = TES_OK;
+    bool deferring = tesi_deferring(world);
+    if (deferring) {
+        uint64_t commands = (uint64_t)n * (1 + sparse_count);
+        result = commands > UINT32_MAX / 2 ? TES_ERR_OUT_OF_MEMORY
+                                           : tesi_commands_reserve(world, (uint32_t)commands, 0);
+    } else {
+        result = tesi_entities_reserve(world, n);
+        /* New indices are below record_count + n (reused ones below record_count). */
+        uint32_t limit = world->record_count + n;
+        for (uint32_t i = 0; i < sparse_count && result == TES_OK; i++) {
+            result = tesi_sparse_reserve(world, sparse[i], n, limit);
+        }
+    }
+    if (result == TES_OK) result = spawn_into(world, a, n, handles);
+    if (result == TES_OK && deferring) {
+        for (uint32_t k = 0; k < n; k++) {
+            for (uint32_t i = 0; i < sparse_count; i++) {
+                tesi_defer(world, TESI_CMD_ADD, handles[k], sparse[i], 0, 0, 0, NULL, 0);
+            }
+        }
+    } else if (result == TES_OK) {
+        tesi_sparse_insert_all(world, sparse, sparse_count, handles, n);
+    }
+    if (handles != out_entities) tesi_free(world, handles, (size_t)n * sizeof *handles);
+    return result;
+}
+
 tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
                              uint32_t n, tes_entity_t *out_entities) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     tesi_archetype_t *a;
     tes_result_t result = tesi_sort_set(world, components, count);
-    if (result == TES_OK) result = tesi_archetype_ensure(world, count, &a);
+    uint32_t table = count;
+    if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
-    return spawn_into(world, a, n, out_entities);
+    if (table == count) return spawn_into(world, a, n, out_entities);
+    /* The sparse ids leave the scratch set, which the spawn may reuse. */
+    uint32_t sparse_count = count - table;
+    tes_component_t *sparse = tesi_alloc(world, sparse_count * sizeof *sparse);
+    if (!sparse) return TES_ERR_OUT_OF_MEMORY;
+    memcpy(sparse, world->scratch + table, sparse_count * sizeof *sparse);
+    result = spawn_with_sparse(world, a, sparse, sparse_count, n, out_entities);
+    tesi_free(world, sparse, sparse_count * sizeof *sparse);
+    return result;
 }
 
 tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,
@@ -148,7 +210,7 @@ tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, ui
     return tes_spawn_batch(world, components, count, 1, out_entity);
 }
 
-static void despawn(tes_world_t *world, tesi_record_t *record) {
+void tesi_despawn_record(tes_world_t *world, tesi_record_t *record) {
     if (tesi_logging(world)) {
         tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
         tesi_log_removals(world, record->chunk->archetype, e);
@@ -174,11 +236,13 @@ tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
     }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
+    /* Pairs, sparse memberships and cascades: the general path. */
+    if (world->sparse_count) return tesi_despawn_all(world, &entity, 1);
     if (tesi_logging(world)) {
         tes_result_t result = tesi_logs_reserve(world, record->chunk->archetype, 1);
         if (result != TES_OK) return result;
     }
-    despawn(world, record);
+    tesi_despawn_record(world, record);
     return TES_OK;
 }
 
@@ -212,12 +276,13 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
         }
         return result;
     }
+    if (result == TES_OK && world->sparse_count) return tesi_despawn_all(world, entities, n);
     if (result == TES_OK && tesi_logging(world)) result = tesi_logs_reserve(world, NULL, n);
     if (result != TES_OK) return result;
     /* Back to front: despawning a list in the order it was spawned then removes rows from
      * the archetype's end, where swap-remove has nothing to move. */
     for (uint32_t i = n; i-- > 0;) {
-        despawn(world, &world->records[entities[i] & TESI_INDEX_MASK]);
+        tesi_despawn_record(world, &world->records[entities[i] & TESI_INDEX_MASK]);
     }
     return TES_OK;
 }
@@ -229,6 +294,9 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
 static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                          bool removing) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (component < world->component_count && tesi_is_sparse(&world->components[component])) {
+        return tesi_sparse_step(world, entity, component, removing);
+    }
     if (tesi_deferring(world)) {
         tes_result_t result = check_deferrable(world, entity);
         if (result == TES_OK && component >= world->component_count) {
@@ -287,7 +355,10 @@ tes_result_t tes_has(const tes_world_t *world, tes_entity_t entity, tes_componen
     const tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return tesi_not_alive(world, entity);
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    *out_has = tesi_type_index(record->chunk->archetype, component) != TESI_NO_TYPE;
+    const tesi_component_t *c = &world->components[component];
+    *out_has = tesi_is_sparse(c)
+                   ? tesi_sparse_slot(&c->sparse, entity & TESI_INDEX_MASK) != 0
+                   : tesi_type_index(record->chunk->archetype, component) != TESI_NO_TYPE;
     return TES_OK;
 }
 
@@ -306,18 +377,45 @@ static tes_result_t check_field(const tes_world_t *world, const tesi_archetype_t
                                 tes_component_t component, uint32_t field,
                                 const tesi_field_t **out_field) {
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    if (tesi_type_index(a, component) == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    return tesi_field_of(&world->components[component], field, out_field);
+    const tesi_component_t *c = &world->components[component];
+    if (tesi_is_relation(c)) return TES_ERR_NEEDS_TARGET;
+    /* Sparse components are not in the archetype: plan_write asks the command buffer. */
+    if (!tesi_is_sparse(c) && tesi_type_index(a, component) == TESI_NO_TYPE) {
+        return TES_ERR_MISSING_COMPONENT;
+    }
+    return tesi_field_of(c, field, out_field);
 }
 
 /* Where an entity's field lives: found once, used for the access and for marking it. */
 typedef struct field_ref_t {
     uint8_t *ptr;              /* the entity's cell: its `length` elements */
     const tesi_field_t *field; /* the schema */
-    tesi_chunk_t *chunk;
-    uint32_t type; /* the component's position in the archetype */
-    uint32_t row;
+    tesi_chunk_t *chunk;       /* NULL for a sparse component */
+    uint32_t type;             /* the component's position in the archetype; a sparse one's id */
+    uint32_t row;              /* in the chunk; a sparse component's dense slot */
 } field_ref_t;
+
+/* field_address for a sparse component (relations have no per-entity data). Inlined: a call
+ * here made the callers keep their field_ref_t on the stack, +14 instructions per tes_get. */
+static inline __attribute__((always_inline)) tes_result_t
+sparse_address(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+               uint32_t field, field_ref_t *out) {
+    const tesi_component_t *c = &world->components[component];
+    if (tesi_is_relation(c)) return TES_ERR_NEEDS_TARGET;
+    const tesi_field_t *f;
+    tes_result_t result = tesi_field_of(c, field, &f);
+    if (result != TES_OK) return result;
+    uint32_t slot1 = tesi_sparse_slot(&c->sparse, entity & TESI_INDEX_MASK);
+    if (!slot1) return TES_ERR_MISSING_COMPONENT;
+    *out = (field_ref_t){
+        .ptr = c->sparse.data + (size_t)(slot1 - 1) * c->stride + f->offset,
+        .field = f,
+        .chunk = NULL,
+        .type = component,
+        .row = slot1 - 1,
+    };
+    return TES_OK;
+}
 
 /* Finds an entity's field after checking every argument. */
 static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
@@ -329,11 +427,17 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
     /* tesi_field_of's checks, written out: calling it cost 4 more instructions per tes_get
      * and 1 per tes_set_number (callgrind, -O3 + LTO), and this is the per-entity path. */
     const tesi_component_t *c = &world->components[component];
-    if (!c->field_count) return TES_ERR_TAG_HAS_NO_DATA;
+    if (!c->field_count)
+        return tesi_is_relation(c) ? TES_ERR_NEEDS_TARGET : TES_ERR_TAG_HAS_NO_DATA;
     if (field >= c->field_count) return TES_ERR_UNKNOWN_FIELD;
     const tesi_archetype_t *a = record->chunk->archetype;
     uint32_t type = tesi_type_index(a, component);
-    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
+    /* A sparse component is never in an archetype: looked at only when the chunk lacks it, so
+     * the chunk path pays nothing for it. */
+    if (type == TESI_NO_TYPE) {
+        return tesi_is_sparse(c) ? sparse_address(world, entity, component, field, out)
+                                 : TES_ERR_MISSING_COMPONENT;
+    }
     *out = (field_ref_t){
         .ptr = tesi_cell(record->chunk, tesi_column_of(a, type, field), record->row),
         .field = &c->fields[field],
@@ -347,7 +451,11 @@ static tes_result_t field_address(const tes_world_t *world, tes_entity_t entity,
 /* After a write through tes_set / tes_set_number: stamps the component changed. The level
  * test is inline, so a write nobody watches costs one branch. */
 static inline void mark_written(tes_world_t *world, const field_ref_t *ref) {
-    if (ref->chunk->trackers) tesi_mark_changed(world, ref->chunk, ref->type, ref->row);
+    if (!ref->chunk) {
+        tesi_sparse_mark(world, ref->type, ref->row);
+    } else if (ref->chunk->trackers) {
+        tesi_mark_changed(world, ref->chunk, ref->type, ref->row);
+    }
 }
 
 /* Where a write goes: at once into the entity's row (`ref`), or into the command buffer. A write
@@ -363,8 +471,13 @@ static tes_result_t plan_write(const tes_world_t *world, tes_entity_t entity,
     const tesi_record_t *pending = tesi_pending_record(world, entity);
     if (pending) {
         *deferred = true;
-        return check_field(world, tesi_pending_archetype(world, pending), component, field,
-                           &ref->field);
+        tes_result_t result = check_field(world, tesi_pending_archetype(world, pending), component,
+                                          field, &ref->field);
+        if (result == TES_OK && tesi_is_sparse(&world->components[component]) &&
+            !tesi_pending_sparse(world, entity, component)) {
+            result = TES_ERR_MISSING_COMPONENT;
+        }
+        return result;
     }
     tes_result_t result = field_address(world, entity, component, field, ref);
     if (result == TES_ERR_MISSING_COMPONENT && init) {
@@ -430,89 +543,9 @@ tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entity,
     if (result != TES_OK) return result;
     if (!out) return TES_ERR_INVALID_ARGUMENT;
     if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
-    const uint8_t *ptr = ref.ptr + (size_t)element * tes_type_size(ref.field->type);
-    switch (ref.field->type) {
-    case TES_F32:
-        *out = *(const float *)(const void *)ptr;
-        break;
-    case TES_F64:
-        *out = *(const double *)(const void *)ptr;
-        break;
-    case TES_I8:
-        *out = *(const int8_t *)ptr;
-        break;
-    case TES_U8:
-        *out = *ptr;
-        break;
-    case TES_I16:
-        *out = *(const int16_t *)(const void *)ptr;
-        break;
-    case TES_U16:
-        *out = *(const uint16_t *)(const void *)ptr;
-        break;
-    case TES_I32:
-        *out = *(const int32_t *)(const void *)ptr;
-        break;
-    case TES_U32:
-        *out = *(const uint32_t *)(const void *)ptr;
-        break;
-    }
+    *out = tesi_decode_number(ref.field->type,
+                              ref.ptr + (size_t)element * tes_type_size(ref.field->type));
     return TES_OK;
-}
-
-/* True when v is a whole number in [lo, hi] (false for NaN). */
-static bool integral_within(double v, double lo, double hi) {
-    return v >= lo && v <= hi && (double)(int64_t)v == v;
-}
-
-/* Writes `value` as one scalar of `type` to `out`; false (nothing written) when the type cannot
- * hold it without loss. */
-static bool encode_number(tes_type_t type, double value, uint8_t *out) {
-    /* Each case stores with a constant size: one store, no memcpy call. */
-#define STORE(T, x)                  \
-    do {                             \
-        T v_ = (T)(x);               \
-        memcpy(out, &v_, sizeof v_); \
-    } while (0)
-    switch (type) {
-    case TES_F32:
-        /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
-        if (!((value >= -FLT_MAX && value <= FLT_MAX) || value != value || value == INFINITY ||
-              value == -INFINITY)) {
-            return false;
-        }
-        STORE(float, value);
-        return true;
-    case TES_F64:
-        STORE(double, value);
-        return true;
-    case TES_I8:
-        if (!integral_within(value, INT8_MIN, INT8_MAX)) return false;
-        STORE(int8_t, value);
-        return true;
-    case TES_U8:
-        if (!integral_within(value, 0, UINT8_MAX)) return false;
-        STORE(uint8_t, value);
-        return true;
-    case TES_I16:
-        if (!integral_within(value, INT16_MIN, INT16_MAX)) return false;
-        STORE(int16_t, value);
-        return true;
-    case TES_U16:
-        if (!integral_within(value, 0, UINT16_MAX)) return false;
-        STORE(uint16_t, value);
-        return true;
-    case TES_I32:
-        if (!integral_within(value, INT32_MIN, INT32_MAX)) return false;
-        STORE(int32_t, value);
-        return true;
-    case TES_U32:
-        if (!integral_within(value, 0, UINT32_MAX)) return false;
-        STORE(uint32_t, value);
-        return true;
-    }
-#undef STORE
-    return false;
 }
 
 static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
@@ -525,7 +558,7 @@ static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_co
     if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
     uint8_t *target =
         deferred ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
-    if (!encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
+    if (!tesi_encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
     if (deferred) {
         return tesi_defer(world, init ? TESI_CMD_INIT_NUMBER : TESI_CMD_SET_NUMBER, entity,
                           component, field, element, value, NULL, 0);

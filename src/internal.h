@@ -14,6 +14,8 @@
 
 #include "tessera.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #define TESI_ALIGN               16u
@@ -32,6 +34,96 @@ static inline uint32_t tesi_align_up(uint32_t n, uint32_t a) {
     return (n + a - 1u) & ~(a - 1u);
 }
 
+/* ---- numbers ---------------------------------------------------------------------------- */
+
+/* One element of a field as a double (exact for every type), and back: the conversions of
+ * tes_get_number / tes_set_number, inline because they are on the per-entity paths. */
+static inline double tesi_decode_number(tes_type_t type, const uint8_t *ptr) {
+    double out = 0;
+    switch (type) {
+    case TES_F32:
+        out = *(const float *)(const void *)ptr;
+        break;
+    case TES_F64:
+        out = *(const double *)(const void *)ptr;
+        break;
+    case TES_I8:
+        out = *(const int8_t *)ptr;
+        break;
+    case TES_U8:
+        out = *ptr;
+        break;
+    case TES_I16:
+        out = *(const int16_t *)(const void *)ptr;
+        break;
+    case TES_U16:
+        out = *(const uint16_t *)(const void *)ptr;
+        break;
+    case TES_I32:
+        out = *(const int32_t *)(const void *)ptr;
+        break;
+    case TES_U32:
+        out = *(const uint32_t *)(const void *)ptr;
+        break;
+    }
+    return out;
+}
+
+/* True when v is a whole number in [lo, hi] (false for NaN). */
+static inline bool tesi_integral_within(double v, double lo, double hi) {
+    return v >= lo && v <= hi && (double)(int64_t)v == v;
+}
+
+/* Writes `value` as one scalar of `type` to `out`; false (nothing written) when the type cannot
+ * hold it without loss. */
+static inline bool tesi_encode_number(tes_type_t type, double value, uint8_t *out) {
+    /* Each case stores with a constant size: one store, no memcpy call. */
+#define STORE(T, x)                  \
+    do {                             \
+        T v_ = (T)(x);               \
+        memcpy(out, &v_, sizeof v_); \
+    } while (0)
+    switch (type) {
+    case TES_F32:
+        /* Finite values beyond float's range would become infinity: that is loss, not rounding. */
+        if (!((value >= -FLT_MAX && value <= FLT_MAX) || value != value || value == INFINITY ||
+              value == -INFINITY)) {
+            return false;
+        }
+        STORE(float, value);
+        return true;
+    case TES_F64:
+        STORE(double, value);
+        return true;
+    case TES_I8:
+        if (!tesi_integral_within(value, INT8_MIN, INT8_MAX)) return false;
+        STORE(int8_t, value);
+        return true;
+    case TES_U8:
+        if (!tesi_integral_within(value, 0, UINT8_MAX)) return false;
+        STORE(uint8_t, value);
+        return true;
+    case TES_I16:
+        if (!tesi_integral_within(value, INT16_MIN, INT16_MAX)) return false;
+        STORE(int16_t, value);
+        return true;
+    case TES_U16:
+        if (!tesi_integral_within(value, 0, UINT16_MAX)) return false;
+        STORE(uint16_t, value);
+        return true;
+    case TES_I32:
+        if (!tesi_integral_within(value, INT32_MIN, INT32_MAX)) return false;
+        STORE(int32_t, value);
+        return true;
+    case TES_U32:
+        if (!tesi_integral_within(value, 0, UINT32_MAX)) return false;
+        STORE(uint32_t, value);
+        return true;
+    }
+#undef STORE
+    return false;
+}
+
 /* ---- components ------------------------------------------------------------------------ */
 
 typedef struct tesi_field_t {
@@ -39,6 +131,7 @@ typedef struct tesi_field_t {
     tes_type_t type;
     uint32_t length; /* elements per entity */
     uint32_t bytes;  /* bytes per entity */
+    uint32_t offset; /* in a row of sparse or pair data (fields one after another) */
 } tesi_field_t;
 
 /* Removals of one component, oldest first: parallel arrays, so a window of it is a plain
@@ -50,11 +143,74 @@ typedef struct tesi_removal_log_t {
     uint32_t slots;
 } tesi_removal_log_t;
 
+/* ---- sparse sets (sparse.c) ------------------------------------------------------------ */
+
+#define TESI_SLOT_MASK   0x7FFFFFFFu
+#define TESI_SLOT_LISTED 0x80000000u /* on slot_of: the index is on the dirty list */
+
+/* The storage of a sparse component (and the membership of a relation's sources): a dense
+ * array of members with their data rows and ticks, and a map from entity index to dense slot.
+ * Removing swaps the last member into the hole. Ticks are stamped only while the component is
+ * tracked, as for chunk rows. The dirty list holds entity indices, each once (TESI_SLOT_LISTED
+ * on its slot_of entry, which outlives the membership, so an index is never listed twice);
+ * readers check membership and ticks, pruning drops what every consumer saw. */
+typedef struct tesi_sparse_t {
+    uint32_t *slot_of;      /* by entity index: dense slot + 1 (0: not a member) | LISTED */
+    uint32_t index_slots;   /* length of slot_of */
+    tes_entity_t *entities; /* members */
+    uint8_t *data;          /* rows of the component's row_bytes; NULL when it has none */
+    uint64_t *added;        /* per member */
+    uint64_t *changed;      /* per member */
+    uint32_t count;
+    uint32_t slots;
+    uint32_t *dirty; /* entity indices */
+    uint32_t dirty_count;
+    uint32_t dirty_slots;
+} tesi_sparse_t;
+
+/* ---- relations (relation.c) --------------------------------------------------------------- */
+
+/* One pair, on two doubly linked lists: its source's targets ("out") and its target's sources
+ * ("in"). Links are pair ids + 1 (0: none); ids are stable while the pair lives, and freed ids
+ * are reused through a free list linked by next_out. */
+typedef struct tesi_pair_t {
+    tes_entity_t source; /* 0 while the id is free */
+    tes_entity_t target;
+    uint32_t next_out, prev_out;
+    uint32_t next_in, prev_in;
+    uint64_t changed; /* tick of the last data write: one changed event per pair per tick */
+} tesi_pair_t;
+
+typedef struct tesi_list_t {
+    uint32_t first, last; /* pair ids + 1 */
+    uint32_t count;
+} tesi_list_t;
+
+typedef struct tesi_relation_t {
+    tesi_pair_t *pairs;
+    uint8_t *data; /* row_bytes per pair id */
+    uint32_t pair_slots;
+    uint32_t pair_used;  /* ids handed out so far */
+    uint32_t pair_count; /* live pairs */
+    uint32_t free_pairs; /* first free id + 1 */
+    tesi_list_t *out;    /* by entity index: its pairs as a source */
+    tesi_list_t *in;     /* by entity index: its pairs as a target */
+    uint32_t list_slots;
+    /* Pair events, oldest first, while some query names the relation in pair_changes. */
+    tes_pair_event_t *events;
+    uint64_t *event_ticks;
+    uint32_t event_count;
+    uint32_t event_slots;
+    uint32_t event_consumers;
+} tesi_relation_t;
+
 typedef struct tesi_component_t {
     char *name;
+    uint32_t flags; /* TES_COMPONENT_* and TES_RELATION_* */
     tesi_field_t *fields;
     uint32_t field_count;
     uint32_t row_bytes;
+    uint32_t stride; /* bytes of a sparse member's or a pair's row: fields aligned to their type */
     tes_tracking_t level;       /* from the consumers below (tracker.c) */
     uint32_t dirty_consumers;   /* queries whose first filter is this component */
     uint32_t tick_consumers;    /* queries that filter on it otherwise */
@@ -67,7 +223,19 @@ typedef struct tesi_component_t {
     uint32_t dirty_set_count;
     uint32_t dirty_set_slots;
     uint32_t tracker_count;
+    tesi_sparse_t sparse;     /* sparse components and relations */
+    tesi_relation_t relation; /* relations */
 } tesi_component_t;
+
+#define TESI_OFF_CHUNK (TES_COMPONENT_SPARSE | TES_COMPONENT_RELATION)
+
+/* True for a component stored outside chunks (a sparse component or a relation). */
+static inline bool tesi_is_sparse(const tesi_component_t *c) {
+    return (c->flags & TESI_OFF_CHUNK) != 0;
+}
+static inline bool tesi_is_relation(const tesi_component_t *c) {
+    return (c->flags & TES_COMPONENT_RELATION) != 0;
+}
 
 /* ---- archetypes and chunks ------------------------------------------------------------- */
 
@@ -123,6 +291,7 @@ typedef struct tesi_chunk_t {
     tesi_archetype_t *archetype;
     uint32_t count; /* rows 0 .. count-1 are occupied */
     uint32_t index; /* position in archetype->chunks */
+    uint32_t visit; /* while a run's rows are grouped (query.c): its visit + 1; else 0 */
     uint32_t block_bytes;
 } tesi_chunk_t;
 
@@ -197,6 +366,11 @@ struct tes_world_t {
 
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
+
+    uint32_t sparse_count;   /* sparse components and relations: 0 = no per-entity side work */
+    uint32_t relation_count; /* relations */
+    uint32_t *doomed;        /* entity indices a despawn takes along (relation.c) */
+    uint32_t doomed_slots;
 
     /* Bumped whenever rows or chunks move (tes_world_layout): a plain query's chunk list is
      * unchanged while it holds. */
@@ -339,6 +513,8 @@ void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, cons
 /* Room for `n` more entries in the removal log of every component of the archetype that has
  * removal consumers (any archetype when NULL). */
 tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n);
+/* The same for one component (nothing when it has no removal consumers). */
+tes_result_t tesi_log_reserve(tes_world_t *world, tes_component_t component, uint32_t n);
 static inline bool tesi_logging(const tes_world_t *world) {
     return world->logged_components > 0;
 }
@@ -368,9 +544,11 @@ bool tesi_query_requires(const tes_query_t *q, tes_component_t component);
 /* The query's output array (valid until its next run), with room for n entities. */
 tes_result_t tesi_query_output(tes_world_t *world, tes_query_t *q, uint64_t n, tes_entity_t **out);
 void tesi_systems_fini(tes_world_t *world);
-/* The query's lowest last_run for a component: of its consumers as first filter (`removal` =
- * false) or as removed term (true); UINT64_MAX when none. */
-uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component, bool removal);
+/* The lowest last_run of the queries that consume a component: as first filter, as removed
+ * term, or as a pair_changes relation; UINT64_MAX when none. */
+typedef enum tesi_consumer_t { TESI_FIRST_FILTER, TESI_REMOVED, TESI_PAIR_CHANGES } tesi_consumer_t;
+uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component,
+                           tesi_consumer_t kind);
 /* While iterations are live, structural calls go to the command buffer. */
 static inline bool tesi_deferring(const tes_world_t *world) {
     return world->defer_depth > 0;
@@ -390,6 +568,8 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
 static inline tes_result_t tesi_not_alive(const tes_world_t *world, tes_entity_t entity) {
     return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
 }
+/* Whether a pending entity will have a sparse component once its recorded commands apply. */
+bool tesi_pending_sparse(const tes_world_t *world, tes_entity_t entity, tes_component_t component);
 static inline tesi_archetype_t *tesi_pending_archetype(const tes_world_t *world,
                                                        const tesi_record_t *record) {
     return world->archetypes[record->row & ~(TESI_ROW_PENDING | TESI_ROW_MARK)];
@@ -400,6 +580,9 @@ tes_result_t tesi_chunk_lookup(const tes_world_t *world, tes_archetype_t archety
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
 uint32_t tesi_take_index(tes_world_t *world);
+/* Removes a live entity's row and frees its index (its pairs and sparse memberships are gone
+ * already, and its removals' log room reserved). */
+void tesi_despawn_record(tes_world_t *world, tesi_record_t *record);
 /* Frees an index: next generation, to the back of the free queue. */
 void tesi_release_index(tes_world_t *world, uint32_t index);
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n);
@@ -415,15 +598,61 @@ enum tesi_command_kind {
     TESI_CMD_INIT_NUMBER,      /* as TESI_CMD_SET_NUMBER, not a change (tes_init_number) */
     TESI_CMD_ARCHETYPE_ADD,    /* a = archetype, b = component */
     TESI_CMD_ARCHETYPE_REMOVE, /* a = archetype, b = component */
+    TESI_CMD_PAIR_ADD,         /* entity = source, a = relation, b = target */
+    TESI_CMD_PAIR_REMOVE,      /* entity = source, a = relation, b = target */
+    TESI_CMD_PAIR_INIT_NUMBER, /* as PAIR_ADD, c = field, d = element, value */
 };
 
 typedef struct tesi_command_t {
     uint8_t kind;
     tes_entity_t entity;
-    uint32_t a, b, c;
+    uint32_t a, b, c, d;
     uint32_t data_offset, data_size;
     double value;
 } tesi_command_t;
+
+/* ---- sparse.c -------------------------------------------------------------------------- */
+
+/* Dense slot + 1 of the entity index in the set, 0 when it is not a member. */
+static inline uint32_t tesi_sparse_slot(const tesi_sparse_t *s, uint32_t index) {
+    return index < s->index_slots ? s->slot_of[index] & TESI_SLOT_MASK : 0;
+}
+/* Room for `n` more members whose indices are below `index_limit`. */
+tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, uint32_t n,
+                                 uint32_t index_limit);
+/* Makes the entity a member (zeroed data, stamped added) after tesi_sparse_reserve. */
+void tesi_sparse_insert(tes_world_t *world, tes_component_t component, tes_entity_t e);
+/* Takes a member out (logging the removal when logged; the log was reserved). */
+void tesi_sparse_erase(tes_world_t *world, tes_component_t component, tes_entity_t e);
+/* Stamps a member (dense slot) changed. */
+void tesi_sparse_mark(tes_world_t *world, tes_component_t component, uint32_t slot);
+/* tes_add / tes_remove of a sparse component (deferral included). */
+tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                              bool removing);
+/* Adds every sparse component of set[0..count-1] to entities[0..n-1] (room reserved). */
+void tesi_sparse_insert_all(tes_world_t *world, const tes_component_t *set, uint32_t count,
+                            const tes_entity_t *entities, uint32_t n);
+void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tracking_t old,
+                          bool reseed);
+void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t min);
+tes_result_t tesi_sparse_validate(const tes_world_t *world, tes_component_t component);
+void tesi_sparse_fini(tes_world_t *world, tesi_component_t *c);
+
+/* ---- relation.c ------------------------------------------------------------------------ */
+
+/* Despawns entities[0..n-1] (alive, distinct) and, through CASCADE relations, every source that
+ * depends on them; removes their pairs and sparse memberships first. All or nothing. */
+tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n);
+/* tes_remove(e, relation): removes every pair of the source. */
+tes_result_t tesi_pairs_clear(tes_world_t *world, tes_entity_t source, tes_component_t relation);
+/* The pair (source, target), as an id + 1, or 0. */
+uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                        tes_entity_t target);
+void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t min);
+tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t relation);
+void tesi_relation_fini(tes_world_t *world, tesi_component_t *c);
+/* First index of a ticked log whose tick is above `tick` (ticks never decrease). */
+uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick);
 
 /* ---- graph.c --------------------------------------------------------------------------- */
 

@@ -168,6 +168,7 @@ static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, uint3
 static tes_result_t check_field(const tes_world_t *world, tes_component_t component, uint32_t field,
                                 const tesi_field_t **out) {
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
     const tesi_field_t *f;
     tes_result_t result = tesi_field_of(&world->components[component], field, &f);
     if (result != TES_OK) return result;

@@ -1,6 +1,7 @@
 /* Queries: all / none / any terms over archetypes (matches cached, refreshed by looking only at
- * archetypes created since), Added / Changed filters walked through the first filter's dirty
- * lists, removal windows, and the runs (iterations) that make a query a consumer. */
+ * archetypes created since), row terms (sparse components and pairs, checked per entity),
+ * Added / Changed filters walked through the first filter's dirty lists, removal and pair event
+ * windows, and the runs (iterations) that make a query a consumer. */
 #include "internal.h"
 
 typedef struct visit_t {
@@ -11,8 +12,28 @@ typedef struct visit_t {
 
 typedef struct filter_t {
     tes_component_t component;
-    bool added; /* else changed */
+    bool added;  /* else changed */
+    bool sparse; /* its ticks are in the component's sparse set, not in chunk trackers */
 } filter_t;
+
+/* A term checked per entity: membership of a sparse component (or a relation to any target,
+ * target 0), or a pair (component = relation, target). */
+typedef struct row_term_t {
+    tes_component_t component;
+    tes_entity_t target;
+    uint32_t op; /* TES_TERM_ALL / NONE / ANY */
+} row_term_t;
+
+/* An entity a run found through a sparse driver, grouped by chunk before visiting. */
+typedef struct candidate_t {
+    tesi_chunk_t *chunk;
+    uint32_t row;
+} candidate_t;
+
+/* match_flags values: the archetype matches; or it matches when one of the row terms of the
+ * any list holds for the row (its own components satisfy none of `any`). */
+#define MATCH     1u
+#define MATCH_ANY 2u
 
 struct tes_query_t {
     tes_component_t *terms; /* one allocation: all, none, any, removed */
@@ -21,6 +42,17 @@ struct tes_query_t {
     uint32_t all_count, none_count, any_count, removed_count;
     filter_t *filters; /* the first one drives iteration */
     uint32_t filter_count;
+    row_term_t *row_terms;
+    uint32_t row_term_count;
+    uint32_t row_term_slots;
+    bool row_any;                  /* some row term is in the any list */
+    tes_component_t *pair_changes; /* relations whose pair events the query reports */
+    uint32_t pair_change_count;
+    uint32_t pair_change_slots;
+    candidate_t *candidates;
+    uint32_t candidate_slots;
+    tes_pair_event_t *event_output; /* tes_query_collect's pair events */
+    uint32_t event_output_slots;
     const tesi_tracker_t **filter_trackers; /* per chunk, one per filter */
     tesi_archetype_t **matched;
     uint32_t matched_count;
@@ -48,7 +80,12 @@ struct tes_query_t {
 static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run);
 
 static bool is_consumer(const tes_query_t *q) {
-    return q->filter_count || q->removed_count;
+    return q->filter_count || q->removed_count || q->pair_change_count;
+}
+
+/* A run that decides its rows when it starts (filters, row terms) rather than walking chunks. */
+static bool collects(const tes_query_t *q) {
+    return q->filter_count || q->row_term_count;
 }
 
 static bool contains(const tes_component_t *list, uint32_t n, tes_component_t c) {
@@ -60,12 +97,15 @@ static bool contains(const tes_component_t *list, uint32_t n, tes_component_t c)
 
 /* ---- consumers and levels ---------------------------------------------------------------- */
 
-uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component, bool removal) {
+uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component,
+                           tesi_consumer_t kind) {
     uint64_t min = UINT64_MAX;
     for (uint32_t i = 0; i < world->query_count; i++) {
         const tes_query_t *q = world->queries[i];
-        bool consumes = removal ? contains(q->removed, q->removed_count, component)
-                                : q->filter_count && q->filters[0].component == component;
+        bool consumes = kind == TESI_REMOVED ? contains(q->removed, q->removed_count, component)
+                        : kind == TESI_PAIR_CHANGES
+                            ? contains(q->pair_changes, q->pair_change_count, component)
+                            : q->filter_count && q->filters[0].component == component;
         if (consumes && q->last_run < min) min = q->last_run;
     }
     return min;
@@ -91,6 +131,11 @@ static void count_consumers(tes_world_t *world, const tes_query_t *q, int sign) 
         bool was_logged = comp->removal_consumers > 0;
         comp->removal_consumers += (uint32_t)sign;
         world->logged_components += (comp->removal_consumers > 0) - was_logged;
+    }
+    for (uint32_t i = 0; i < q->pair_change_count; i++) {
+        tesi_relation_t *r = &world->components[q->pair_changes[i]].relation;
+        r->event_consumers += (uint32_t)sign;
+        if (!r->event_consumers) r->event_count = 0; /* nobody reads them any more */
     }
 }
 
@@ -124,7 +169,44 @@ static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->visits, q->visit_slots * sizeof *q->visits);
     tesi_free(world, q->output, q->output_slots * sizeof *q->output);
     tesi_free(world, q->removed_counts, q->removed_count_slots * sizeof *q->removed_counts);
+    tesi_free(world, q->row_terms, q->row_term_slots * sizeof *q->row_terms);
+    tesi_free(world, q->pair_changes, q->pair_change_slots * sizeof *q->pair_changes);
+    tesi_free(world, q->candidates, q->candidate_slots * sizeof *q->candidates);
+    tesi_free(world, q->event_output, q->event_output_slots * sizeof *q->event_output);
     tesi_free(world, q, sizeof *q);
+}
+
+static tes_result_t check_relations(const tes_world_t *world, const tes_query_desc_t *desc) {
+    if ((desc->pair_count && !desc->pairs) || (desc->pair_change_count && !desc->pair_changes)) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    for (uint32_t i = 0; i < desc->pair_count + desc->pair_change_count; i++) {
+        bool term = i < desc->pair_count;
+        tes_component_t c =
+            term ? desc->pairs[i].relation : desc->pair_changes[i - desc->pair_count];
+        if (c >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+        if (!tesi_is_relation(&world->components[c])) return TES_ERR_NOT_A_RELATION;
+        if (term && desc->pairs[i].op > TES_TERM_ANY) return TES_ERR_INVALID_ARGUMENT;
+    }
+    return TES_OK;
+}
+
+/* Adds a term: a chunk component to its list (`list`, deduplicated when `dedup`), a sparse one or
+ * a pair to the row terms. */
+static void add_term(const tes_world_t *world, tes_query_t *q, tes_component_t *list,
+                     uint32_t *count, bool dedup, tes_component_t c, tes_entity_t target,
+                     uint32_t op) {
+    if (target || tesi_is_sparse(&world->components[c])) {
+        for (uint32_t i = 0; i < q->row_term_count; i++) {
+            const row_term_t *t = &q->row_terms[i];
+            if (t->component == c && t->target == target && t->op == op) return;
+        }
+        q->row_terms[q->row_term_count++] = (row_term_t){c, target, op};
+        q->row_any |= op == TES_TERM_ANY;
+        return;
+    }
+    if (dedup && contains(list, *count, c)) return;
+    list[(*count)++] = c;
 }
 
 tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
@@ -140,9 +222,12 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
         if (result != TES_OK) return result;
         total += counts[i];
     }
+    tes_result_t result = check_relations(world, desc);
+    if (result != TES_OK) return result;
+    total += (uint64_t)desc->pair_count + desc->pair_change_count;
     if (total > 4u * TES_MAX_COMPONENTS) return TES_ERR_INVALID_ARGUMENT;
-    tes_result_t result = tesi_reserve(world, (void **)&world->queries, &world->query_slots,
-                                       world->query_count + 1, sizeof *world->queries, 8);
+    result = tesi_reserve(world, (void **)&world->queries, &world->query_slots,
+                          world->query_count + 1, sizeof *world->queries, 8);
     if (result != TES_OK) return result;
 
     tes_query_t *q = tesi_alloc(world, sizeof *q);
@@ -150,14 +235,24 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     *q = (tes_query_t){0};
     /* all = desc.all plus every filter component (a filter implies presence), deduplicated. */
     uint32_t filters = desc->added_count + desc->changed_count;
+    uint32_t row_slots =
+        desc->all_count + filters + desc->none_count + desc->any_count + desc->pair_count;
     q->term_count =
         desc->all_count + filters + desc->none_count + desc->any_count + desc->removed_count;
     q->filter_count = filters;
+    q->row_term_slots = row_slots;
+    q->pair_change_slots = desc->pair_change_count;
     bool ok = true;
     if (q->term_count) ok = (q->terms = tesi_alloc(world, q->term_count * sizeof *q->terms));
     if (ok && filters) {
         ok = (q->filters = tesi_alloc(world, filters * sizeof *q->filters)) &&
              (q->filter_trackers = tesi_alloc(world, filters * sizeof *q->filter_trackers));
+    }
+    /* Sized for every term that may turn out to be a row term. */
+    if (ok && row_slots) ok = (q->row_terms = tesi_alloc(world, row_slots * sizeof *q->row_terms));
+    if (ok && desc->pair_change_count) {
+        ok = (q->pair_changes =
+                  tesi_alloc(world, desc->pair_change_count * sizeof *q->pair_changes));
     }
     if (!ok) {
         query_free(world, q);
@@ -166,27 +261,38 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     tes_component_t *t = q->terms;
     q->all = t;
     for (uint32_t i = 0; i < desc->all_count; i++) {
-        if (!contains(q->all, q->all_count, desc->all[i])) t[q->all_count++] = desc->all[i];
+        add_term(world, q, t, &q->all_count, true, desc->all[i], 0, TES_TERM_ALL);
     }
     for (uint32_t i = 0; i < filters; i++) {
         bool added = i < desc->added_count;
         tes_component_t c = added ? desc->added[i] : desc->changed[i - desc->added_count];
-        q->filters[i] = (filter_t){c, added};
-        if (!contains(q->all, q->all_count, c)) t[q->all_count++] = c;
+        q->filters[i] = (filter_t){c, added, tesi_is_sparse(&world->components[c])};
+        add_term(world, q, t, &q->all_count, true, c, 0, TES_TERM_ALL);
     }
     t += q->all_count;
     q->none = t;
-    q->none_count = desc->none_count;
-    if (desc->none_count) memcpy(t, desc->none, desc->none_count * sizeof *t);
+    for (uint32_t i = 0; i < desc->none_count; i++) {
+        add_term(world, q, t, &q->none_count, false, desc->none[i], 0, TES_TERM_NONE);
+    }
     t += q->none_count;
     q->any = t;
-    q->any_count = desc->any_count;
-    if (desc->any_count) memcpy(t, desc->any, desc->any_count * sizeof *t);
+    for (uint32_t i = 0; i < desc->any_count; i++) {
+        add_term(world, q, t, &q->any_count, false, desc->any[i], 0, TES_TERM_ANY);
+    }
     t += q->any_count;
+    for (uint32_t i = 0; i < desc->pair_count; i++) {
+        const tes_pair_term_t *p = &desc->pairs[i];
+        add_term(world, q, NULL, NULL, false, p->relation, p->target, p->op);
+    }
     q->removed = t;
     for (uint32_t i = 0; i < desc->removed_count; i++) {
         if (!contains(q->removed, q->removed_count, desc->removed[i])) {
             t[q->removed_count++] = desc->removed[i];
+        }
+    }
+    for (uint32_t i = 0; i < desc->pair_change_count; i++) {
+        if (!contains(q->pair_changes, q->pair_change_count, desc->pair_changes[i])) {
+            q->pair_changes[q->pair_change_count++] = desc->pair_changes[i];
         }
     }
 
@@ -225,18 +331,19 @@ void tesi_queries_fini(tes_world_t *world) {
 
 /* ---- matching -------------------------------------------------------------------------- */
 
-static bool matches(const tes_query_t *q, const tesi_archetype_t *a) {
+/* 0, MATCH or MATCH_ANY (see there). */
+static uint8_t matches(const tes_query_t *q, const tesi_archetype_t *a) {
     for (uint32_t i = 0; i < q->all_count; i++) {
-        if (tesi_type_index(a, q->all[i]) == TESI_NO_TYPE) return false;
+        if (tesi_type_index(a, q->all[i]) == TESI_NO_TYPE) return 0;
     }
     for (uint32_t i = 0; i < q->none_count; i++) {
-        if (tesi_type_index(a, q->none[i]) != TESI_NO_TYPE) return false;
+        if (tesi_type_index(a, q->none[i]) != TESI_NO_TYPE) return 0;
     }
-    if (!q->any_count) return true;
+    if (!q->any_count && !q->row_any) return MATCH;
     for (uint32_t i = 0; i < q->any_count; i++) {
-        if (tesi_type_index(a, q->any[i]) != TESI_NO_TYPE) return true;
+        if (tesi_type_index(a, q->any[i]) != TESI_NO_TYPE) return MATCH;
     }
-    return false;
+    return q->row_any ? MATCH_ANY : 0;
 }
 
 /* Looks only at archetypes created since the last refresh (ids are dense and never reused). */
@@ -247,13 +354,14 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
     if (result != TES_OK) return result;
     for (; q->archetypes_seen < world->archetype_count; q->archetypes_seen++) {
         tesi_archetype_t *a = world->archetypes[q->archetypes_seen];
+        uint8_t match = matches(q, a);
         q->match_flags[a->id] = 0;
-        if (!matches(q, a)) continue;
+        if (!match) continue;
         result = tesi_reserve(world, (void **)&q->matched, &q->matched_slots, q->matched_count + 1,
                               sizeof *q->matched, 8);
         if (result != TES_OK) return result;
         q->matched[q->matched_count++] = a;
-        q->match_flags[a->id] = 1;
+        q->match_flags[a->id] = match;
     }
     return TES_OK;
 }
@@ -267,10 +375,10 @@ tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *ou
     /* One live run per consumer: a second would share its visits and move last_run back. */
     if (q->live && is_consumer(q)) return TES_ERR_QUERY_IN_USE;
     tes_result_t result = refresh(world, q);
-    if (result == TES_OK && q->filter_count) result = collect_visits(world, q, world->change_tick);
+    if (result == TES_OK && collects(q)) result = collect_visits(world, q, world->change_tick);
     if (result != TES_OK || !out_rows) return result;
     uint64_t rows = q->visit_rows;
-    if (!q->filter_count) {
+    if (!collects(q)) {
         rows = 0;
         for (uint32_t i = 0; i < q->matched_count; i++)
             rows += q->matched[i]->entity_count;
@@ -311,41 +419,203 @@ static bool in_window(uint64_t tick, uint64_t last_run, uint64_t this_run) {
     return tick > last_run && tick <= this_run;
 }
 
-/* Writes to `out` the chunk's rows that pass every filter; returns how many. */
-static uint32_t filter_rows(tes_query_t *q, const tesi_chunk_t *chunk, uint64_t this_run,
-                            uint32_t *out) {
-    const tesi_archetype_t *a = chunk->archetype;
-    for (uint32_t f = 0; f < q->filter_count; f++) {
-        q->filter_trackers[f] = chunk->trackers[tesi_type_index(a, q->filters[f].component)];
+/* ---- the rows of a run -------------------------------------------------------------------- */
+
+static bool term_holds(const tes_world_t *world, const row_term_t *t, tes_entity_t e) {
+    if (!t->target) {
+        return tesi_sparse_slot(&world->components[t->component].sparse, e & TESI_INDEX_MASK) != 0;
     }
-    const tesi_tracker_t *primary = q->filter_trackers[0];
-    uint32_t n = 0;
-    for (uint32_t d = 0; d < primary->dirty_count; d++) {
-        uint32_t row = primary->dirty[d];
-        if (row >= chunk->count) continue; /* vacated since it was listed */
-        bool pass = true;
-        for (uint32_t f = 0; f < q->filter_count && pass; f++) {
-            const tesi_tracker_t *t = q->filter_trackers[f];
-            uint64_t tick = q->filters[f].added ? t->added[row] : t->changed[row];
-            pass = in_window(tick, q->last_run, this_run);
-        }
-        if (pass) out[n++] = row;
-    }
-    return n;
+    return tesi_pair_find(world, t->component, e, t->target) != 0;
 }
 
-/* A filtered run decides what it visits when it starts: the rows whose ticks are in the window
- * now. A row written again during the run, before the run reached it, is then still reported
- * by this run for the earlier write, and by the next run for the new one. Walks only the
- * first filter's trackers that hold dirty entries. */
-static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
-    const tesi_component_t *comp = &world->components[q->filters[0].component];
-    uint64_t most = 0;
-    for (uint32_t i = 0; i < comp->dirty_set_count; i++)
-        most += comp->dirty_set[i]->dirty_count;
-    if (most > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+/* The row terms, for an entity of an archetype with match flag `match`. */
+static bool row_terms_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
+                           uint8_t match) {
+    bool any = match != MATCH_ANY;
+    for (uint32_t i = 0; i < q->row_term_count; i++) {
+        const row_term_t *t = &q->row_terms[i];
+        if (t->op == TES_TERM_ANY) {
+            if (!any) any = term_holds(world, t, e);
+        } else if (term_holds(world, t, e) != (t->op == TES_TERM_ALL)) {
+            return false;
+        }
+    }
+    return any;
+}
+
+/* Every filter, for one row of a chunk whose trackers are in q->filter_trackers. */
+static bool filters_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
+                         uint32_t row, uint64_t this_run) {
+    for (uint32_t f = 0; f < q->filter_count; f++) {
+        const filter_t *filter = &q->filters[f];
+        uint64_t tick;
+        if (filter->sparse) {
+            const tesi_sparse_t *s = &world->components[filter->component].sparse;
+            uint32_t slot1 = tesi_sparse_slot(s, e & TESI_INDEX_MASK);
+            if (!slot1) return false;
+            tick = filter->added ? s->added[slot1 - 1] : s->changed[slot1 - 1];
+        } else {
+            const tesi_tracker_t *t = q->filter_trackers[f];
+            tick = filter->added ? t->added[row] : t->changed[row];
+        }
+        if (!in_window(tick, q->last_run, this_run)) return false;
+    }
+    return true;
+}
+
+static void load_trackers(tes_query_t *q, const tesi_chunk_t *chunk) {
+    const tesi_archetype_t *a = chunk->archetype;
+    for (uint32_t f = 0; f < q->filter_count; f++) {
+        q->filter_trackers[f] = q->filters[f].sparse
+                                    ? NULL
+                                    : chunk->trackers[tesi_type_index(a, q->filters[f].component)];
+    }
+}
+
+/* Writes to `out` the rows of the chunk (from `list`, or every row when list is NULL) that pass
+ * every filter and row term; returns how many. */
+static uint32_t pass_rows(const tes_world_t *world, tes_query_t *q, const tesi_chunk_t *chunk,
+                          const uint32_t *list, uint32_t n, uint64_t this_run, uint32_t *out) {
+    if (q->filter_count) load_trackers(q, chunk);
+    uint8_t match = q->match_flags[chunk->archetype->id];
+    const tes_entity_t *entities = tesi_chunk_entities(chunk);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t row = list ? list[i] : i;
+        if (row >= chunk->count) continue; /* vacated since it was listed */
+        tes_entity_t e = entities[row];
+        if (q->filter_count && !filters_hold(world, q, e, row, this_run)) continue;
+        if (q->row_term_count && !row_terms_hold(world, q, e, match)) continue;
+        out[kept++] = row;
+    }
+    return kept;
+}
+
+/* The sparse driver of a run: the entity indices to look at, when a run can start from a
+ * sparse set rather than from chunks (the first filter on a sparse component: its dirty list;
+ * else the smallest sparse set or target's source list among the `all` row terms). */
+typedef struct driver_t {
+    const row_term_t *term; /* NULL: the first filter's dirty list */
+    uint32_t count;
+} driver_t;
+
+/* Checking a row in its chunk costs a few loads; finding a candidate's row through its record
+ * is a cache miss or two. A set is worth driving from only when it is this much smaller than
+ * the rows the query's archetypes hold (measured: bench/results/sparse.md). */
+#define DRIVER_RATIO 4u
+
+static bool pick_driver(const tes_world_t *world, const tes_query_t *q, driver_t *out) {
+    if (q->filter_count) {
+        /* A filtered run stays O(dirty): its first filter drives, whatever the sizes. */
+        if (!q->filters[0].sparse) return false;
+        *out = (driver_t){NULL, world->components[q->filters[0].component].sparse.dirty_count};
+        return true;
+    }
+    bool found = false;
+    for (uint32_t i = 0; i < q->row_term_count; i++) {
+        const row_term_t *t = &q->row_terms[i];
+        if (t->op != TES_TERM_ALL) continue;
+        const tesi_component_t *c = &world->components[t->component];
+        uint32_t n = c->sparse.count;
+        if (t->target) {
+            uint32_t index = t->target & TESI_INDEX_MASK;
+            n = index < c->relation.list_slots ? c->relation.in[index].count : 0;
+        }
+        if (!found || n < out->count) *out = (driver_t){t, n};
+        found = true;
+    }
+    if (!found) return false;
+    uint64_t rows = 0;
+    for (uint32_t i = 0; i < q->matched_count; i++)
+        rows += q->matched[i]->entity_count;
+    return (uint64_t)out->count * DRIVER_RATIO < rows;
+}
+
+/* The driver's k-th entity, or 0 when that entry names none. */
+static tes_entity_t driver_entity(const tes_world_t *world, const tes_query_t *q, const driver_t *d,
+                                  uint32_t k, uint32_t *pair_cursor) {
+    if (!d->term) {
+        const tesi_sparse_t *s = &world->components[q->filters[0].component].sparse;
+        uint32_t slot1 = tesi_sparse_slot(s, s->dirty[k]);
+        return slot1 ? s->entities[slot1 - 1] : 0;
+    }
+    const tesi_component_t *c = &world->components[d->term->component];
+    if (!d->term->target) return c->sparse.entities[k];
+    /* A target's sources: followed along the list, one per call. */
+    const tesi_relation_t *r = &c->relation;
+    uint32_t id = k == 0 ? r->in[d->term->target & TESI_INDEX_MASK].first : *pair_cursor;
+    *pair_cursor = r->pairs[id - 1].next_in;
+    return r->pairs[id - 1].target == d->term->target ? r->pairs[id - 1].source : 0;
+}
+
+/* Visits from a sparse driver: each candidate's row is found through its record and checked;
+ * the survivors are grouped by chunk (a counting pass: each chunk gets a visit the first time
+ * one of its rows passes, marked on the chunk), so each chunk is visited once, in the order
+ * the driver first reached it, and the whole run costs O(candidates). */
+static tes_result_t drive(tes_world_t *world, tes_query_t *q, const driver_t *d,
+                          uint64_t this_run) {
+    tes_result_t result = tesi_reserve(world, (void **)&q->candidates, &q->candidate_slots,
+                                       d->count, sizeof *q->candidates, 64);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots, d->count,
+                              sizeof *q->visits, 16);
+    }
+    if (result == TES_OK) {
+        result =
+            tesi_reserve(world, (void **)&q->rows, &q->row_slots, d->count, sizeof *q->rows, 64);
+    }
+    if (result != TES_OK) return result;
+    uint32_t n = 0, cursor = 0;
+    q->visit_count = 0;
+    for (uint32_t k = 0; k < d->count; k++) {
+        tes_entity_t e = driver_entity(world, q, d, k, &cursor);
+        const tesi_record_t *record = e ? tesi_record_of(world, e) : NULL;
+        if (!record || !q->match_flags[record->chunk->archetype->id]) continue;
+        tesi_chunk_t *chunk = record->chunk;
+        uint32_t row = record->row;
+        if (pass_rows(world, q, chunk, &row, 1, this_run, &row) != 1) continue;
+        if (!chunk->visit) {
+            q->visits[q->visit_count++] = (visit_t){chunk, 0, 0};
+            chunk->visit = q->visit_count;
+        }
+        q->visits[chunk->visit - 1].count++;
+        q->candidates[n++] = (candidate_t){chunk, row};
+    }
+    uint32_t used = 0;
+    for (uint32_t v = 0; v < q->visit_count; v++) {
+        q->visits[v].first = used;
+        used += q->visits[v].count;
+        q->visits[v].count = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        visit_t *v = &q->visits[q->candidates[i].chunk->visit - 1];
+        q->rows[v->first + v->count++] = q->candidates[i].row;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        q->candidates[i].chunk->visit = 0;
+    q->visit_rows = n;
+    return TES_OK;
+}
+
+/* Visits from chunks: the first filter's trackers that hold dirty entries, or every chunk of the
+ * matched archetypes (row terms without a sparse driver). */
+static tes_result_t walk_chunks(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
+    const tesi_component_t *comp =
+        q->filter_count ? &world->components[q->filters[0].component] : NULL;
+    uint64_t most = 0, chunks = 0;
+    if (comp) {
+        for (uint32_t i = 0; i < comp->dirty_set_count; i++)
+            most += comp->dirty_set[i]->dirty_count;
+        chunks = comp->dirty_set_count;
+    } else {
+        for (uint32_t i = 0; i < q->matched_count; i++) {
+            most += q->matched[i]->entity_count;
+            chunks += q->matched[i]->chunk_count;
+        }
+    }
+    if (most > UINT32_MAX || chunks > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
     tes_result_t result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots,
-                                       comp->dirty_set_count, sizeof *q->visits, 16);
+                                       (uint32_t)chunks, sizeof *q->visits, 16);
     if (result == TES_OK) {
         result = tesi_reserve(world, (void **)&q->rows, &q->row_slots, (uint32_t)most,
                               sizeof *q->rows, 64);
@@ -353,16 +623,43 @@ static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t 
     if (result != TES_OK) return result;
     uint32_t used = 0;
     q->visit_count = 0;
-    for (uint32_t i = 0; i < comp->dirty_set_count; i++) {
-        const tesi_chunk_t *chunk = comp->dirty_set[i]->chunk;
-        if (!q->match_flags[chunk->archetype->id]) continue;
-        uint32_t n = filter_rows(q, chunk, this_run, q->rows + used);
-        if (!n) continue;
-        q->visits[q->visit_count++] = (visit_t){chunk, used, n};
-        used += n;
+    for (uint32_t i = 0, a = 0, c = 0;; i++) {
+        const tesi_chunk_t *chunk;
+        const uint32_t *list = NULL;
+        uint32_t n;
+        if (comp) {
+            if (i >= comp->dirty_set_count) break;
+            const tesi_tracker_t *t = comp->dirty_set[i];
+            chunk = t->chunk;
+            if (!q->match_flags[chunk->archetype->id]) continue;
+            list = t->dirty;
+            n = t->dirty_count;
+        } else {
+            while (a < q->matched_count && c >= q->matched[a]->chunk_count) {
+                a++;
+                c = 0;
+            }
+            if (a >= q->matched_count) break;
+            chunk = q->matched[a]->chunks[c++];
+            n = chunk->count;
+        }
+        uint32_t kept = pass_rows(world, q, chunk, list, n, this_run, q->rows + used);
+        if (!kept) continue;
+        q->visits[q->visit_count++] = (visit_t){chunk, used, kept};
+        used += kept;
     }
     q->visit_rows = used;
     return TES_OK;
+}
+
+/* A collecting run decides what it visits when it starts: the rows whose ticks are in the window
+ * and whose row terms hold now. A row written again during the run, before the run reached it,
+ * is then still reported by this run for the earlier write, and by the next run for the new
+ * one. */
+static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
+    driver_t d;
+    if (pick_driver(world, q, &d)) return drive(world, q, &d, this_run);
+    return walk_chunks(world, q, this_run);
 }
 
 static void finish(tes_iter_t *it) {
@@ -390,8 +687,8 @@ static bool visit(tes_iter_t *it, const tesi_chunk_t *chunk, const uint32_t *row
 bool tes_iter_next(tes_iter_t *it) {
     if (!it || it->done_) return false;
     tes_query_t *q = it->query_;
-    if (q->filter_count) {
-        /* Sparse path: the visits collected when the run started. */
+    if (collects(q)) {
+        /* The visits collected when the run started. */
         if (it->chunk_index_ < q->visit_count) {
             const visit_t *v = &q->visits[it->chunk_index_++];
             return visit(it, v->chunk, q->rows + v->first, v->count);
@@ -424,18 +721,28 @@ tes_result_t tes_iter_column(tes_iter_t *it, tes_component_t component, uint32_t
     return tes_chunk_column(it->world_, it->archetype, it->chunk, component, field, out_column);
 }
 
-/* First index of the log whose tick is above `tick` (ticks never decrease along the log). */
-static uint32_t log_after(const tesi_removal_log_t *log, uint64_t tick) {
-    uint32_t lo = 0, hi = log->count;
+uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick) {
+    uint32_t lo = 0, hi = count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (log->ticks[mid] <= tick) {
+        if (ticks[mid] <= tick) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
     return lo;
+}
+
+static uint32_t log_after(const tesi_removal_log_t *log, uint64_t tick) {
+    return tesi_log_after(log->ticks, log->count, tick);
+}
+
+/* The window (last_run, this_run] of a relation's pair events. */
+static void event_window(const tesi_relation_t *r, uint64_t last_run, uint64_t this_run,
+                         uint32_t *begin, uint32_t *end) {
+    *begin = tesi_log_after(r->event_ticks, r->event_count, last_run);
+    *end = tesi_log_after(r->event_ticks, r->event_count, this_run);
 }
 
 tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
@@ -450,6 +757,21 @@ tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
     return TES_OK;
 }
 
+tes_result_t tes_iter_pair_events(tes_iter_t *it, tes_component_t relation,
+                                  const tes_pair_event_t **out_events, uint32_t *out_count) {
+    if (!it || it->done_ || !out_events || !out_count) return TES_ERR_INVALID_ARGUMENT;
+    const tes_query_t *q = it->query_;
+    if (!contains(q->pair_changes, q->pair_change_count, relation)) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    const tesi_relation_t *r = &it->world_->components[relation].relation;
+    uint32_t begin, end;
+    event_window(r, q->last_run, it->this_run, &begin, &end);
+    *out_events = r->events + begin;
+    *out_count = end - begin;
+    return TES_OK;
+}
+
 /* ---- collecting a run ------------------------------------------------------------------ */
 
 tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_collect_t *out) {
@@ -457,6 +779,7 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     /* Only a filtered run has entities to report: the dense path would walk the world. */
     uint64_t rows = 0;
     tes_result_t result = tesi_query_prepare(world, query, query->filter_count ? &rows : NULL);
+    if (!query->filter_count) rows = 0;
     if (result != TES_OK) return result;
     /* The windows the run will have: this_run is the tick the start takes. */
     uint64_t this_run = world->change_tick, removed_total = 0;
@@ -466,6 +789,20 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     }
     result = tesi_reserve(world, (void **)&query->removed_counts, &query->removed_count_slots,
                           query->removed_count, sizeof *query->removed_counts, 4);
+    uint64_t events = 0;
+    for (uint32_t i = 0; i < query->pair_change_count; i++) {
+        uint32_t begin, end;
+        event_window(&world->components[query->pair_changes[i]].relation, query->last_run, this_run,
+                     &begin, &end);
+        events += end - begin;
+    }
+    if (result == TES_OK && events) {
+        result =
+            events > UINT32_MAX / 2
+                ? TES_ERR_OUT_OF_MEMORY
+                : tesi_reserve(world, (void **)&query->event_output, &query->event_output_slots,
+                               (uint32_t)events, sizeof *query->event_output, 16);
+    }
     tes_entity_t *output = NULL;
     if (result == TES_OK) result = tesi_query_output(world, query, rows + removed_total, &output);
     if (result != TES_OK) return result;
@@ -482,6 +819,17 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
         query->removed_counts[i] = end - begin;
         r += end - begin;
     }
+    uint32_t e = 0;
+    for (uint32_t i = 0; i < query->pair_change_count; i++) {
+        const tesi_relation_t *rel = &world->components[query->pair_changes[i]].relation;
+        uint32_t begin, end;
+        event_window(rel, query->last_run, this_run, &begin, &end);
+        if (end > begin) {
+            memcpy(query->event_output + e, rel->events + begin,
+                   (end - begin) * sizeof *rel->events);
+        }
+        e += end - begin;
+    }
     uint32_t n = 0;
     if (query->filter_count) {
         while (tes_iter_next(&it)) {
@@ -494,7 +842,9 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
                            .count = n,
                            .removed = removed_total ? output + rows : NULL,
                            .removed_counts = query->removed_count ? query->removed_counts : NULL,
-                           .removed_total = (uint32_t)removed_total};
+                           .removed_total = (uint32_t)removed_total,
+                           .pair_events = e ? query->event_output : NULL,
+                           .pair_event_count = e};
     return TES_OK;
 }
 
@@ -514,7 +864,28 @@ static tes_result_t locate(const tes_world_t *world, tes_entity_t entity, tes_co
     return TES_OK;
 }
 
+/* The dense slot of a sparse component's member (`component` valid, entity alive). */
+static tes_result_t sparse_member(const tes_world_t *world, tes_entity_t entity,
+                                  tes_component_t component, uint32_t *out_slot) {
+    uint32_t slot1 =
+        tesi_sparse_slot(&world->components[component].sparse, entity & TESI_INDEX_MASK);
+    if (!slot1) return TES_ERR_MISSING_COMPONENT;
+    *out_slot = slot1 - 1;
+    return TES_OK;
+}
+
+static bool sparse_id(const tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    return world && component < world->component_count &&
+           tesi_is_sparse(&world->components[component]) && tesi_record_of(world, entity);
+}
+
 tes_result_t tes_mark_changed(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    if (sparse_id(world, entity, component)) {
+        uint32_t slot;
+        tes_result_t result = sparse_member(world, entity, component, &slot);
+        if (result == TES_OK) tesi_sparse_mark(world, component, slot);
+        return result;
+    }
     tesi_record_t *record;
     uint32_t type;
     tes_result_t result = locate(world, entity, component, &record, &type);
@@ -528,6 +899,7 @@ tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetyp
     tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
     if (result != TES_OK) return result;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
     uint32_t type = tesi_type_index(c->archetype, component);
     if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
     if (rows) {
@@ -541,6 +913,16 @@ tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetyp
 
 tes_result_t tes_ticks(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
                        uint64_t *out_added, uint64_t *out_changed) {
+    if (sparse_id(world, entity, component)) {
+        uint32_t slot;
+        tes_result_t result = sparse_member(world, entity, component, &slot);
+        if (result != TES_OK) return result;
+        const tesi_sparse_t *s = &world->components[component].sparse;
+        bool tracked = world->components[component].level != TES_UNTRACKED;
+        if (out_added) *out_added = tracked ? s->added[slot] : 0;
+        if (out_changed) *out_changed = tracked ? s->changed[slot] : 0;
+        return TES_OK;
+    }
     tesi_record_t *record;
     uint32_t type;
     tes_result_t result = locate(world, entity, component, &record, &type);

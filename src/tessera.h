@@ -56,30 +56,34 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 /* X(name, message). The order is the ABI: append only. */
-#define TES_RESULTS(X)                                                                   \
-    X(TES_OK, "ok")                                                                      \
-    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                      \
-    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                            \
-    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")         \
-    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                 \
-    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")            \
-    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")              \
-    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                            \
-    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")               \
-    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                    \
-    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")       \
-    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                  \
-    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")              \
-    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")           \
-    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                    \
-    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")      \
-    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")              \
-    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")   \
-    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")               \
-    X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet") \
-    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                      \
-    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")                \
-    X(TES_ERR_BAD_FIELD_TYPE, "the operation does not support this field's type")
+#define TES_RESULTS(X)                                                                        \
+    X(TES_OK, "ok")                                                                           \
+    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                           \
+    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                                 \
+    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")              \
+    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                      \
+    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")                 \
+    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")                   \
+    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                                 \
+    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")                    \
+    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                         \
+    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")            \
+    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                       \
+    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")                   \
+    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")                \
+    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                         \
+    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")           \
+    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")                   \
+    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")        \
+    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")                    \
+    X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet")      \
+    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                           \
+    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")                     \
+    X(TES_ERR_BAD_FIELD_TYPE, "the operation does not support this field's type")             \
+    X(TES_ERR_SPARSE_COMPONENT, "the component is not stored in chunks (sparse or relation)") \
+    X(TES_ERR_NOT_A_RELATION, "the component is not a relation")                              \
+    X(TES_ERR_NEEDS_TARGET, "a relation is used per pair: name its target")                   \
+    X(TES_ERR_CYCLE, "the pair would close a cycle in an acyclic relation")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -201,13 +205,45 @@ typedef struct tes_field_desc_t {
     uint32_t length;  /* 0 or 1: a scalar; n > 1: a fixed array of n scalars per entity */
 } tes_field_desc_t;
 
+/* Storage and relation flags of a component (tes_component_desc_t.flags).
+ *
+ * SPARSE: the component lives in a sparse set (an index by entity, dense member and data
+ * arrays) instead of the archetype's chunks. Adding or removing it moves nothing and creates no
+ * archetype; iterating a query that needs it costs a lookup per candidate row. For markers that
+ * come and go often (Selected, Damaged). It is used with the same calls and query terms as any
+ * component, except those about chunks and archetypes (tes_archetype_find / add / remove,
+ * tes_chunk_column, tes_iter_column, kernels): TES_ERR_SPARSE_COMPONENT.
+ *
+ * RELATION: the component is a relation: entity-to-entity pairs (source, relation, target) in a
+ * side table (relation.c), never in the archetype, so a thousand targets make no new
+ * archetype. Its fields are the data of each pair. As a component it is sparse: an entity
+ * "has" the relation while it is the source of at least one pair, so the relation's id in the
+ * all / none / any terms of a query means "has it to any target", and Added / Changed / Removed
+ * on it report sources whose first pair came (Added only), whose pairs changed while they kept
+ * the relation (another pair added or removed, an exclusive target replaced, pair data
+ * written), and whose last pair went. Pairs themselves are added with tes_pair_add,
+ * not tes_add (TES_ERR_NEEDS_TARGET); tes_remove removes every pair of the source.
+ * EXCLUSIVE: a source has at most one target; adding another replaces it.
+ * ACYCLIC (with EXCLUSIVE): a pair that would make a source its own ancestor is TES_ERR_CYCLE.
+ * CASCADE: despawning a target despawns its sources (recursively; cycles are safe). Without it
+ * the pairs to a despawned target are removed. Despawning a source always removes its pairs. */
+#define TES_COMPONENT_SPARSE   1u
+#define TES_COMPONENT_RELATION 2u
+#define TES_RELATION_EXCLUSIVE 4u
+#define TES_RELATION_ACYCLIC   8u
+#define TES_RELATION_CASCADE   16u
+
+/* wasm32 layout: name 0, fields 4, field_count 8, flags 12; 16 bytes. */
 typedef struct tes_component_desc_t {
     const char *name;               /* unique within the world, 1..TES_MAX_NAME_LENGTH bytes */
     const tes_field_desc_t *fields; /* may be NULL when field_count is 0 */
     uint32_t field_count;           /* 0 makes a tag: no fields, no storage */
+    uint32_t flags;                 /* TES_COMPONENT_* and TES_RELATION_* (0: chunk storage) */
 } tes_component_desc_t;
 
-/* Registers a component type (or a tag when field_count == 0). Ids are dense, from 0. */
+/* Registers a component type (or a tag when field_count == 0). Ids are dense, from 0. Flags
+ * other than the ones above, or RELATION flags without TES_COMPONENT_RELATION, or ACYCLIC
+ * without EXCLUSIVE, are TES_ERR_BAD_SCHEMA. */
 TES_API tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc_t *desc,
                                             tes_component_t *out_component);
 
@@ -218,7 +254,8 @@ TES_API tes_result_t tes_component_lookup(const tes_world_t *world, const char *
 typedef struct tes_component_info_t {
     const char *name;     /* owned by the world */
     uint32_t field_count; /* 0 for a tag */
-    uint32_t row_bytes;   /* bytes per entity over all fields */
+    uint32_t row_bytes;   /* bytes per entity (per pair for a relation) over all fields */
+    uint32_t flags;       /* as registered */
 } tes_component_info_t;
 
 TES_API tes_result_t tes_component_info(const tes_world_t *world, tes_component_t component,
@@ -242,7 +279,8 @@ TES_API tes_result_t tes_field_lookup(const tes_world_t *world, tes_component_t 
 /* ---------------------------------------------------------------------------------------- */
 
 /* Spawns one entity straight into the archetype of `components` (any order, no duplicates;
- * count 0 gives an empty entity). Field data starts zeroed. */
+ * count 0 gives an empty entity). Field data starts zeroed. Sparse components of the list are
+ * added to the entity's sparse sets; a relation in it is TES_ERR_NEEDS_TARGET. */
 TES_API tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components,
                                uint32_t count, tes_entity_t *out_entity);
 /* Spawns `n` entities of one component set; writes their handles to out_entities[0..n-1]
@@ -409,17 +447,140 @@ TES_API tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t 
                                             const uint32_t *rows, uint32_t n);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Relations                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * A pair (source, relation, target) links two live entities through a component registered with
+ * TES_COMPONENT_RELATION. Pairs live in the relation's side table: a pool of pair records, each
+ * on two ordered lists, the source's targets and the target's sources. So "targets of a
+ * source", "sources of a target" and "has this pair" cost what those lists hold, and no pair
+ * ever changes an archetype. The sources of a target keep the order their pairs were added in
+ * (children in order), and tes_pair_place reorders them.
+ *
+ * Errors name the side they are about: the source is checked first, then the relation
+ * (TES_ERR_UNKNOWN_COMPONENT, TES_ERR_NOT_A_RELATION), then the target. A stale source or
+ * target is TES_ERR_STALE_ENTITY; nothing changes.
+ *
+ * While an iteration is live, tes_pair_add and tes_pair_remove (and tes_remove of a relation,
+ * which removes pairs) apply at once (they move no rows; a live run keeps the rows it chose
+ * when it started), except when the source or the target is pending (spawned by a deferred
+ * command): then they are recorded and applied at the flush, with tes_pair_init_number values
+ * recorded after them. Despawns stay deferred, so the cleanup of a despawned entity's pairs happens
+ * at the flush.
+ *
+ * Change detection: the relation's pairs are tracked per source (see TES_COMPONENT_RELATION),
+ * and a query that names the relation in its `pair_changes` list gets every pair event in its
+ * run's window (tes_collect_t.pair_events): added, removed, and data changed (once per pair per
+ * tick). The events are logged only while such a query exists; like a removal log, the log is
+ * shared by its consumers, so a new one also sees the events still in it (logged for an earlier
+ * consumer and not pruned yet), and none from before the log existed.
+ */
+
+/* A pair event: kind TES_PAIR_ADDED, TES_PAIR_REMOVED or TES_PAIR_CHANGED (data written).
+ * The source and target may be dead by the time a consumer reads a removed event.
+ * wasm32 layout: source 0, target 4, relation 8, kind 12; 16 bytes. */
+#define TES_PAIR_ADDED   1u
+#define TES_PAIR_REMOVED 2u
+#define TES_PAIR_CHANGED 3u
+typedef struct tes_pair_event_t {
+    tes_entity_t source;
+    tes_entity_t target;
+    tes_component_t relation;
+    uint32_t kind;
+} tes_pair_event_t;
+
+/* Adds the pair. Already there: nothing happens. An EXCLUSIVE relation first removes the
+ * source's other pair, if any (a removed and an added event). Data starts zeroed. */
+TES_API tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                                  tes_entity_t target);
+/* Removes the pair; not there: nothing happens. */
+TES_API tes_result_t tes_pair_remove(tes_world_t *world, tes_entity_t source,
+                                     tes_component_t relation, tes_entity_t target);
+TES_API tes_result_t tes_pair_has(const tes_world_t *world, tes_entity_t source,
+                                  tes_component_t relation, tes_entity_t target, bool *out_has);
+/* The source's targets in the order their pairs were added: writes up to `capacity` of them to
+ * out (may be NULL when capacity is 0) and the total to *out_count, so a second call with a
+ * larger buffer gets the rest. */
+TES_API tes_result_t tes_pair_targets(const tes_world_t *world, tes_entity_t source,
+                                      tes_component_t relation, tes_entity_t *out,
+                                      uint32_t capacity, uint32_t *out_count);
+/* The sources of a target in their order (insertion, or as tes_pair_place set it); the same
+ * capacity rule. */
+TES_API tes_result_t tes_pair_sources(const tes_world_t *world, tes_component_t relation,
+                                      tes_entity_t target, tes_entity_t *out, uint32_t capacity,
+                                      uint32_t *out_count);
+/* The source's first target, or 0 when it has none: the parent under an EXCLUSIVE relation. */
+TES_API tes_result_t tes_pair_target(const tes_world_t *world, tes_entity_t source,
+                                     tes_component_t relation, tes_entity_t *out_target);
+/* Every pair of the relation, source by source (sources in no promised order, each source's
+ * targets in order): up to `capacity` into out_sources / out_targets, the total in *out_count. */
+TES_API tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_t relation,
+                                        tes_entity_t *out_sources, tes_entity_t *out_targets,
+                                        uint32_t capacity, uint32_t *out_count);
+/* Moves the pair (source, relation, target) in the target's list of sources to just before the
+ * pair of `before` (another source of the same target), or to the end when before is 0.
+ * TES_ERR_MISSING_COMPONENT when either pair does not exist. */
+TES_API tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source,
+                                    tes_component_t relation, tes_entity_t target,
+                                    tes_entity_t before);
+/* Depth-first, pre-order walk down a relation from `root`: the sources of root (in order), each
+ * followed by its own sources, and so on. Writes up to `capacity` entities (never the root, even
+ * when a cycle leads back to it) and their depths (1 = a source of root; out_depths may be NULL)
+ * and the total to *out_count. An entity reached twice (a cycle, or several targets) is listed
+ * once, at its first visit. */
+TES_API tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation,
+                                       tes_entity_t root, tes_entity_t *out, uint32_t *out_depths,
+                                       uint32_t capacity, uint32_t *out_count);
+
+/* Pair data: the relation's fields, per pair. The same checks and conversions as tes_get_number /
+ * tes_set_number / tes_init_number, TES_ERR_MISSING_COMPONENT when the pair does not exist. A
+ * set stamps the source's relation changed and logs a changed pair event; an init (the value
+ * the pair starts with) does neither. */
+TES_API tes_result_t tes_pair_get_number(const tes_world_t *world, tes_entity_t source,
+                                         tes_component_t relation, tes_entity_t target,
+                                         uint32_t field, uint32_t element, double *out);
+TES_API tes_result_t tes_pair_set_number(tes_world_t *world, tes_entity_t source,
+                                         tes_component_t relation, tes_entity_t target,
+                                         uint32_t field, uint32_t element, double value);
+TES_API tes_result_t tes_pair_init_number(tes_world_t *world, tes_entity_t source,
+                                          tes_component_t relation, tes_entity_t target,
+                                          uint32_t field, uint32_t element, double value);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Queries                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
 
 typedef struct tes_query_t tes_query_t;
 
+/* A pair term of a query: the entity is (TES_TERM_ALL), is not (NONE), or may be as one of the
+ * any terms (ANY) the source of (relation, target). target 0 means any target, the same as
+ * naming the relation in all / none / any. wasm32 layout: relation 0, target 4, op 8; 12 bytes. */
+#define TES_TERM_ALL  0u
+#define TES_TERM_NONE 1u
+#define TES_TERM_ANY  2u
+typedef struct tes_pair_term_t {
+    tes_component_t relation;
+    tes_entity_t target;
+    uint32_t op;
+} tes_pair_term_t;
+
 /* Terms of a query; every list may be empty. A matching entity has every `all` component,
- * none of `none`, and at least one of `any` (when `any` is not empty). `added` and `changed`
- * are filters (AND), each implying `all`: the query then visits only entities whose component
- * was added / changed since the query's last run. `removed` names components whose removals
- * the query reports through tes_iter_removed. A query with filters or removals is a consumer
- * with its own last_run; one without is a plain, stateless view of the world. */
+ * none of `none`, and at least one of `any` (when `any` is not empty; any pair terms with op
+ * ANY count among them). `added` and `changed` are filters (AND), each implying `all`: the
+ * query then visits only entities whose component was added / changed since the query's last
+ * run. `removed` names components whose removals the query reports through tes_iter_removed.
+ * `pair_changes` names relations whose pair events the query reports (tes_collect_t). A query
+ * with filters, removals or pair changes is a consumer with its own last_run; one without is a
+ * plain, stateless view of the world.
+ *
+ * Sparse components and pair terms are checked per row: a run of a query that has them visits
+ * each chunk with `rows` listing the rows that pass (tes_iter_t), found from the smallest
+ * sparse set or target's source list among its `all` terms when it has one, else by checking
+ * every row of the matching archetypes. A plain query with them is not layout-stable: adding a
+ * sparse component changes what it visits without changing tes_world_layout.
+ *
+ * wasm32 layout: twelve (pointer, count) words in the order below, then pairs 48, pair_count 52,
+ * pair_changes 56, pair_change_count 60; 64 bytes. */
 typedef struct tes_query_desc_t {
     const tes_component_t *all;
     uint32_t all_count;
@@ -433,6 +594,10 @@ typedef struct tes_query_desc_t {
     uint32_t changed_count;
     const tes_component_t *removed;
     uint32_t removed_count;
+    const tes_pair_term_t *pairs;
+    uint32_t pair_count;
+    const tes_component_t *pair_changes; /* relations */
+    uint32_t pair_change_count;
 } tes_query_desc_t;
 
 TES_API tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
@@ -471,8 +636,9 @@ typedef struct tes_iter_t {
  * then. tes_add, tes_remove, tes_despawn and the writes (tes_set, tes_set_number, tes_init*)
  * on such a pending entity are recorded like any other command (writes to placed entities
  * happen at once, except tes_init*'s, see there), and checked when recorded against the
- * components the entity will have. A command whose entity is gone
- * by then (or that runs out of memory) is skipped and counted in commands_skipped. A consumer
+ * components the entity will have (the sparse ones included: its spawn's and its recorded adds and
+ * removes). A command whose entity is
+ * gone by then (or that runs out of memory) is skipped and counted in commands_skipped. A consumer
  * query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
 TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
@@ -499,13 +665,18 @@ TES_API tes_result_t tes_iter_column(tes_iter_t *iter, tes_component_t component
  * the tes_iter_next that returns false); the array stays valid until then. */
 TES_API tes_result_t tes_iter_removed(tes_iter_t *iter, tes_component_t component,
                                       const tes_entity_t **out_entities, uint32_t *out_count);
+/* The pair events of `relation` (one of the query's pair_changes) in this run's window, oldest
+ * first; the same lifetime as tes_iter_removed's array. */
+TES_API tes_result_t tes_iter_pair_events(tes_iter_t *iter, tes_component_t relation,
+                                          const tes_pair_event_t **out_events, uint32_t *out_count);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Collecting a run                                                                          */
 /* ---------------------------------------------------------------------------------------- */
 
 /* What one run of a consumer query saw, for hosts that drain a subscription with one call.
- * wasm32 layout: entities 0, count 4, removed 8, removed_counts 12, removed_total 16; 20 bytes. */
+ * wasm32 layout: entities 0, count 4, removed 8, removed_counts 12, removed_total 16,
+ * pair_events 20, pair_event_count 24; 28 bytes. */
 typedef struct tes_collect_t {
     /* The entities the run visits (added / changed filters), chunk by chunk in visit order,
      * each once; NULL when count is 0. */
@@ -517,6 +688,10 @@ typedef struct tes_collect_t {
     /* removed_counts[i]: entries of removed term i (one per removed term; NULL for none). */
     const uint32_t *removed_counts;
     uint32_t removed_total; /* sum of removed_counts */
+    /* The run's pair events of the query's pair_changes relations, relation after relation,
+     * each oldest first. NULL when pair_event_count is 0. */
+    const tes_pair_event_t *pair_events;
+    uint32_t pair_event_count;
 } tes_collect_t;
 
 /* Runs `query` to its end, as tes_query_iter + tes_iter_next until false would, and collects

@@ -230,6 +230,11 @@ tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *arche
     return TES_OK;
 }
 
+tes_result_t tesi_log_reserve(tes_world_t *world, tes_component_t component, uint32_t n) {
+    tesi_component_t *c = &world->components[component];
+    return c->removal_consumers ? log_reserve(world, &c->log, n) : TES_OK;
+}
+
 void tesi_log_removal(tes_world_t *world, tes_component_t component, tes_entity_t e) {
     tesi_component_t *c = &world->components[component];
     if (!c->removal_consumers) return;
@@ -304,6 +309,12 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
                            : comp->tick_consumers ? TES_TRACK_TICKS
                                                   : TES_UNTRACKED;
     if (level == old && !(reseed_now && level == TES_TRACK_DIRTY)) return TES_OK;
+    if (tesi_is_sparse(comp)) {
+        /* The sparse set keeps its tick arrays at every level: nothing to allocate. */
+        comp->level = level;
+        tesi_sparse_tracking(world, component, old, reseed_now);
+        return TES_OK;
+    }
     if (level == TES_UNTRACKED) {
         stop_tracking(world, component, world->archetype_count);
         return TES_OK;
@@ -365,9 +376,17 @@ static void prune_log(tesi_removal_log_t *log, uint64_t min) {
 void tesi_prune(tes_world_t *world) {
     for (tes_component_t c = 0; c < world->component_count; c++) {
         tesi_component_t *comp = &world->components[c];
-        if (comp->removal_consumers) prune_log(&comp->log, tesi_min_last_run(world, c, true));
+        if (comp->removal_consumers) {
+            prune_log(&comp->log, tesi_min_last_run(world, c, TESI_REMOVED));
+        }
+        if (comp->relation.event_consumers) {
+            tesi_relation_prune(world, c, tesi_min_last_run(world, c, TESI_PAIR_CHANGES));
+        }
+        if (tesi_is_sparse(comp) && comp->level == TES_TRACK_DIRTY && comp->sparse.dirty_count) {
+            tesi_sparse_prune(world, c, tesi_min_last_run(world, c, TESI_FIRST_FILTER));
+        }
         if (comp->level != TES_TRACK_DIRTY || !comp->dirty_set_count) continue;
-        uint64_t min = tesi_min_last_run(world, c, false);
+        uint64_t min = tesi_min_last_run(world, c, TESI_FIRST_FILTER);
         /* Backwards: a tracker that empties is swapped out with the set's last one. */
         for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
             tesi_tracker_t *t = comp->dirty_set[i];

@@ -134,6 +134,7 @@ void tes_world_destroy(tes_world_t *world) {
     tesi_entities_fini(world);
     tesi_components_fini(world);
     tesi_free(world, world->scratch, (size_t)world->scratch_slots * sizeof *world->scratch);
+    tesi_free(world, world->doomed, (size_t)world->doomed_slots * sizeof *world->doomed);
     tes_allocator_t allocator = world->allocator;
     allocator.free(world, sizeof *world, allocator.user);
 }
@@ -222,11 +223,21 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         pending += !world->records[i].chunk && (world->records[i].row & TESI_ROW_PENDING);
     }
     CHECK(live == world->entity_count);
-    uint32_t logged = 0;
+    uint32_t logged = 0, sparse = 0, relations = 0;
     for (uint32_t c = 0; c < world->component_count; c++) {
-        logged += world->components[c].removal_consumers > 0;
+        const tesi_component_t *comp = &world->components[c];
+        logged += comp->removal_consumers > 0;
+        sparse += tesi_is_sparse(comp);
+        relations += tesi_is_relation(comp);
+        if (tesi_is_sparse(comp) && tesi_sparse_validate(world, c) != TES_OK) {
+            return TES_ERR_CORRUPT;
+        }
+        if (tesi_is_relation(comp) && tesi_relation_validate(world, c) != TES_OK) {
+            return TES_ERR_CORRUPT;
+        }
     }
     CHECK(logged == world->logged_components);
+    CHECK(sparse == world->sparse_count && relations == world->relation_count);
     CHECK(live + pending + world->free_length + 1 == world->record_count);
     uint32_t index = world->free_head;
     for (uint32_t k = 0; k < world->free_length; k++) {

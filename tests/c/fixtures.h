@@ -694,4 +694,178 @@ static inline bool fx_rng_chance(fx_rng_t *rng, uint32_t percent) {
     return fx_rng_below(rng, 100) < percent;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Sparse components and relations                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Registration with storage / relation flags that must succeed. */
+static inline tes_component_t fx_component_flags(tes_world_t *world, const char *name,
+                                                 const tes_field_desc_t *fields,
+                                                 uint32_t field_count, uint32_t flags) {
+    tes_component_desc_t desc = {
+        .name = name, .fields = fields, .field_count = field_count, .flags = flags};
+    tes_component_t id = UINT32_MAX;
+    CHECK_OK(tes_component_register(world, &desc, &id));
+    return id;
+}
+
+static inline tes_component_t fx_sparse(tes_world_t *world, const char *name,
+                                        const tes_field_desc_t *fields, uint32_t field_count) {
+    return fx_component_flags(world, name, fields, field_count, TES_COMPONENT_SPARSE);
+}
+
+/* A relation; `flags` adds TES_RELATION_* to TES_COMPONENT_RELATION. */
+static inline tes_component_t fx_relation(tes_world_t *world, const char *name,
+                                          const tes_field_desc_t *fields, uint32_t field_count,
+                                          uint32_t flags) {
+    return fx_component_flags(world, name, fields, field_count, TES_COMPONENT_RELATION | flags);
+}
+
+static inline bool fx_pair_has(const tes_world_t *world, tes_entity_t source,
+                               tes_component_t relation, tes_entity_t target) {
+    bool has = false;
+    CHECK_OK(tes_pair_has(world, source, relation, target, &has));
+    return has;
+}
+
+/* The source's targets / the target's sources, in order, into a list freed after the case;
+ * checks that the count-only call and a short buffer agree with the full answer. */
+static inline fx_entities_t *fx_pair_list(const tes_world_t *world, tes_component_t relation,
+                                          tes_entity_t entity, bool targets) {
+    uint32_t total = UINT32_MAX;
+    if (targets) {
+        CHECK_OK(tes_pair_targets(world, entity, relation, NULL, 0, &total));
+    } else {
+        CHECK_OK(tes_pair_sources(world, relation, entity, NULL, 0, &total));
+    }
+    CHECK(total != UINT32_MAX);
+    fx_entities_t *l = fx_entities_new();
+    tes_entity_t *items = (tes_entity_t *)fx_malloc((total + 1) * sizeof *items);
+    uint32_t again = UINT32_MAX;
+    items[total] = 0xdeadbeefu; /* must stay: nothing written past `capacity` */
+    if (targets) {
+        CHECK_OK(tes_pair_targets(world, entity, relation, items, total, &again));
+    } else {
+        CHECK_OK(tes_pair_sources(world, relation, entity, items, total, &again));
+    }
+    CHECK_EQ(again, total);
+    CHECK_EQ(items[total], 0xdeadbeefu);
+    for (uint32_t i = 0; i < total; i++)
+        fx_entities_push(l, items[i]);
+    return l;
+}
+
+static inline fx_entities_t *fx_targets(const tes_world_t *world, tes_entity_t source,
+                                        tes_component_t relation) {
+    return fx_pair_list(world, relation, source, true);
+}
+
+static inline fx_entities_t *fx_sources(const tes_world_t *world, tes_component_t relation,
+                                        tes_entity_t target) {
+    return fx_pair_list(world, relation, target, false);
+}
+
+/* Fails at the caller's line unless `l` is exactly expected[0..n-1], in this order. */
+static inline void fx_check_sequence_at(const char *file, int line, const fx_entities_t *l,
+                                        const tes_entity_t *expected, uint32_t n) {
+    if (l->count != n) {
+        harness_fail(file, line, "got %u entities, expected %u", (unsigned)l->count, (unsigned)n);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (l->items[i] != expected[i]) {
+            harness_fail(file, line, "entry %u is %u, expected %u", (unsigned)i,
+                         (unsigned)l->items[i], (unsigned)expected[i]);
+        }
+    }
+}
+/* FX_CHECK_ORDER(list, e1, e2, ...): exactly these entities in this order; FX_CHECK_EMPTY. */
+#define FX_CHECK_ORDER(list, ...)                                                       \
+    fx_check_sequence_at(__FILE__, __LINE__, list, (const tes_entity_t[]){__VA_ARGS__}, \
+                         (uint32_t)(sizeof((tes_entity_t[]){__VA_ARGS__}) / sizeof(tes_entity_t)))
+#define FX_CHECK_EMPTY(list) fx_check_sequence_at(__FILE__, __LINE__, list, NULL, 0)
+
+/* fx_snapshot_take plus what lives outside chunks: per live entity and per sparse component
+ * whether it has it and its field bytes, per relation whether it has it, its targets in order
+ * with every element of every pair field, and its sources in order. */
+static inline void fx_snapshot_take_full(fx_snapshot_t *s, const tes_world_t *world) {
+    fx_snapshot_take(s, world);
+    uint32_t archetypes = tes_archetype_count(world);
+    for (tes_component_t c = 0; c < s->stats.component_count; c++) {
+        tes_component_info_t component;
+        CHECK_OK(tes_component_info(world, c, &component));
+        if (!(component.flags & (TES_COMPONENT_SPARSE | TES_COMPONENT_RELATION))) continue;
+        fx_snapshot_put_u32(s, c);
+        for (tes_archetype_t a = 0; a < archetypes; a++) {
+            tes_archetype_info_t info;
+            CHECK_OK(tes_archetype_info(world, a, &info));
+            for (uint32_t k = 0; k < info.chunk_count; k++) {
+                tes_chunk_info_t chunk;
+                CHECK_OK(tes_chunk_info(world, a, k, &chunk));
+                for (uint32_t row = 0; row < chunk.count; row++) {
+                    tes_entity_t e = chunk.entities[row];
+                    bool has = false;
+                    CHECK_OK(tes_has(world, e, c, &has));
+                    fx_snapshot_put_u32(s, e);
+                    fx_snapshot_put_u32(s, has ? 1u : 0u);
+                    if (!(component.flags & TES_COMPONENT_RELATION)) {
+                        for (uint32_t f = 0; has && f < component.field_count; f++) {
+                            unsigned char value[TES_MAX_ARRAY_LENGTH * 8];
+                            tes_field_info_t field;
+                            CHECK_OK(tes_field_info(world, c, f, &field));
+                            CHECK_OK(tes_get(world, e, c, f, value, field.bytes));
+                            fx_snapshot_put(s, value, field.bytes);
+                        }
+                        continue;
+                    }
+                    tes_entity_t list[256];
+                    uint32_t n = 0;
+                    CHECK_OK(tes_pair_targets(world, e, c, list, 256, &n));
+                    CHECK(n <= 256);
+                    fx_snapshot_put_u32(s, n);
+                    for (uint32_t i = 0; i < n; i++) {
+                        fx_snapshot_put_u32(s, list[i]);
+                        for (uint32_t f = 0; f < component.field_count; f++) {
+                            tes_field_info_t field;
+                            CHECK_OK(tes_field_info(world, c, f, &field));
+                            for (uint32_t el = 0; el < field.length; el++) {
+                                double v = 0;
+                                CHECK_OK(tes_pair_get_number(world, e, c, list[i], f, el, &v));
+                                fx_snapshot_put(s, &v, sizeof v);
+                            }
+                        }
+                    }
+                    CHECK_OK(tes_pair_sources(world, c, e, list, 256, &n));
+                    CHECK(n <= 256);
+                    fx_snapshot_put_u32(s, n);
+                    fx_snapshot_put(s, list, (n < 256 ? n : 256) * sizeof list[0]);
+                }
+            }
+        }
+    }
+}
+
+static inline fx_snapshot_t *fx_snapshot_full_of(const tes_world_t *world) {
+    fx_snapshot_t *s = fx_snapshot_new();
+    fx_snapshot_take_full(s, world);
+    return s;
+}
+
+static inline void fx_check_unchanged_full_at(const char *file, int line,
+                                              const fx_snapshot_t *before, const tes_world_t *world,
+                                              bool strict) {
+    fx_snapshot_t after;
+    char message[160];
+    memset(&after, 0, sizeof after);
+    fx_snapshot_take_full(&after, world);
+    bool same = fx_snapshot_equal_ex(before, &after, strict, message, sizeof message);
+    fx_snapshot_release(&after);
+    if (!same) harness_fail(file, line, "world changed: %s", message);
+}
+/* FX_CHECK_UNCHANGED / _STRICT against a snapshot from fx_snapshot_full_of: sparse sets and
+ * pairs included. */
+#define FX_CHECK_UNCHANGED_FULL(before, world) \
+    fx_check_unchanged_full_at(__FILE__, __LINE__, before, world, false)
+#define FX_CHECK_UNCHANGED_FULL_STRICT(before, world) \
+    fx_check_unchanged_full_at(__FILE__, __LINE__, before, world, true)
+
 #endif /* TESSERA_TEST_FIXTURES_H */

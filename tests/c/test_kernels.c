@@ -839,10 +839,21 @@ TEST(apply_out_of_memory_has_no_partial_effects) {
 _Static_assert(sizeof(tes_op_t) == 48 && _Alignof(tes_op_t) == 8, "tes_op_t wasm32 size");
 _Static_assert(offsetof(tes_op_t, kind) == 24 && offsetof(tes_op_t, src_field) == 40,
                "tes_op_t wasm32 layout");
-_Static_assert(sizeof(tes_collect_t) == 20, "tes_collect_t wasm32 size");
+_Static_assert(sizeof(tes_collect_t) == 28, "tes_collect_t wasm32 size");
 _Static_assert(offsetof(tes_collect_t, removed_counts) == 12 &&
-                   offsetof(tes_collect_t, removed_total) == 16,
+                   offsetof(tes_collect_t, removed_total) == 16 &&
+                   offsetof(tes_collect_t, pair_events) == 20 &&
+                   offsetof(tes_collect_t, pair_event_count) == 24,
                "tes_collect_t wasm32 layout");
+_Static_assert(sizeof(tes_pair_event_t) == 16 && offsetof(tes_pair_event_t, kind) == 12,
+               "tes_pair_event_t layout");
+_Static_assert(sizeof(tes_pair_term_t) == 12 && offsetof(tes_pair_term_t, op) == 8,
+               "tes_pair_term_t layout");
+_Static_assert(sizeof(tes_query_desc_t) == 64 && offsetof(tes_query_desc_t, pairs) == 48 &&
+                   offsetof(tes_query_desc_t, pair_changes) == 56,
+               "tes_query_desc_t wasm32 layout");
+_Static_assert(sizeof(tes_component_desc_t) == 16 && offsetof(tes_component_desc_t, flags) == 12,
+               "tes_component_desc_t wasm32 layout");
 #endif
 
 TEST(op_and_collect_layouts_are_pinned) {
@@ -869,7 +880,9 @@ TEST(op_and_collect_layouts_are_pinned) {
     CHECK_EQ(offsetof(tes_collect_t, removed), 8);
     CHECK_EQ(offsetof(tes_collect_t, removed_counts), 12);
     CHECK_EQ(offsetof(tes_collect_t, removed_total), 16);
-    CHECK_EQ(sizeof(tes_collect_t), 20);
+    CHECK_EQ(offsetof(tes_collect_t, pair_events), 20);
+    CHECK_EQ(offsetof(tes_collect_t, pair_event_count), 24);
+    CHECK_EQ(sizeof(tes_collect_t), 28);
 #else
     CHECK_EQ(offsetof(tes_collect_t, removed_total), 32);
 #endif

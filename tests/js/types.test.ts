@@ -3,9 +3,15 @@
 import { describe, expect, expectTypeOf, test } from 'vitest';
 
 import {
+    ChildOf,
     component,
+    relation,
     tag,
     type Changes,
+    type Pair,
+    type PairEvent,
+    type Relation,
+    type Storage,
     type Chunk,
     type ColumnOf,
     type Component,
@@ -202,5 +208,77 @@ describe('kernels and results', () => {
         expectTypeOf(changes.entities).toEqualTypeOf<Uint32Array>();
         expectTypeOf(changes.removedOf(Position)).toEqualTypeOf<Uint32Array>();
         expect(changes.empty).toBe(true);
+    });
+});
+
+describe('sparse components and relations', () => {
+    const Selected = tag('Selected', { storage: 'sparse' });
+    const Damage = component('Damage', { amount: 'f32' }, { storage: 'sparse' });
+    const Likes = relation('Likes', { amount: 'f32', tags: ['u8', 2] });
+    const Owns = relation('Owns');
+
+    test('relation() keeps the pair schema; a relation makes pairs; storage is a Storage', () => {
+        expectTypeOf(Likes).toEqualTypeOf<Relation<{ readonly amount: 'f32'; readonly tags: readonly ['u8', 2] }>>();
+        expectTypeOf(Owns).toEqualTypeOf<Relation<{}>>();
+        expectTypeOf(ChildOf).toEqualTypeOf<Relation<{}>>();
+        expectTypeOf(Likes(1, { amount: 2 })).toEqualTypeOf<Pair<typeof Likes.schema>>();
+        expectTypeOf(Damage.storage).toEqualTypeOf<Storage>();
+        expect(Damage.storage).toBe('sparse');
+        // @ts-expect-error: no field z in the pair data
+        Likes(1, { z: 1 });
+        // @ts-expect-error: options are the third argument
+        expectError(() => relation('Bad', { exclusive: true }), 'BAD_SCHEMA');
+        // @ts-expect-error: options are booleans
+        expectError(() => relation('Bad2', {}, { exclusive: 1 }), 'BAD_SCHEMA');
+        // @ts-expect-error: storage is 'table' or 'sparse'
+        expectError(() => component('Bad3', { v: 'u8' }, { storage: 'heap' }), 'BAD_SCHEMA');
+    });
+
+    test('pair methods are typed from the relation schema; relations are not components', async () => {
+        const world = await newWorld();
+        const [a, b] = world.spawnMany(2, Position);
+        world.addPair(a!, Likes, b!, { amount: 1, tags: [1, 2] });
+        expectTypeOf(world.getPair(a!, Likes, b!)).toEqualTypeOf<{ amount: number; tags: number[] }>();
+        expectTypeOf(world.getPair(a!, Likes, b!, 'amount')).toEqualTypeOf<number>();
+        expectTypeOf(world.targets(a!, Likes)).toEqualTypeOf<Entity[]>();
+        expectTypeOf(world.target(a!, Likes)).toEqualTypeOf<Entity | undefined>();
+        expectTypeOf(world.pairs(Likes)).toEqualTypeOf<Array<[Entity, Entity]>>();
+        expectTypeOf(world.parentOf(a!)).toEqualTypeOf<Entity | undefined>();
+        expect(world.getPair(a!, Likes, b!)).toEqual({ amount: 1, tags: [1, 2] });
+        world.setPair(a!, Likes, b!, 'tags', [3, 4]);
+        // @ts-expect-error: misspelt pair field
+        expectError(() => world.setPair(a!, Likes, b!, 'amont', 1), 'UNKNOWN_FIELD');
+        // @ts-expect-error: a string into a number field
+        expectError(() => world.setPair(a!, Likes, b!, { amount: '1' }), 'BAD_VALUE');
+        // @ts-expect-error: a component is not a relation
+        expectError(() => world.addPair(a!, Position, b!), 'NOT_A_RELATION');
+        // @ts-expect-error: a relation has no per-entity data: get a pair
+        expectError(() => world.get(a!, Likes), 'NEEDS_TARGET');
+        for (const chunk of world.query({ all: [Likes] })) {
+            // @ts-expect-error: nor columns
+            expectError(() => chunk.column(Likes, 'amount'), 'SPARSE_COMPONENT');
+        }
+        world.spawn(Position, Selected, Damage({ amount: 1 }), Likes(b!, { amount: 2 }), ChildOf(a!));
+        world.add(b!, Owns(a!), Selected);
+        world.remove(b!, Owns, Selected, Likes(a!));
+        expect(world.has(b!, Owns(a!))).toBe(false);
+        const q = world.query({ all: [Position, Likes(b!)], none: [ChildOf, Owns], any: [Selected, Likes], changed: [Likes] });
+        expect(q.consumer).toBe(true);
+        q.close();
+        // @ts-expect-error: a pair is not a filter
+        expectError(() => world.query({ added: [Likes(b!)] }), 'INVALID_ARGUMENT');
+    });
+
+    test('pair events are typed', async () => {
+        const world = await newWorld();
+        const sub = world.subscribe({ pairs: [Likes, ChildOf] });
+        const changes = sub.drain();
+        expectTypeOf(changes.pairEvents).toEqualTypeOf<readonly PairEvent[]>();
+        expectTypeOf<Changes['pairsAdded'][number]['kind']>().toEqualTypeOf<'added' | 'removed' | 'changed'>();
+        expectTypeOf<PairEvent['relation']>().toEqualTypeOf<Relation<any>>();
+        expectTypeOf<PairEvent['source']>().toEqualTypeOf<Entity>();
+        expect(changes.pairEvents).toEqual([]);
+        // @ts-expect-error: pairs takes relations
+        expectError(() => world.subscribe({ pairs: [Position] }), 'NOT_A_RELATION');
     });
 });

@@ -1,0 +1,770 @@
+/* Relations: pairs (source, relation, target) in a side table per relation, never in the
+ * archetype. A pair record sits on two doubly linked lists, its source's targets ("out") and its
+ * target's sources ("in"), whose heads are arrays by entity index; ids are stable and reused
+ * through a free list. The relation's membership ("source of at least one pair") is the
+ * relation component's sparse set, so queries, Added / Changed / Removed and tes_has treat a
+ * relation like any sparse component. Pair events are logged per relation while a query asks
+ * for them. Despawns go through tesi_despawn_all: the closure over CASCADE relations, then every
+ * pair and sparse membership of the doomed entities is taken away before their rows. */
+#include "internal.h"
+
+/* ---- lookups ---------------------------------------------------------------------------- */
+
+static tes_result_t relation_of(const tes_world_t *world, tes_component_t relation,
+                                tesi_component_t **out) {
+    if (relation >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    tesi_component_t *c = &world->components[relation];
+    if (!tesi_is_relation(c)) return TES_ERR_NOT_A_RELATION;
+    *out = c;
+    return TES_OK;
+}
+
+/* Checks a source, the relation and a target in that order (alive; or, when `pending_ok`, a
+ * deferred spawn too). */
+static tes_result_t check_pair(const tes_world_t *world, tes_entity_t source,
+                               tes_component_t relation, tes_entity_t target, bool pending_ok,
+                               tesi_component_t **out) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (!tesi_record_of(world, source) && !(pending_ok && tesi_pending_record(world, source))) {
+        return tesi_not_alive(world, source);
+    }
+    tes_result_t result = relation_of(world, relation, out);
+    if (result != TES_OK) return result;
+    if (!tesi_record_of(world, target) && !(pending_ok && tesi_pending_record(world, target))) {
+        return tesi_not_alive(world, target);
+    }
+    return TES_OK;
+}
+
+static const tesi_list_t empty_list = {0, 0, 0};
+
+static const tesi_list_t *out_of(const tesi_relation_t *r, tes_entity_t e) {
+    uint32_t index = e & TESI_INDEX_MASK;
+    return index < r->list_slots ? &r->out[index] : &empty_list;
+}
+
+static const tesi_list_t *in_of(const tesi_relation_t *r, tes_entity_t e) {
+    uint32_t index = e & TESI_INDEX_MASK;
+    return index < r->list_slots ? &r->in[index] : &empty_list;
+}
+
+uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                        tes_entity_t target) {
+    const tesi_relation_t *r = &world->components[relation].relation;
+    const tesi_list_t *out = out_of(r, source), *in = in_of(r, target);
+    /* The shorter of the two lists; handles are compared whole, so a stale one finds nothing. */
+    if (out->count <= in->count) {
+        for (uint32_t id = out->first; id; id = r->pairs[id - 1].next_out) {
+            const tesi_pair_t *p = &r->pairs[id - 1];
+            if (p->target == target && p->source == source) return id;
+        }
+    } else {
+        for (uint32_t id = in->first; id; id = r->pairs[id - 1].next_in) {
+            const tesi_pair_t *p = &r->pairs[id - 1];
+            if (p->source == source && p->target == target) return id;
+        }
+    }
+    return 0;
+}
+
+/* ---- storage ------------------------------------------------------------------------------ */
+
+static tes_result_t lists_reserve(tes_world_t *world, tesi_relation_t *r, uint32_t limit) {
+    if (limit <= r->list_slots) return TES_OK;
+    uint32_t slots = r->list_slots ? r->list_slots : 1024;
+    while (slots < limit)
+        slots = slots > TESI_INDEX_LIMIT / 2 ? TESI_INDEX_LIMIT : slots * 2;
+    size_t bytes = (size_t)slots * sizeof(tesi_list_t);
+    tesi_list_t *out = tesi_alloc(world, bytes);
+    tesi_list_t *in = out ? tesi_alloc(world, bytes) : NULL;
+    if (!in) {
+        tesi_free(world, out, bytes);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    memset(out, 0, bytes);
+    memset(in, 0, bytes);
+    size_t old = (size_t)r->list_slots * sizeof(tesi_list_t);
+    if (r->list_slots) {
+        memcpy(out, r->out, old);
+        memcpy(in, r->in, old);
+        tesi_free(world, r->out, old);
+        tesi_free(world, r->in, old);
+    }
+    r->out = out;
+    r->in = in;
+    r->list_slots = slots;
+    return TES_OK;
+}
+
+/* Room for `n` more pairs without allocating. */
+static tes_result_t pairs_reserve(tes_world_t *world, tesi_component_t *c, uint32_t n) {
+    tesi_relation_t *r = &c->relation;
+    uint64_t needed = (uint64_t)r->pair_count + n;
+    if (needed <= r->pair_slots) return TES_OK;
+    uint64_t slots = r->pair_slots ? (uint64_t)r->pair_slots * 2 : 64;
+    while (slots < needed)
+        slots *= 2;
+    if (slots * (sizeof(tesi_pair_t) + c->stride) > SIZE_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tesi_pair_t *pairs = tesi_alloc(world, (size_t)slots * sizeof *pairs);
+    uint8_t *data = NULL;
+    if (pairs && c->stride) data = tesi_alloc(world, (size_t)slots * c->stride);
+    if (!pairs || (c->stride && !data)) {
+        tesi_free(world, pairs, (size_t)slots * sizeof *pairs);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    if (r->pair_slots) {
+        memcpy(pairs, r->pairs, (size_t)r->pair_used * sizeof *pairs);
+        tesi_free(world, r->pairs, (size_t)r->pair_slots * sizeof *pairs);
+        if (c->stride) {
+            memcpy(data, r->data, (size_t)r->pair_used * c->stride);
+            tesi_free(world, r->data, (size_t)r->pair_slots * c->stride);
+        }
+    }
+    r->pairs = pairs;
+    r->data = data;
+    r->pair_slots = (uint32_t)slots;
+    return TES_OK;
+}
+
+static tes_result_t events_reserve(tes_world_t *world, tesi_relation_t *r, uint64_t n) {
+    if (!r->event_consumers || r->event_count + n <= r->event_slots) return TES_OK;
+    uint64_t slots = r->event_slots ? r->event_slots : 64;
+    while (slots < r->event_count + n)
+        slots *= 2;
+    if (slots > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tes_pair_event_t *events = tesi_alloc(world, (size_t)slots * sizeof *events);
+    uint64_t *ticks = events ? tesi_alloc(world, (size_t)slots * sizeof *ticks) : NULL;
+    if (!ticks) {
+        tesi_free(world, events, (size_t)slots * sizeof *events);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    if (r->event_count) {
+        memcpy(events, r->events, r->event_count * sizeof *events);
+        memcpy(ticks, r->event_ticks, r->event_count * sizeof *ticks);
+    }
+    tesi_free(world, r->events, r->event_slots * sizeof *r->events);
+    tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
+    r->events = events;
+    r->event_ticks = ticks;
+    r->event_slots = (uint32_t)slots;
+    return TES_OK;
+}
+
+static void log_event(tes_world_t *world, tes_component_t relation, const tesi_pair_t *p,
+                      uint32_t kind) {
+    tesi_relation_t *r = &world->components[relation].relation;
+    if (!r->event_consumers) return;
+    r->events[r->event_count] = (tes_pair_event_t){p->source, p->target, relation, kind};
+    r->event_ticks[r->event_count++] = world->change_tick;
+}
+
+/* Links a new pair at the end of both lists (room reserved). Returns its id + 1. */
+static uint32_t link(tesi_component_t *c, tes_entity_t source, tes_entity_t target) {
+    tesi_relation_t *r = &c->relation;
+    uint32_t id = r->free_pairs;
+    if (id) {
+        r->free_pairs = r->pairs[id - 1].next_out;
+    } else {
+        id = ++r->pair_used;
+    }
+    tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_list_t *out = &r->out[source & TESI_INDEX_MASK], *in = &r->in[target & TESI_INDEX_MASK];
+    *p = (tesi_pair_t){
+        .source = source, .target = target, .prev_out = out->last, .prev_in = in->last};
+    if (out->last) {
+        r->pairs[out->last - 1].next_out = id;
+    } else {
+        out->first = id;
+    }
+    out->last = id;
+    out->count++;
+    if (in->last) {
+        r->pairs[in->last - 1].next_in = id;
+    } else {
+        in->first = id;
+    }
+    in->last = id;
+    in->count++;
+    if (c->stride) memset(r->data + (size_t)(id - 1) * c->stride, 0, c->stride);
+    r->pair_count++;
+    return id;
+}
+
+static void unlink_in(tesi_relation_t *r, uint32_t id) {
+    tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_list_t *in = &r->in[p->target & TESI_INDEX_MASK];
+    if (p->prev_in) {
+        r->pairs[p->prev_in - 1].next_in = p->next_in;
+    } else {
+        in->first = p->next_in;
+    }
+    if (p->next_in) {
+        r->pairs[p->next_in - 1].prev_in = p->prev_in;
+    } else {
+        in->last = p->prev_in;
+    }
+    in->count--;
+}
+
+/* Takes the pair off both lists and frees its id. */
+static void unlink(tesi_relation_t *r, uint32_t id) {
+    tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_list_t *out = &r->out[p->source & TESI_INDEX_MASK];
+    if (p->prev_out) {
+        r->pairs[p->prev_out - 1].next_out = p->next_out;
+    } else {
+        out->first = p->next_out;
+    }
+    if (p->next_out) {
+        r->pairs[p->next_out - 1].prev_out = p->prev_out;
+    } else {
+        out->last = p->prev_out;
+    }
+    out->count--;
+    unlink_in(r, id);
+    *p = (tesi_pair_t){.next_out = r->free_pairs};
+    r->free_pairs = id;
+    r->pair_count--;
+}
+
+/* Removes a pair with its effects: a removed event, and for the source either the loss of the
+ * relation (its last pair: a removal, logged) or a change. The logs were reserved. */
+static void remove_pair(tes_world_t *world, tes_component_t relation, uint32_t id) {
+    tesi_component_t *c = &world->components[relation];
+    tesi_relation_t *r = &c->relation;
+    tes_entity_t source = r->pairs[id - 1].source;
+    log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
+    unlink(r, id);
+    if (out_of(r, source)->count == 0) {
+        tesi_sparse_erase(world, relation, source);
+    } else {
+        tesi_sparse_mark(world, relation,
+                         tesi_sparse_slot(&c->sparse, source & TESI_INDEX_MASK) - 1);
+    }
+}
+
+/* ---- adding and removing pairs ------------------------------------------------------------- */
+
+static bool pending(const tes_world_t *world, tes_entity_t e) {
+    return tesi_pending_record(world, e) != NULL;
+}
+
+/* An ACYCLIC relation is EXCLUSIVE: following each entity's one target from `target` must not
+ * reach `source`. */
+static bool closes_cycle(const tes_world_t *world, const tesi_relation_t *r, tes_entity_t source,
+                         tes_entity_t target) {
+    tes_entity_t e = target;
+    for (uint32_t steps = 0; steps <= world->entity_count; steps++) {
+        if (e == source) return true;
+        const tesi_list_t *out = out_of(r, e);
+        if (!out->count) return false;
+        e = r->pairs[out->first - 1].target;
+    }
+    return true; /* longer than the world: a cycle that is already there */
+}
+
+tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                          tes_entity_t target) {
+    tesi_component_t *c;
+    bool deferring = world && tesi_deferring(world);
+    tes_result_t result = check_pair(world, source, relation, target, deferring, &c);
+    if (result != TES_OK) return result;
+    if (deferring && (pending(world, source) || pending(world, target))) {
+        return tesi_defer(world, TESI_CMD_PAIR_ADD, source, relation, target, 0, 0, NULL, 0);
+    }
+    tesi_relation_t *r = &c->relation;
+    if (tesi_pair_find(world, relation, source, target)) return TES_OK;
+    if ((c->flags & TES_RELATION_ACYCLIC) && closes_cycle(world, r, source, target)) {
+        return TES_ERR_CYCLE;
+    }
+    uint32_t si = source & TESI_INDEX_MASK, ti = target & TESI_INDEX_MASK;
+    result = pairs_reserve(world, c, 1);
+    if (result == TES_OK) result = lists_reserve(world, r, (si > ti ? si : ti) + 1);
+    if (result == TES_OK) result = tesi_sparse_reserve(world, relation, 1, si + 1);
+    if (result == TES_OK) result = events_reserve(world, r, 2);
+    if (result != TES_OK) return result;
+    /* An exclusive relation's other pair goes first; the source keeps the relation throughout. */
+    bool replaced = false;
+    if ((c->flags & TES_RELATION_EXCLUSIVE) && r->out[si].count) {
+        uint32_t old = r->out[si].first;
+        log_event(world, relation, &r->pairs[old - 1], TES_PAIR_REMOVED);
+        unlink(r, old);
+        replaced = true;
+    }
+    uint32_t id = link(c, source, target);
+    log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
+    uint32_t slot1 = tesi_sparse_slot(&c->sparse, si);
+    if (slot1) {
+        tesi_sparse_mark(world, relation, slot1 - 1);
+    } else {
+        tesi_sparse_insert(world, relation, source);
+    }
+    (void)replaced;
+    return TES_OK;
+}
+
+tes_result_t tes_pair_remove(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                             tes_entity_t target) {
+    tesi_component_t *c;
+    bool deferring = world && tesi_deferring(world);
+    tes_result_t result = check_pair(world, source, relation, target, deferring, &c);
+    if (result != TES_OK) return result;
+    if (deferring && (pending(world, source) || pending(world, target))) {
+        return tesi_defer(world, TESI_CMD_PAIR_REMOVE, source, relation, target, 0, 0, NULL, 0);
+    }
+    uint32_t id = tesi_pair_find(world, relation, source, target);
+    if (!id) return TES_OK;
+    result = events_reserve(world, &c->relation, 1);
+    if (result == TES_OK) result = tesi_log_reserve(world, relation, 1);
+    if (result != TES_OK) return result;
+    remove_pair(world, relation, id);
+    return TES_OK;
+}
+
+tes_result_t tesi_pairs_clear(tes_world_t *world, tes_entity_t source, tes_component_t relation) {
+    tesi_relation_t *r = &world->components[relation].relation;
+    uint32_t n = out_of(r, source)->count;
+    if (!n) return TES_OK;
+    tes_result_t result = events_reserve(world, r, n);
+    if (result == TES_OK) result = tesi_log_reserve(world, relation, 1);
+    if (result != TES_OK) return result;
+    while (out_of(r, source)->count)
+        remove_pair(world, relation, r->out[source & TESI_INDEX_MASK].first);
+    return TES_OK;
+}
+
+tes_result_t tes_pair_has(const tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                          tes_entity_t target, bool *out_has) {
+    tesi_component_t *c;
+    tes_result_t result = check_pair(world, source, relation, target, false, &c);
+    if (result != TES_OK) return result;
+    if (!out_has) return TES_ERR_INVALID_ARGUMENT;
+    *out_has = tesi_pair_find(world, relation, source, target) != 0;
+    return TES_OK;
+}
+
+/* ---- reading the lists ------------------------------------------------------------------- */
+
+static tes_result_t check_one(const tes_world_t *world, tes_entity_t e, tes_component_t relation,
+                              bool entity_first, tesi_component_t **out) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (entity_first && !tesi_record_of(world, e)) return tesi_not_alive(world, e);
+    tes_result_t result = relation_of(world, relation, out);
+    if (result == TES_OK && !entity_first && !tesi_record_of(world, e)) {
+        result = tesi_not_alive(world, e);
+    }
+    return result;
+}
+
+/* tes_pair_targets (`outgoing`: e is the source) and tes_pair_sources (e is the target): the
+ * other side of every pair on e's list, up to `capacity`, and the total. */
+static tes_result_t list_other_side(const tes_world_t *world, tes_entity_t e,
+                                    tes_component_t relation, bool outgoing, tes_entity_t *out,
+                                    uint32_t capacity, uint32_t *out_count) {
+    tesi_component_t *c;
+    tes_result_t result = check_one(world, e, relation, outgoing, &c);
+    if (result != TES_OK) return result;
+    if (!out_count || (capacity && !out)) return TES_ERR_INVALID_ARGUMENT;
+    const tesi_relation_t *r = &c->relation;
+    uint32_t n = 0;
+    for (uint32_t id = (outgoing ? out_of(r, e) : in_of(r, e))->first; id;
+         id = outgoing ? r->pairs[id - 1].next_out : r->pairs[id - 1].next_in) {
+        if (n < capacity) out[n] = outgoing ? r->pairs[id - 1].target : r->pairs[id - 1].source;
+        n++;
+    }
+    *out_count = n;
+    return TES_OK;
+}
+
+tes_result_t tes_pair_targets(const tes_world_t *world, tes_entity_t source,
+                              tes_component_t relation, tes_entity_t *out, uint32_t capacity,
+                              uint32_t *out_count) {
+    return list_other_side(world, source, relation, true, out, capacity, out_count);
+}
+
+tes_result_t tes_pair_sources(const tes_world_t *world, tes_component_t relation,
+                              tes_entity_t target, tes_entity_t *out, uint32_t capacity,
+                              uint32_t *out_count) {
+    return list_other_side(world, target, relation, false, out, capacity, out_count);
+}
+
+tes_result_t tes_pair_target(const tes_world_t *world, tes_entity_t source,
+                             tes_component_t relation, tes_entity_t *out_target) {
+    tesi_component_t *c;
+    tes_result_t result = check_one(world, source, relation, true, &c);
+    if (result != TES_OK) return result;
+    if (!out_target) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t first = out_of(&c->relation, source)->first;
+    *out_target = first ? c->relation.pairs[first - 1].target : 0;
+    return TES_OK;
+}
+
+tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_t relation,
+                                tes_entity_t *out_sources, tes_entity_t *out_targets,
+                                uint32_t capacity, uint32_t *out_count) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_component_t *c;
+    tes_result_t result = relation_of(world, relation, &c);
+    if (result != TES_OK) return result;
+    if (!out_count || (capacity && (!out_sources || !out_targets))) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    const tesi_relation_t *r = &c->relation;
+    uint32_t n = 0;
+    for (uint32_t m = 0; m < c->sparse.count; m++) {
+        for (uint32_t id = out_of(r, c->sparse.entities[m])->first; id;
+             id = r->pairs[id - 1].next_out) {
+            if (n < capacity) {
+                out_sources[n] = r->pairs[id - 1].source;
+                out_targets[n] = r->pairs[id - 1].target;
+            }
+            n++;
+        }
+    }
+    *out_count = n;
+    return TES_OK;
+}
+
+tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                            tes_entity_t target, tes_entity_t before) {
+    tesi_component_t *c;
+    tes_result_t result = check_pair(world, source, relation, target, false, &c);
+    if (result != TES_OK) return result;
+    uint32_t id = tesi_pair_find(world, relation, source, target);
+    uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
+    if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;
+    if (id == next) return TES_OK;
+    tesi_relation_t *r = &c->relation;
+    tesi_list_t *in = &r->in[target & TESI_INDEX_MASK];
+    unlink_in(r, id);
+    in->count++;
+    tesi_pair_t *p = &r->pairs[id - 1];
+    p->next_in = next;
+    p->prev_in = next ? r->pairs[next - 1].prev_in : in->last;
+    if (p->prev_in) {
+        r->pairs[p->prev_in - 1].next_in = id;
+    } else {
+        in->first = id;
+    }
+    if (next) {
+        r->pairs[next - 1].prev_in = id;
+    } else {
+        in->last = id;
+    }
+    return TES_OK;
+}
+
+/* ---- walking --------------------------------------------------------------------------- */
+
+static tes_result_t push_index(tes_world_t *world, uint32_t **array, uint32_t *count,
+                               uint32_t *slots, uint32_t value) {
+    tes_result_t result =
+        tesi_reserve(world, (void **)array, slots, *count + 1, sizeof **array, 64);
+    if (result == TES_OK) (*array)[(*count)++] = value;
+    return result;
+}
+
+static void unmark(tes_world_t *world, const uint32_t *indices, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        world->records[indices[i]].row &= ~TESI_ROW_MARK;
+}
+
+tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes_entity_t root,
+                               tes_entity_t *out, uint32_t *out_depths, uint32_t capacity,
+                               uint32_t *out_count) {
+    tesi_component_t *c;
+    tes_result_t result = check_one(world, root, relation, false, &c);
+    if (result != TES_OK) return result;
+    if (!out_count || (capacity && !out)) return TES_ERR_INVALID_ARGUMENT;
+    const tesi_relation_t *r = &c->relation;
+    /* Visited entities are marked on their records (world->doomed lists them to unmark); the
+     * stack holds, per depth, the next pair of that level's list of sources. */
+    uint32_t seen = 0, depth = 0, stack_slots = 0, n = 0, *stack = NULL;
+    world->records[root & TESI_INDEX_MASK].row |= TESI_ROW_MARK;
+    result = push_index(world, &world->doomed, &seen, &world->doomed_slots, root & TESI_INDEX_MASK);
+    if (result == TES_OK) {
+        result = push_index(world, &stack, &depth, &stack_slots, in_of(r, root)->first);
+    }
+    while (result == TES_OK && depth) {
+        uint32_t id = stack[depth - 1];
+        if (!id) {
+            depth--;
+            continue;
+        }
+        const tesi_pair_t *p = &r->pairs[id - 1];
+        stack[depth - 1] = p->next_in;
+        tesi_record_t *record = &world->records[p->source & TESI_INDEX_MASK];
+        if (record->row & TESI_ROW_MARK) continue;
+        record->row |= TESI_ROW_MARK;
+        result = push_index(world, &world->doomed, &seen, &world->doomed_slots,
+                            p->source & TESI_INDEX_MASK);
+        if (result != TES_OK) {
+            record->row &= ~TESI_ROW_MARK;
+            break;
+        }
+        if (n < capacity) {
+            out[n] = p->source;
+            if (out_depths) out_depths[n] = depth;
+        }
+        n++;
+        result = push_index(world, &stack, &depth, &stack_slots, in_of(r, p->source)->first);
+    }
+    unmark(world, world->doomed, seen);
+    tesi_free(world, stack, (size_t)stack_slots * sizeof *stack);
+    if (result == TES_OK) *out_count = n;
+    return result;
+}
+
+/* ---- pair data --------------------------------------------------------------------------- */
+
+/* The pair's field, after every check; `element` and the value are the caller's. */
+static tes_result_t pair_field(const tes_world_t *world, tes_entity_t source,
+                               tes_component_t relation, tes_entity_t target, uint32_t field,
+                               uint32_t element, bool pending_ok, tesi_component_t **out_c,
+                               const tesi_field_t **out_field, uint32_t *out_id) {
+    tes_result_t result = check_pair(world, source, relation, target, pending_ok, out_c);
+    if (result == TES_OK) result = tesi_field_of(*out_c, field, out_field);
+    if (result != TES_OK) return result;
+    if (element >= (*out_field)->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
+    *out_id = tesi_pair_find(world, relation, source, target);
+    return TES_OK;
+}
+
+static uint8_t *pair_cell(const tesi_component_t *c, uint32_t id, const tesi_field_t *f,
+                          uint32_t element) {
+    return c->relation.data + (size_t)(id - 1) * c->stride + f->offset +
+           (size_t)element * tes_type_size(f->type);
+}
+
+tes_result_t tes_pair_get_number(const tes_world_t *world, tes_entity_t source,
+                                 tes_component_t relation, tes_entity_t target, uint32_t field,
+                                 uint32_t element, double *out) {
+    tesi_component_t *c;
+    const tesi_field_t *f;
+    uint32_t id;
+    tes_result_t result =
+        pair_field(world, source, relation, target, field, element, false, &c, &f, &id);
+    if (result != TES_OK) return result;
+    if (!id) return TES_ERR_MISSING_COMPONENT;
+    if (!out) return TES_ERR_INVALID_ARGUMENT;
+    *out = tesi_decode_number(f->type, pair_cell(c, id, f, element));
+    return TES_OK;
+}
+
+static tes_result_t write_pair(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                               tes_entity_t target, uint32_t field, uint32_t element, double value,
+                               bool init) {
+    tesi_component_t *c;
+    const tesi_field_t *f;
+    uint32_t id;
+    bool deferring = world && tesi_deferring(world);
+    tes_result_t result =
+        pair_field(world, source, relation, target, field, element, deferring, &c, &f, &id);
+    if (result != TES_OK) return result;
+    uint8_t scratch[8];
+    if (!tesi_encode_number(f->type, value, scratch)) return TES_ERR_BAD_VALUE;
+    if (deferring && (pending(world, source) || pending(world, target))) {
+        /* With its recorded pair add, applied after it at the flush: the pair is new then, so
+         * a set is its initial value too. */
+        result = tesi_defer(world, TESI_CMD_PAIR_INIT_NUMBER, source, relation, target, field,
+                            value, NULL, 0);
+        if (result == TES_OK) world->commands[world->command_count - 1].d = element;
+        return result;
+    }
+    if (!id) return TES_ERR_MISSING_COMPONENT;
+    tesi_relation_t *r = &c->relation;
+    if (!init && r->pairs[id - 1].changed != world->change_tick) {
+        result = events_reserve(world, r, 1);
+        if (result != TES_OK) return result;
+    }
+    memcpy(pair_cell(c, id, f, element), scratch, tes_type_size(f->type));
+    if (init) return TES_OK;
+    tesi_pair_t *p = &r->pairs[id - 1];
+    if (p->changed != world->change_tick) {
+        p->changed = world->change_tick;
+        log_event(world, relation, p, TES_PAIR_CHANGED);
+    }
+    tesi_sparse_mark(world, relation, tesi_sparse_slot(&c->sparse, source & TESI_INDEX_MASK) - 1);
+    return TES_OK;
+}
+
+tes_result_t tes_pair_set_number(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                                 tes_entity_t target, uint32_t field, uint32_t element,
+                                 double value) {
+    return write_pair(world, source, relation, target, field, element, value, false);
+}
+
+tes_result_t tes_pair_init_number(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                                  tes_entity_t target, uint32_t field, uint32_t element,
+                                  double value) {
+    return write_pair(world, source, relation, target, field, element, value, true);
+}
+
+/* ---- despawning -------------------------------------------------------------------------- */
+
+/* Pairs of an entity, as a source and as a target, in one relation. */
+static uint32_t pairs_of(const tesi_relation_t *r, uint32_t index) {
+    return index < r->list_slots ? r->out[index].count + r->in[index].count : 0;
+}
+
+/* Adds to world->doomed every source that depends on doomed[from..] through a CASCADE relation,
+ * marking each once; the caller unmarks. */
+static tes_result_t close_over_cascades(tes_world_t *world, uint32_t *count) {
+    for (uint32_t k = 0; k < *count; k++) {
+        uint32_t index = world->doomed[k];
+        for (tes_component_t rel = 0; rel < world->component_count; rel++) {
+            const tesi_component_t *c = &world->components[rel];
+            if (!(c->flags & TES_RELATION_CASCADE) || index >= c->relation.list_slots) continue;
+            const tesi_relation_t *r = &c->relation;
+            for (uint32_t id = r->in[index].first; id; id = r->pairs[id - 1].next_in) {
+                uint32_t source = r->pairs[id - 1].source & TESI_INDEX_MASK;
+                if (world->records[source].row & TESI_ROW_MARK) continue;
+                tes_result_t result =
+                    push_index(world, &world->doomed, count, &world->doomed_slots, source);
+                if (result != TES_OK) return result;
+                world->records[source].row |= TESI_ROW_MARK;
+            }
+        }
+    }
+    return TES_OK;
+}
+
+/* Everything the doomed entities' despawn will log, reserved up front. */
+static tes_result_t reserve_for(tes_world_t *world, uint32_t count) {
+    if (tesi_logging(world)) {
+        tes_result_t result = tesi_logs_reserve(world, NULL, count);
+        if (result != TES_OK) return result;
+    }
+    for (tes_component_t rel = 0; rel < world->component_count; rel++) {
+        tesi_component_t *c = &world->components[rel];
+        if (!tesi_is_relation(c)) continue;
+        uint64_t pairs = 0;
+        for (uint32_t k = 0; k < count; k++)
+            pairs += pairs_of(&c->relation, world->doomed[k]);
+        if (!pairs) continue;
+        /* Every pair gives an event; every source that loses its last pair, a removal. */
+        tes_result_t result = events_reserve(world, &c->relation, pairs);
+        if (result == TES_OK && pairs > UINT32_MAX / 2) result = TES_ERR_OUT_OF_MEMORY;
+        if (result == TES_OK) result = tesi_log_reserve(world, rel, (uint32_t)pairs);
+        if (result != TES_OK) return result;
+    }
+    return TES_OK;
+}
+
+/* Takes every pair and sparse membership of a live entity away. */
+static void detach(tes_world_t *world, tes_entity_t e) {
+    uint32_t index = e & TESI_INDEX_MASK;
+    for (tes_component_t id = 0; id < world->component_count; id++) {
+        tesi_component_t *c = &world->components[id];
+        if (!tesi_is_sparse(c)) continue;
+        if (tesi_is_relation(c) && pairs_of(&c->relation, index)) {
+            tesi_relation_t *r = &c->relation;
+            while (r->out[index].count)
+                remove_pair(world, id, r->out[index].first);
+            while (r->in[index].count)
+                remove_pair(world, id, r->in[index].first);
+        }
+        tesi_sparse_erase(world, id, e);
+    }
+}
+
+tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n) {
+    uint32_t count = 0;
+    tes_result_t result = tesi_reserve(world, (void **)&world->doomed, &world->doomed_slots, n,
+                                       sizeof *world->doomed, 64);
+    if (result != TES_OK) return result;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t index = entities[i] & TESI_INDEX_MASK;
+        world->doomed[count++] = index;
+        world->records[index].row |= TESI_ROW_MARK;
+    }
+    if (world->relation_count) result = close_over_cascades(world, &count);
+    unmark(world, world->doomed, count);
+    if (result == TES_OK) result = reserve_for(world, count);
+    if (result != TES_OK) return result;
+    /* Back to front, as tes_despawn_batch does: a list in spawn order empties from the end. */
+    for (uint32_t k = count; k-- > 0;) {
+        tesi_record_t *record = &world->records[world->doomed[k]];
+        detach(world, tesi_make_handle(world->doomed[k], record->generation));
+    }
+    for (uint32_t k = count; k-- > 0;)
+        tesi_despawn_record(world, &world->records[world->doomed[k]]);
+    return TES_OK;
+}
+
+/* ---- pruning, validation, teardown -------------------------------------------------------- */
+
+void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t min) {
+    tesi_relation_t *r = &world->components[relation].relation;
+    uint32_t drop = tesi_log_after(r->event_ticks, r->event_count, min);
+    if (!drop) return;
+    r->event_count -= drop;
+    memmove(r->events, r->events + drop, r->event_count * sizeof *r->events);
+    memmove(r->event_ticks, r->event_ticks + drop, r->event_count * sizeof *r->event_ticks);
+}
+
+#define CHECK(cond)                          \
+    do {                                     \
+        if (!(cond)) return TES_ERR_CORRUPT; \
+    } while (0)
+
+/* Walks one list both ways, checking its links, count and that every pair names `e` on its
+ * side. */
+static tes_result_t check_list(const tesi_relation_t *r, const tesi_list_t *list, tes_entity_t e,
+                               bool out) {
+    uint32_t n = 0, prev = 0;
+    for (uint32_t id = list->first; id;
+         id = out ? r->pairs[id - 1].next_out : r->pairs[id - 1].next_in) {
+        CHECK(id <= r->pair_used && n < r->pair_count);
+        const tesi_pair_t *p = &r->pairs[id - 1];
+        CHECK((out ? p->source : p->target) == e);
+        CHECK((out ? p->prev_out : p->prev_in) == prev);
+        prev = id;
+        n++;
+    }
+    CHECK(list->last == prev && list->count == n);
+    return TES_OK;
+}
+
+tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t relation) {
+    const tesi_component_t *c = &world->components[relation];
+    const tesi_relation_t *r = &c->relation;
+    uint32_t live = 0;
+    for (uint32_t id = 1; id <= r->pair_used; id++) {
+        const tesi_pair_t *p = &r->pairs[id - 1];
+        if (!p->source) continue;
+        live++;
+        CHECK(tesi_record_of(world, p->source) && tesi_record_of(world, p->target));
+    }
+    CHECK(live == r->pair_count);
+    uint32_t outs = 0, ins = 0;
+    for (uint32_t index = 0; index < r->list_slots; index++) {
+        const tesi_list_t *out = &r->out[index], *in = &r->in[index];
+        outs += out->count;
+        ins += in->count;
+        bool member = tesi_sparse_slot(&c->sparse, index) != 0;
+        CHECK(member == (out->count > 0));
+        if (!out->count && !in->count) continue;
+        const tesi_record_t *record = &world->records[index];
+        tes_entity_t e = tesi_make_handle(index, record->generation);
+        CHECK(record->chunk != NULL);
+        if (check_list(r, out, e, true) != TES_OK) return TES_ERR_CORRUPT;
+        if (check_list(r, in, e, false) != TES_OK) return TES_ERR_CORRUPT;
+        CHECK(!(c->flags & TES_RELATION_EXCLUSIVE) || out->count <= 1);
+    }
+    CHECK(outs == r->pair_count && ins == r->pair_count);
+    CHECK(c->sparse.count == 0 || r->list_slots > 0);
+    for (uint32_t i = 1; i < r->event_count; i++)
+        CHECK(r->event_ticks[i - 1] <= r->event_ticks[i]);
+    return TES_OK;
+}
+
+void tesi_relation_fini(tes_world_t *world, tesi_component_t *c) {
+    tesi_relation_t *r = &c->relation;
+    tesi_free(world, r->pairs, (size_t)r->pair_slots * sizeof *r->pairs);
+    if (c->stride) tesi_free(world, r->data, (size_t)r->pair_slots * c->stride);
+    tesi_free(world, r->out, (size_t)r->list_slots * sizeof *r->out);
+    tesi_free(world, r->in, (size_t)r->list_slots * sizeof *r->in);
+    tesi_free(world, r->events, r->event_slots * sizeof *r->events);
+    tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
+}

@@ -1,0 +1,268 @@
+/* Sparse components: a sparse set per component (an index from entity index to dense slot, and
+ * dense member, data and tick arrays), so adding or removing one moves no row and makes no
+ * archetype. Relations keep the membership of their sources here too. Change tracking follows
+ * the component's level exactly as chunk trackers do: ticks while TICKS or DIRTY, a
+ * deduplicated dirty list of entity indices while DIRTY. */
+#include "internal.h"
+
+/* Bytes of a member's row: a relation's fields are per pair (relation.c), not per source. */
+static uint32_t member_bytes(const tesi_component_t *c) {
+    return tesi_is_relation(c) ? 0 : c->stride;
+}
+
+/* Replaces `*array` (old_slots elements) by one of `slots`, keeping the contents. */
+static void regrow(tes_world_t *world, void **array, void *bigger, uint32_t old_slots,
+                   size_t elem) {
+    if (!elem) return;
+    if (*array) {
+        memcpy(bigger, *array, (size_t)old_slots * elem);
+        tesi_free(world, *array, (size_t)old_slots * elem);
+    }
+    *array = bigger;
+}
+
+/* Allocates arrays[i] of slots * elems[i] bytes (none for 0), all or none. */
+static bool alloc_all(tes_world_t *world, void **arrays, const size_t *elems, uint32_t n,
+                      uint32_t slots) {
+    for (uint32_t i = 0; i < n; i++) {
+        arrays[i] = NULL;
+        if (!elems[i]) continue;
+        arrays[i] = tesi_alloc(world, (size_t)slots * elems[i]);
+        if (arrays[i]) continue;
+        while (i-- > 0) {
+            if (arrays[i]) tesi_free(world, arrays[i], (size_t)slots * elems[i]);
+        }
+        return false;
+    }
+    return true;
+}
+
+/* The index map and the dirty list cover indices below `slots`. The dirty list holds an index
+ * at most once, so with as many entries as the map it never needs to grow when listing. */
+static tes_result_t grow_index(tes_world_t *world, tesi_sparse_t *s, uint32_t limit) {
+    uint32_t slots = s->index_slots ? s->index_slots : 1024;
+    while (slots < limit)
+        slots = slots > TESI_INDEX_LIMIT / 2 ? TESI_INDEX_LIMIT : slots * 2;
+    void *arrays[2];
+    const size_t elems[2] = {sizeof *s->slot_of, sizeof *s->dirty};
+    if (!alloc_all(world, arrays, elems, 2, slots)) return TES_ERR_OUT_OF_MEMORY;
+    memset(arrays[0], 0, (size_t)slots * sizeof *s->slot_of);
+    regrow(world, (void **)&s->slot_of, arrays[0], s->index_slots, sizeof *s->slot_of);
+    regrow(world, (void **)&s->dirty, arrays[1], s->index_slots, sizeof *s->dirty);
+    s->index_slots = s->dirty_slots = slots;
+    return TES_OK;
+}
+
+tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, uint32_t n,
+                                 uint32_t index_limit) {
+    tesi_component_t *c = &world->components[component];
+    tesi_sparse_t *s = &c->sparse;
+    if (index_limit > s->index_slots) {
+        tes_result_t result = grow_index(world, s, index_limit);
+        if (result != TES_OK) return result;
+    }
+    if ((uint64_t)s->count + n <= s->slots) return TES_OK;
+    uint64_t want = s->slots ? s->slots : 64;
+    while (want < (uint64_t)s->count + n)
+        want *= 2;
+    if (want > TESI_INDEX_LIMIT) want = TESI_INDEX_LIMIT;
+    if ((uint64_t)s->count + n > want) return TES_ERR_OUT_OF_MEMORY;
+    uint32_t slots = (uint32_t)want;
+    void *arrays[4];
+    const size_t elems[4] = {sizeof *s->entities, member_bytes(c), sizeof *s->added,
+                             sizeof *s->changed};
+    if (!alloc_all(world, arrays, elems, 4, slots)) return TES_ERR_OUT_OF_MEMORY;
+    regrow(world, (void **)&s->entities, arrays[0], s->slots, elems[0]);
+    regrow(world, (void **)&s->data, arrays[1], s->slots, elems[1]);
+    regrow(world, (void **)&s->added, arrays[2], s->slots, elems[2]);
+    regrow(world, (void **)&s->changed, arrays[3], s->slots, elems[3]);
+    s->slots = slots;
+    return TES_OK;
+}
+
+static void list_index(tesi_sparse_t *s, uint32_t index) {
+    if (s->slot_of[index] & TESI_SLOT_LISTED) return;
+    s->slot_of[index] |= TESI_SLOT_LISTED;
+    s->dirty[s->dirty_count++] = index;
+}
+
+static void stamp(tes_world_t *world, tesi_component_t *c, uint32_t slot, bool added) {
+    if (c->level == TES_UNTRACKED) return;
+    tesi_sparse_t *s = &c->sparse;
+    if (added) {
+        s->added[slot] = world->change_tick;
+        s->changed[slot] = 0;
+    } else {
+        s->changed[slot] = world->change_tick;
+    }
+    if (c->level == TES_TRACK_DIRTY) list_index(s, s->entities[slot] & TESI_INDEX_MASK);
+}
+
+void tesi_sparse_insert(tes_world_t *world, tes_component_t component, tes_entity_t e) {
+    tesi_component_t *c = &world->components[component];
+    tesi_sparse_t *s = &c->sparse;
+    uint32_t index = e & TESI_INDEX_MASK;
+    if (tesi_sparse_slot(s, index)) return;
+    uint32_t slot = s->count++;
+    s->entities[slot] = e;
+    uint32_t bytes = member_bytes(c);
+    if (bytes) memset(s->data + (size_t)slot * bytes, 0, bytes);
+    s->added[slot] = 0;
+    s->changed[slot] = 0;
+    s->slot_of[index] = (s->slot_of[index] & TESI_SLOT_LISTED) | (slot + 1);
+    stamp(world, c, slot, true);
+}
+
+void tesi_sparse_erase(tes_world_t *world, tes_component_t component, tes_entity_t e) {
+    tesi_component_t *c = &world->components[component];
+    tesi_sparse_t *s = &c->sparse;
+    uint32_t index = e & TESI_INDEX_MASK;
+    uint32_t slot1 = tesi_sparse_slot(s, index);
+    if (!slot1) return;
+    tesi_log_removal(world, component, e);
+    uint32_t slot = slot1 - 1, last = --s->count;
+    if (slot != last) {
+        tes_entity_t moved = s->entities[last];
+        s->entities[slot] = moved;
+        uint32_t bytes = member_bytes(c);
+        if (bytes) memcpy(s->data + (size_t)slot * bytes, s->data + (size_t)last * bytes, bytes);
+        s->added[slot] = s->added[last];
+        s->changed[slot] = s->changed[last];
+        uint32_t *moved_slot = &s->slot_of[moved & TESI_INDEX_MASK];
+        *moved_slot = (*moved_slot & TESI_SLOT_LISTED) | (slot + 1);
+    }
+    s->slot_of[index] &= TESI_SLOT_LISTED;
+}
+
+void tesi_sparse_mark(tes_world_t *world, tes_component_t component, uint32_t slot) {
+    stamp(world, &world->components[component], slot, false);
+}
+
+void tesi_sparse_insert_all(tes_world_t *world, const tes_component_t *set, uint32_t count,
+                            const tes_entity_t *entities, uint32_t n) {
+    for (uint32_t i = 0; i < count; i++) {
+        if (!tesi_is_sparse(&world->components[set[i]])) continue;
+        for (uint32_t k = 0; k < n; k++)
+            tesi_sparse_insert(world, set[i], entities[k]);
+    }
+}
+
+tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                              bool removing) {
+    const tesi_component_t *c = &world->components[component];
+    if (tesi_is_relation(c) && !removing) return TES_ERR_NEEDS_TARGET;
+    /* Removing a relation removes pairs, which apply at once like tes_pair_remove (a pending
+     * source's are recorded with its other commands), so the two keep their order. */
+    bool placed_source = tesi_is_relation(c) && tesi_record_of(world, entity);
+    if (tesi_deferring(world) && !placed_source) {
+        if (!tesi_record_of(world, entity) && !tesi_pending_record(world, entity)) {
+            return TES_ERR_STALE_ENTITY;
+        }
+        return tesi_defer(world, removing ? TESI_CMD_REMOVE : TESI_CMD_ADD, entity, component, 0, 0,
+                          0, NULL, 0);
+    }
+    if (!tesi_record_of(world, entity)) return TES_ERR_STALE_ENTITY;
+    if (tesi_is_relation(c)) return tesi_pairs_clear(world, entity, component);
+    uint32_t index = entity & TESI_INDEX_MASK;
+    bool member = tesi_sparse_slot(&c->sparse, index) != 0;
+    if (member != removing) return TES_OK;
+    if (removing) {
+        tes_result_t result = tesi_log_reserve(world, component, 1);
+        if (result != TES_OK) return result;
+        tesi_sparse_erase(world, component, entity);
+        return TES_OK;
+    }
+    tes_result_t result = tesi_sparse_reserve(world, component, 1, index + 1);
+    if (result != TES_OK) return result;
+    tesi_sparse_insert(world, component, entity);
+    return TES_OK;
+}
+
+/* ---- tracking ---------------------------------------------------------------------------- */
+
+static void clear_dirty(tesi_sparse_t *s) {
+    for (uint32_t i = 0; i < s->dirty_count; i++)
+        s->slot_of[s->dirty[i]] &= TESI_SLOT_MASK;
+    s->dirty_count = 0;
+}
+
+void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tracking_t old,
+                          bool reseed) {
+    tesi_component_t *c = &world->components[component];
+    tesi_sparse_t *s = &c->sparse;
+    if (c->level == TES_UNTRACKED) {
+        clear_dirty(s);
+        return;
+    }
+    if (old == TES_UNTRACKED) {
+        /* Tracking starts now: what exists counts as added now. */
+        for (uint32_t i = 0; i < s->count; i++) {
+            s->added[i] = world->change_tick;
+            s->changed[i] = 0;
+        }
+    }
+    if (c->level != TES_TRACK_DIRTY) {
+        clear_dirty(s);
+        return;
+    }
+    (void)reseed; /* every stamped member is listed, as a new consumer needs */
+    for (uint32_t i = 0; i < s->count; i++) {
+        if (s->added[i] || s->changed[i]) list_index(s, s->entities[i] & TESI_INDEX_MASK);
+    }
+}
+
+void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t min) {
+    tesi_sparse_t *s = &world->components[component].sparse;
+    (void)world;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < s->dirty_count; i++) {
+        uint32_t index = s->dirty[i];
+        uint32_t slot1 = tesi_sparse_slot(s, index);
+        if (slot1 && (s->added[slot1 - 1] > min || s->changed[slot1 - 1] > min)) {
+            s->dirty[kept++] = index;
+        } else {
+            s->slot_of[index] &= TESI_SLOT_MASK;
+        }
+    }
+    s->dirty_count = kept;
+}
+
+/* ---- validation and teardown --------------------------------------------------------------- */
+
+#define CHECK(cond)                          \
+    do {                                     \
+        if (!(cond)) return TES_ERR_CORRUPT; \
+    } while (0)
+
+tes_result_t tesi_sparse_validate(const tes_world_t *world, tes_component_t component) {
+    const tesi_component_t *c = &world->components[component];
+    const tesi_sparse_t *s = &c->sparse;
+    CHECK(s->count <= s->slots);
+    for (uint32_t i = 0; i < s->count; i++) {
+        tes_entity_t e = s->entities[i];
+        CHECK(tesi_record_of(world, e) != NULL);
+        CHECK(tesi_sparse_slot(s, e & TESI_INDEX_MASK) == i + 1);
+    }
+    uint32_t members = 0, listed = 0;
+    for (uint32_t index = 0; index < s->index_slots; index++) {
+        members += (s->slot_of[index] & TESI_SLOT_MASK) != 0;
+        listed += (s->slot_of[index] & TESI_SLOT_LISTED) != 0;
+    }
+    CHECK(members == s->count);
+    CHECK(listed == s->dirty_count);
+    CHECK(c->level == TES_TRACK_DIRTY || s->dirty_count == 0);
+    for (uint32_t i = 0; i < s->dirty_count; i++) {
+        CHECK(s->dirty[i] < s->index_slots && (s->slot_of[s->dirty[i]] & TESI_SLOT_LISTED));
+    }
+    return TES_OK;
+}
+
+void tesi_sparse_fini(tes_world_t *world, tesi_component_t *c) {
+    tesi_sparse_t *s = &c->sparse;
+    tesi_free(world, s->slot_of, (size_t)s->index_slots * sizeof *s->slot_of);
+    tesi_free(world, s->entities, (size_t)s->slots * sizeof *s->entities);
+    if (member_bytes(c)) tesi_free(world, s->data, (size_t)s->slots * member_bytes(c));
+    tesi_free(world, s->added, (size_t)s->slots * sizeof *s->added);
+    tesi_free(world, s->changed, (size_t)s->slots * sizeof *s->changed);
+    tesi_free(world, s->dirty, (size_t)s->dirty_slots * sizeof *s->dirty);
+}
