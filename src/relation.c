@@ -70,6 +70,7 @@ uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_
 /* ---- storage ------------------------------------------------------------------------------ */
 
 static tes_result_t lists_reserve(tes_world_t *world, tesi_relation_t *r, uint32_t limit) {
+    if (limit > TESI_INDEX_LIMIT) limit = TESI_INDEX_LIMIT;
     if (limit <= r->list_slots) return TES_OK;
     uint32_t slots = r->list_slots ? r->list_slots : 1024;
     while (slots < limit)

@@ -40,6 +40,7 @@ static bool alloc_all(tes_world_t *world, void **arrays, const size_t *elems, ui
 /* The index map and the dirty list cover indices below `slots`. The dirty list holds an index
  * at most once, so with as many entries as the map it never needs to grow when listing. */
 static tes_result_t grow_index(tes_world_t *world, tesi_sparse_t *s, uint32_t limit) {
+    if (limit > TESI_INDEX_LIMIT) limit = TESI_INDEX_LIMIT; /* no index reaches it */
     uint32_t slots = s->index_slots ? s->index_slots : 1024;
     while (slots < limit)
         slots = slots > TESI_INDEX_LIMIT / 2 ? TESI_INDEX_LIMIT : slots * 2;

@@ -1189,3 +1189,22 @@ TEST(a_system_adding_sparse_markers_applies_them_before_the_next_system) {
     CHECK_EQ(counter.seen, 3);
     validate(&s);
 }
+
+TEST(a_full_entity_table_still_spawns_with_sparse_components_into_freed_slots) {
+    /* With every index handed out, new entities reuse freed ones: the sparse set must size its
+     * index map to the table's limit, not to "record count + n" (which passes it). */
+    scene_t s = make_scene(NULL);
+    CHECK_OK(tes_spawn_batch(s.world, NULL, 0, TES_MAX_ENTITIES - 3, NULL));
+    tes_entity_t e[3], f[3];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 3, e));
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(tes_despawn(s.world, e[i]));
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.s), 3, f));
+    for (int i = 0; i < 3; i++) {
+        CHECK(fx_has(s.world, f[i], s.s));
+        CHECK_EQ(tes_entity_index(f[i]), tes_entity_index(e[i]));
+    }
+    tes_entity_t g;
+    CHECK_ERR(tes_spawn(s.world, FX_IDS(s.s), &g), TES_ERR_TOO_MANY_ENTITIES);
+    validate(&s);
+}
