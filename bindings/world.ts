@@ -634,16 +634,8 @@ export class World {
             if (before !== undefined) {
                 throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', { entity: child, component: ChildOf.name });
             }
-            if (this.liveIterations > 0 && !this.pending(child)) {
-                // Inside a loop, pair calls apply at once while tes_remove is recorded for the
-                // end of the loop: remove the one pair, so that a later setParent in the same
-                // loop is not undone when the loop ends.
-                const out = this.heap.scratch;
-                this.check(exports.tes_pair_target(world, child, id, out), operation, child, ChildOf.name);
-                const old = this.heap.u32At(out);
-                if (old !== 0) this.pairCheck(exports.tes_pair_remove(world, child, id, old), operation, child, ChildOf, old);
-                return;
-            }
+            // Removing a relation applies at once even inside a loop (as pair calls do), so a
+            // later setParent in the same loop keeps the last word.
             this.check(exports.tes_remove(world, child, id), operation, child, ChildOf.name);
             return;
         }
