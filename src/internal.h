@@ -170,16 +170,28 @@ typedef struct tesi_sparse_t {
 
 /* ---- relations (relation.c) --------------------------------------------------------------- */
 
-/* One pair, on two doubly linked lists: its source's targets ("out") and its target's sources
- * ("in"). Links are pair ids + 1 (0: none); ids are stable while the pair lives, and freed ids
- * are reused through a free list linked by next_out. */
+/* The two lists a pair is on: its source's pairs (TESI_OUT, the targets of the source) and its
+ * target's pairs (TESI_IN, the sources of the target). */
+#define TESI_OUT 0
+#define TESI_IN  1
+
+/* One pair, on two doubly linked lists, one per side. Links are pair ids + 1 (0: none); ids are
+ * stable while the pair lives, and freed ids are reused through a free list linked by
+ * next[TESI_OUT]. */
 typedef struct tesi_pair_t {
     tes_entity_t source; /* 0 while the id is free */
     tes_entity_t target;
-    uint32_t next_out, prev_out;
-    uint32_t next_in, prev_in;
+    uint32_t next[2], prev[2]; /* by side */
     uint64_t changed; /* tick of the last data write: one changed event per pair per tick */
 } tesi_pair_t;
+
+/* The entity whose list of `side` the pair is on (the source for TESI_OUT), and the other end. */
+static inline tes_entity_t tesi_pair_owner(const tesi_pair_t *p, int side) {
+    return side == TESI_OUT ? p->source : p->target;
+}
+static inline tes_entity_t tesi_pair_other(const tesi_pair_t *p, int side) {
+    return side == TESI_OUT ? p->target : p->source;
+}
 
 typedef struct tesi_list_t {
     uint32_t first, last; /* pair ids + 1 */
@@ -190,11 +202,10 @@ typedef struct tesi_relation_t {
     tesi_pair_t *pairs;
     uint8_t *data; /* row_bytes per pair id */
     uint32_t pair_slots;
-    uint32_t pair_used;  /* ids handed out so far */
-    uint32_t pair_count; /* live pairs */
-    uint32_t free_pairs; /* first free id + 1 */
-    tesi_list_t *out;    /* by entity index: its pairs as a source */
-    tesi_list_t *in;     /* by entity index: its pairs as a target */
+    uint32_t pair_used;    /* ids handed out so far */
+    uint32_t pair_count;   /* live pairs */
+    uint32_t free_pairs;   /* first free id + 1 */
+    tesi_list_t *lists[2]; /* by side, by entity index: its pairs as a source / a target */
     uint32_t list_slots;
     /* Pair events, oldest first, while some query names the relation in pair_changes. */
     tes_pair_event_t *events;
@@ -648,6 +659,12 @@ tes_result_t tesi_pairs_clear(tes_world_t *world, tes_entity_t source, tes_compo
 /* The pair (source, target), as an id + 1, or 0. */
 uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
                         tes_entity_t target);
+/* The list of `side` of an entity (an empty one when it never had a pair). */
+static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side, tes_entity_t e) {
+    static const tesi_list_t empty = {0, 0, 0};
+    uint32_t index = e & TESI_INDEX_MASK;
+    return index < r->list_slots ? &r->lists[side][index] : &empty;
+}
 void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t min);
 tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t relation);
 void tesi_relation_fini(tes_world_t *world, tesi_component_t *c);

@@ -519,7 +519,7 @@ static bool pick_driver(const tes_world_t *world, const tes_query_t *q, driver_t
         uint32_t n = c->sparse.count;
         if (t->target) {
             uint32_t index = t->target & TESI_INDEX_MASK;
-            n = index < c->relation.list_slots ? c->relation.in[index].count : 0;
+            n = index < c->relation.list_slots ? c->relation.lists[TESI_IN][index].count : 0;
         }
         if (!found || n < out->count) *out = (driver_t){t, n};
         found = true;
@@ -543,8 +543,9 @@ static tes_entity_t driver_entity(const tes_world_t *world, const tes_query_t *q
     if (!d->term->target) return c->sparse.entities[k];
     /* A target's sources: followed along the list, one per call. */
     const tesi_relation_t *r = &c->relation;
-    uint32_t id = k == 0 ? r->in[d->term->target & TESI_INDEX_MASK].first : *pair_cursor;
-    *pair_cursor = r->pairs[id - 1].next_in;
+    uint32_t id =
+        k == 0 ? r->lists[TESI_IN][d->term->target & TESI_INDEX_MASK].first : *pair_cursor;
+    *pair_cursor = r->pairs[id - 1].next[TESI_IN];
     return r->pairs[id - 1].target == d->term->target ? r->pairs[id - 1].source : 0;
 }
 

@@ -36,33 +36,17 @@ static tes_result_t check_pair(const tes_world_t *world, tes_entity_t source,
     return TES_OK;
 }
 
-static const tesi_list_t empty_list = {0, 0, 0};
-
-static const tesi_list_t *out_of(const tesi_relation_t *r, tes_entity_t e) {
-    uint32_t index = e & TESI_INDEX_MASK;
-    return index < r->list_slots ? &r->out[index] : &empty_list;
-}
-
-static const tesi_list_t *in_of(const tesi_relation_t *r, tes_entity_t e) {
-    uint32_t index = e & TESI_INDEX_MASK;
-    return index < r->list_slots ? &r->in[index] : &empty_list;
-}
-
 uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
                         tes_entity_t target) {
     const tesi_relation_t *r = &world->components[relation].relation;
-    const tesi_list_t *out = out_of(r, source), *in = in_of(r, target);
     /* The shorter of the two lists; handles are compared whole, so a stale one finds nothing. */
-    if (out->count <= in->count) {
-        for (uint32_t id = out->first; id; id = r->pairs[id - 1].next_out) {
-            const tesi_pair_t *p = &r->pairs[id - 1];
-            if (p->target == target && p->source == source) return id;
-        }
-    } else {
-        for (uint32_t id = in->first; id; id = r->pairs[id - 1].next_in) {
-            const tesi_pair_t *p = &r->pairs[id - 1];
-            if (p->source == source && p->target == target) return id;
-        }
+    int side = tesi_list_of(r, TESI_OUT, source)->count <= tesi_list_of(r, TESI_IN, target)->count
+                   ? TESI_OUT
+                   : TESI_IN;
+    for (uint32_t id = tesi_list_of(r, side, side == TESI_OUT ? source : target)->first; id;
+         id = r->pairs[id - 1].next[side]) {
+        const tesi_pair_t *p = &r->pairs[id - 1];
+        if (p->source == source && p->target == target) return id;
     }
     return 0;
 }
@@ -82,17 +66,16 @@ static tes_result_t lists_reserve(tes_world_t *world, tesi_relation_t *r, uint32
         tesi_free(world, out, bytes);
         return TES_ERR_OUT_OF_MEMORY;
     }
-    memset(out, 0, bytes);
-    memset(in, 0, bytes);
+    tesi_list_t *grown[2] = {out, in};
     size_t old = (size_t)r->list_slots * sizeof(tesi_list_t);
-    if (r->list_slots) {
-        memcpy(out, r->out, old);
-        memcpy(in, r->in, old);
-        tesi_free(world, r->out, old);
-        tesi_free(world, r->in, old);
+    for (int side = 0; side < 2; side++) {
+        memset(grown[side], 0, bytes);
+        if (r->list_slots) {
+            memcpy(grown[side], r->lists[side], old);
+            tesi_free(world, r->lists[side], old);
+        }
+        r->lists[side] = grown[side];
     }
-    r->out = out;
-    r->in = in;
     r->list_slots = slots;
     return TES_OK;
 }
@@ -159,71 +142,65 @@ static void log_event(tes_world_t *world, tes_component_t relation, const tesi_p
     r->event_ticks[r->event_count++] = world->change_tick;
 }
 
-/* Links a new pair at the end of both lists (room reserved). Returns its id + 1. */
+/* Puts pair `id` on its list of `side` just before pair `before`, or at the end when before is
+ * 0. */
+static void insert(tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
+    tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_list_t *list = &r->lists[side][tesi_pair_owner(p, side) & TESI_INDEX_MASK];
+    p->next[side] = before;
+    p->prev[side] = before ? r->pairs[before - 1].prev[side] : list->last;
+    if (p->prev[side]) {
+        r->pairs[p->prev[side] - 1].next[side] = id;
+    } else {
+        list->first = id;
+    }
+    if (before) {
+        r->pairs[before - 1].prev[side] = id;
+    } else {
+        list->last = id;
+    }
+    list->count++;
+}
+
+/* Takes pair `id` off its list of `side`. */
+static void take_out(tesi_relation_t *r, int side, uint32_t id) {
+    tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_list_t *list = &r->lists[side][tesi_pair_owner(p, side) & TESI_INDEX_MASK];
+    if (p->prev[side]) {
+        r->pairs[p->prev[side] - 1].next[side] = p->next[side];
+    } else {
+        list->first = p->next[side];
+    }
+    if (p->next[side]) {
+        r->pairs[p->next[side] - 1].prev[side] = p->prev[side];
+    } else {
+        list->last = p->prev[side];
+    }
+    list->count--;
+}
+
+/* A new pair at the end of both lists (room reserved), data zeroed. Returns its id + 1. */
 static uint32_t link(tesi_component_t *c, tes_entity_t source, tes_entity_t target) {
     tesi_relation_t *r = &c->relation;
     uint32_t id = r->free_pairs;
     if (id) {
-        r->free_pairs = r->pairs[id - 1].next_out;
+        r->free_pairs = r->pairs[id - 1].next[TESI_OUT];
     } else {
         id = ++r->pair_used;
     }
-    tesi_pair_t *p = &r->pairs[id - 1];
-    tesi_list_t *out = &r->out[source & TESI_INDEX_MASK], *in = &r->in[target & TESI_INDEX_MASK];
-    *p = (tesi_pair_t){
-        .source = source, .target = target, .prev_out = out->last, .prev_in = in->last};
-    if (out->last) {
-        r->pairs[out->last - 1].next_out = id;
-    } else {
-        out->first = id;
-    }
-    out->last = id;
-    out->count++;
-    if (in->last) {
-        r->pairs[in->last - 1].next_in = id;
-    } else {
-        in->first = id;
-    }
-    in->last = id;
-    in->count++;
+    r->pairs[id - 1] = (tesi_pair_t){.source = source, .target = target};
+    insert(r, TESI_OUT, id, 0);
+    insert(r, TESI_IN, id, 0);
     if (c->stride) memset(r->data + (size_t)(id - 1) * c->stride, 0, c->stride);
     r->pair_count++;
     return id;
 }
 
-static void unlink_in(tesi_relation_t *r, uint32_t id) {
-    tesi_pair_t *p = &r->pairs[id - 1];
-    tesi_list_t *in = &r->in[p->target & TESI_INDEX_MASK];
-    if (p->prev_in) {
-        r->pairs[p->prev_in - 1].next_in = p->next_in;
-    } else {
-        in->first = p->next_in;
-    }
-    if (p->next_in) {
-        r->pairs[p->next_in - 1].prev_in = p->prev_in;
-    } else {
-        in->last = p->prev_in;
-    }
-    in->count--;
-}
-
 /* Takes the pair off both lists and frees its id. */
 static void unlink(tesi_relation_t *r, uint32_t id) {
-    tesi_pair_t *p = &r->pairs[id - 1];
-    tesi_list_t *out = &r->out[p->source & TESI_INDEX_MASK];
-    if (p->prev_out) {
-        r->pairs[p->prev_out - 1].next_out = p->next_out;
-    } else {
-        out->first = p->next_out;
-    }
-    if (p->next_out) {
-        r->pairs[p->next_out - 1].prev_out = p->prev_out;
-    } else {
-        out->last = p->prev_out;
-    }
-    out->count--;
-    unlink_in(r, id);
-    *p = (tesi_pair_t){.next_out = r->free_pairs};
+    take_out(r, TESI_OUT, id);
+    take_out(r, TESI_IN, id);
+    r->pairs[id - 1] = (tesi_pair_t){.next = {r->free_pairs, 0}};
     r->free_pairs = id;
     r->pair_count--;
 }
@@ -236,7 +213,7 @@ static void remove_pair(tes_world_t *world, tes_component_t relation, uint32_t i
     tes_entity_t source = r->pairs[id - 1].source;
     log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
     unlink(r, id);
-    if (out_of(r, source)->count == 0) {
+    if (tesi_list_of(r, TESI_OUT, source)->count == 0) {
         tesi_sparse_erase(world, relation, source);
     } else {
         tesi_sparse_mark(world, relation,
@@ -257,7 +234,7 @@ static bool closes_cycle(const tes_world_t *world, const tesi_relation_t *r, tes
     tes_entity_t e = target;
     for (uint32_t steps = 0; steps <= world->entity_count; steps++) {
         if (e == source) return true;
-        const tesi_list_t *out = out_of(r, e);
+        const tesi_list_t *out = tesi_list_of(r, TESI_OUT, e);
         if (!out->count) return false;
         e = r->pairs[out->first - 1].target;
     }
@@ -286,8 +263,8 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
     if (result != TES_OK) return result;
     /* An exclusive relation's other pair goes first; the source keeps the relation throughout. */
     bool replaced = false;
-    if ((c->flags & TES_RELATION_EXCLUSIVE) && r->out[si].count) {
-        uint32_t old = r->out[si].first;
+    if ((c->flags & TES_RELATION_EXCLUSIVE) && r->lists[TESI_OUT][si].count) {
+        uint32_t old = r->lists[TESI_OUT][si].first;
         log_event(world, relation, &r->pairs[old - 1], TES_PAIR_REMOVED);
         unlink(r, old);
         replaced = true;
@@ -324,13 +301,13 @@ tes_result_t tes_pair_remove(tes_world_t *world, tes_entity_t source, tes_compon
 
 tes_result_t tesi_pairs_clear(tes_world_t *world, tes_entity_t source, tes_component_t relation) {
     tesi_relation_t *r = &world->components[relation].relation;
-    uint32_t n = out_of(r, source)->count;
-    if (!n) return TES_OK;
-    tes_result_t result = events_reserve(world, r, n);
+    const tesi_list_t *out = tesi_list_of(r, TESI_OUT, source);
+    if (!out->count) return TES_OK;
+    tes_result_t result = events_reserve(world, r, out->count);
     if (result == TES_OK) result = tesi_log_reserve(world, relation, 1);
     if (result != TES_OK) return result;
-    while (out_of(r, source)->count)
-        remove_pair(world, relation, r->out[source & TESI_INDEX_MASK].first);
+    while (out->count)
+        remove_pair(world, relation, out->first);
     return TES_OK;
 }
 
@@ -367,10 +344,10 @@ static tes_result_t list_other_side(const tes_world_t *world, tes_entity_t e,
     if (result != TES_OK) return result;
     if (!out_count || (capacity && !out)) return TES_ERR_INVALID_ARGUMENT;
     const tesi_relation_t *r = &c->relation;
+    int side = outgoing ? TESI_OUT : TESI_IN;
     uint32_t n = 0;
-    for (uint32_t id = (outgoing ? out_of(r, e) : in_of(r, e))->first; id;
-         id = outgoing ? r->pairs[id - 1].next_out : r->pairs[id - 1].next_in) {
-        if (n < capacity) out[n] = outgoing ? r->pairs[id - 1].target : r->pairs[id - 1].source;
+    for (uint32_t id = tesi_list_of(r, side, e)->first; id; id = r->pairs[id - 1].next[side]) {
+        if (n < capacity) out[n] = tesi_pair_other(&r->pairs[id - 1], side);
         n++;
     }
     *out_count = n;
@@ -395,7 +372,7 @@ tes_result_t tes_pair_target(const tes_world_t *world, tes_entity_t source,
     tes_result_t result = check_one(world, source, relation, true, &c);
     if (result != TES_OK) return result;
     if (!out_target) return TES_ERR_INVALID_ARGUMENT;
-    uint32_t first = out_of(&c->relation, source)->first;
+    uint32_t first = tesi_list_of(&c->relation, TESI_OUT, source)->first;
     *out_target = first ? c->relation.pairs[first - 1].target : 0;
     return TES_OK;
 }
@@ -413,8 +390,8 @@ tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_t relati
     const tesi_relation_t *r = &c->relation;
     uint32_t n = 0;
     for (uint32_t m = 0; m < c->sparse.count; m++) {
-        for (uint32_t id = out_of(r, c->sparse.entities[m])->first; id;
-             id = r->pairs[id - 1].next_out) {
+        for (uint32_t id = tesi_list_of(r, TESI_OUT, c->sparse.entities[m])->first; id;
+             id = r->pairs[id - 1].next[TESI_OUT]) {
             if (n < capacity) {
                 out_sources[n] = r->pairs[id - 1].source;
                 out_targets[n] = r->pairs[id - 1].target;
@@ -435,23 +412,8 @@ tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_compone
     uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
     if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;
     if (id == next) return TES_OK;
-    tesi_relation_t *r = &c->relation;
-    tesi_list_t *in = &r->in[target & TESI_INDEX_MASK];
-    unlink_in(r, id);
-    in->count++;
-    tesi_pair_t *p = &r->pairs[id - 1];
-    p->next_in = next;
-    p->prev_in = next ? r->pairs[next - 1].prev_in : in->last;
-    if (p->prev_in) {
-        r->pairs[p->prev_in - 1].next_in = id;
-    } else {
-        in->first = id;
-    }
-    if (next) {
-        r->pairs[next - 1].prev_in = id;
-    } else {
-        in->last = id;
-    }
+    take_out(&c->relation, TESI_IN, id);
+    insert(&c->relation, TESI_IN, id, next);
     return TES_OK;
 }
 
@@ -484,7 +446,8 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
     world->records[root & TESI_INDEX_MASK].row |= TESI_ROW_MARK;
     result = push_index(world, &world->doomed, &seen, &world->doomed_slots, root & TESI_INDEX_MASK);
     if (result == TES_OK) {
-        result = push_index(world, &stack, &depth, &stack_slots, in_of(r, root)->first);
+        result =
+            push_index(world, &stack, &depth, &stack_slots, tesi_list_of(r, TESI_IN, root)->first);
     }
     while (result == TES_OK && depth) {
         uint32_t id = stack[depth - 1];
@@ -493,7 +456,7 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
             continue;
         }
         const tesi_pair_t *p = &r->pairs[id - 1];
-        stack[depth - 1] = p->next_in;
+        stack[depth - 1] = p->next[TESI_IN];
         tesi_record_t *record = &world->records[p->source & TESI_INDEX_MASK];
         if (record->row & TESI_ROW_MARK) continue;
         record->row |= TESI_ROW_MARK;
@@ -508,7 +471,8 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
             if (out_depths) out_depths[n] = depth;
         }
         n++;
-        result = push_index(world, &stack, &depth, &stack_slots, in_of(r, p->source)->first);
+        result = push_index(world, &stack, &depth, &stack_slots,
+                            tesi_list_of(r, TESI_IN, p->source)->first);
     }
     unmark(world, world->doomed, seen);
     tesi_free(world, stack, (size_t)stack_slots * sizeof *stack);
@@ -605,7 +569,8 @@ tes_result_t tes_pair_init_number(tes_world_t *world, tes_entity_t source, tes_c
 
 /* Pairs of an entity, as a source and as a target, in one relation. */
 static uint32_t pairs_of(const tesi_relation_t *r, uint32_t index) {
-    return index < r->list_slots ? r->out[index].count + r->in[index].count : 0;
+    return index < r->list_slots ? r->lists[TESI_OUT][index].count + r->lists[TESI_IN][index].count
+                                 : 0;
 }
 
 /* Adds to world->doomed every source that depends on doomed[from..] through a CASCADE relation,
@@ -617,7 +582,8 @@ static tes_result_t close_over_cascades(tes_world_t *world, uint32_t *count) {
             const tesi_component_t *c = &world->components[rel];
             if (!(c->flags & TES_RELATION_CASCADE) || index >= c->relation.list_slots) continue;
             const tesi_relation_t *r = &c->relation;
-            for (uint32_t id = r->in[index].first; id; id = r->pairs[id - 1].next_in) {
+            for (uint32_t id = r->lists[TESI_IN][index].first; id;
+                 id = r->pairs[id - 1].next[TESI_IN]) {
                 uint32_t source = r->pairs[id - 1].source & TESI_INDEX_MASK;
                 if (world->records[source].row & TESI_ROW_MARK) continue;
                 tes_result_t result =
@@ -659,11 +625,11 @@ static void detach(tes_world_t *world, tes_entity_t e) {
         tesi_component_t *c = &world->components[id];
         if (!tesi_is_sparse(c)) continue;
         if (tesi_is_relation(c) && pairs_of(&c->relation, index)) {
-            tesi_relation_t *r = &c->relation;
-            while (r->out[index].count)
-                remove_pair(world, id, r->out[index].first);
-            while (r->in[index].count)
-                remove_pair(world, id, r->in[index].first);
+            for (int side = 0; side < 2; side++) {
+                const tesi_list_t *list = &c->relation.lists[side][index];
+                while (list->count)
+                    remove_pair(world, id, list->first);
+            }
         }
         tesi_sparse_erase(world, id, e);
     }
@@ -709,17 +675,16 @@ void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t 
         if (!(cond)) return TES_ERR_CORRUPT; \
     } while (0)
 
-/* Walks one list both ways, checking its links, count and that every pair names `e` on its
- * side. */
-static tes_result_t check_list(const tesi_relation_t *r, const tesi_list_t *list, tes_entity_t e,
-                               bool out) {
+/* Walks e's list of `side`, checking its links both ways, its count, and that every pair on it
+ * names e on that side. */
+static tes_result_t check_list(const tesi_relation_t *r, int side, tes_entity_t e) {
+    const tesi_list_t *list = &r->lists[side][e & TESI_INDEX_MASK];
     uint32_t n = 0, prev = 0;
-    for (uint32_t id = list->first; id;
-         id = out ? r->pairs[id - 1].next_out : r->pairs[id - 1].next_in) {
+    for (uint32_t id = list->first; id; id = r->pairs[id - 1].next[side]) {
         CHECK(id <= r->pair_used && n < r->pair_count);
         const tesi_pair_t *p = &r->pairs[id - 1];
-        CHECK((out ? p->source : p->target) == e);
-        CHECK((out ? p->prev_out : p->prev_in) == prev);
+        CHECK(tesi_pair_owner(p, side) == e);
+        CHECK(p->prev[side] == prev);
         prev = id;
         n++;
     }
@@ -740,7 +705,7 @@ tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t re
     CHECK(live == r->pair_count);
     uint32_t outs = 0, ins = 0;
     for (uint32_t index = 0; index < r->list_slots; index++) {
-        const tesi_list_t *out = &r->out[index], *in = &r->in[index];
+        const tesi_list_t *out = &r->lists[TESI_OUT][index], *in = &r->lists[TESI_IN][index];
         outs += out->count;
         ins += in->count;
         bool member = tesi_sparse_slot(&c->sparse, index) != 0;
@@ -749,8 +714,9 @@ tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t re
         const tesi_record_t *record = &world->records[index];
         tes_entity_t e = tesi_make_handle(index, record->generation);
         CHECK(record->chunk != NULL);
-        if (check_list(r, out, e, true) != TES_OK) return TES_ERR_CORRUPT;
-        if (check_list(r, in, e, false) != TES_OK) return TES_ERR_CORRUPT;
+        if (check_list(r, TESI_OUT, e) != TES_OK || check_list(r, TESI_IN, e) != TES_OK) {
+            return TES_ERR_CORRUPT;
+        }
         CHECK(!(c->flags & TES_RELATION_EXCLUSIVE) || out->count <= 1);
     }
     CHECK(outs == r->pair_count && ins == r->pair_count);
@@ -764,8 +730,8 @@ void tesi_relation_fini(tes_world_t *world, tesi_component_t *c) {
     tesi_relation_t *r = &c->relation;
     tesi_free(world, r->pairs, (size_t)r->pair_slots * sizeof *r->pairs);
     if (c->stride) tesi_free(world, r->data, (size_t)r->pair_slots * c->stride);
-    tesi_free(world, r->out, (size_t)r->list_slots * sizeof *r->out);
-    tesi_free(world, r->in, (size_t)r->list_slots * sizeof *r->in);
+    for (int side = 0; side < 2; side++)
+        tesi_free(world, r->lists[side], (size_t)r->list_slots * sizeof *r->lists[side]);
     tesi_free(world, r->events, r->event_slots * sizeof *r->events);
     tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
 }

@@ -690,6 +690,22 @@ static inline uint32_t fx_rng_below(fx_rng_t *rng, uint32_t n) {
     return (uint32_t)(((fx_rng_next(rng) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* Random query terms over n components (bit i = component i): each lands in at most one of
+ * all / none / any, with chance 1/kinds each (kinds >= 3; the rest of the time in none of them). */
+typedef struct fx_term_masks_t {
+    uint32_t all, none, any;
+} fx_term_masks_t;
+static inline fx_term_masks_t fx_random_terms(fx_rng_t *rng, uint32_t n, uint32_t kinds) {
+    fx_term_masks_t m = {0, 0, 0};
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t pick = fx_rng_below(rng, kinds);
+        if (pick == 0) m.all |= 1u << i;
+        if (pick == 1) m.none |= 1u << i;
+        if (pick == 2) m.any |= 1u << i;
+    }
+    return m;
+}
+
 static inline bool fx_rng_chance(fx_rng_t *rng, uint32_t percent) {
     return fx_rng_below(rng, 100) < percent;
 }

@@ -124,22 +124,8 @@ TEST(all_none_any_match_across_many_archetypes) {
     fx_rng_t rng = {2024};
     for (int round = 0; round < 300; round++) {
         /* Each component lands in at most one of the three lists. */
-        uint32_t all = 0, none = 0, any = 0;
-        for (uint32_t i = 0; i < 6; i++) {
-            switch (fx_rng_below(&rng, 5)) {
-            case 0:
-                all |= 1u << i;
-                break;
-            case 1:
-                none |= 1u << i;
-                break;
-            case 2:
-                any |= 1u << i;
-                break;
-            default:
-                break;
-            }
-        }
+        fx_term_masks_t terms_ = fx_random_terms(&rng, 6, 5);
+        uint32_t all = terms_.all, none = terms_.none, any = terms_.any;
         tes_component_t all_list[6], none_list[6], any_list[6];
         tes_query_desc_t desc = {0};
         desc.all = all_list;

@@ -1229,22 +1229,8 @@ TEST(pair_terms_all_none_any_match_exactly) {
         }
     }
     for (int round = 0; round < 300; round++) {
-        uint32_t all = 0, none = 0, any = 0;
-        for (uint32_t c = 0; c < 4; c++) {
-            switch (fx_rng_below(&rng, 6)) {
-            case 0:
-                all |= 1u << c;
-                break;
-            case 1:
-                none |= 1u << c;
-                break;
-            case 2:
-                any |= 1u << c;
-                break;
-            default:
-                break;
-            }
-        }
+        fx_term_masks_t terms_ = fx_random_terms(&rng, 4, 6);
+        uint32_t all = terms_.all, none = terms_.none, any = terms_.any;
         tes_pair_term_t terms[4];
         uint32_t term_count = fx_rng_below(&rng, 5);
         for (uint32_t k = 0; k < term_count; k++) {
