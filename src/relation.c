@@ -443,9 +443,10 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
     /* Visited entities are marked on their records (world->doomed lists them to unmark); the
      * stack holds, per depth, the next pair of that level's list of sources. */
     uint32_t seen = 0, depth = 0, stack_slots = 0, n = 0, *stack = NULL;
-    world->records[root & TESI_INDEX_MASK].row |= TESI_ROW_MARK;
     result = push_index(world, &world->doomed, &seen, &world->doomed_slots, root & TESI_INDEX_MASK);
     if (result == TES_OK) {
+        /* Marked only once listed, so that the unmarking below finds every mark. */
+        world->records[root & TESI_INDEX_MASK].row |= TESI_ROW_MARK;
         result =
             push_index(world, &stack, &depth, &stack_slots, tesi_list_of(r, TESI_IN, root)->first);
     }

@@ -19,34 +19,42 @@ typedef struct oom_run_t {
 
 /* Runs `call`; on TES_ERR_OUT_OF_MEMORY checks the world is valid and unchanged, then either
  * stops (sticky) or retries once, when the allocator works again. */
-#define STEP(call)                                         \
-    do {                                                   \
-        if (run->stopped) return;                          \
-        fx_snapshot_take(run->before, run->world);         \
-        uint64_t failures_before = run->alloc->failures;   \
-        tes_result_t step_r = (call);                      \
-        if (step_r == TES_ERR_OUT_OF_MEMORY) {             \
-            CHECK(run->alloc->failures > failures_before); \
-            CHECK_OK(tes_world_validate(run->world));      \
-            FX_CHECK_UNCHANGED(run->before, run->world);   \
-            run->failed++;                                 \
-            run->failed_line = __LINE__;                   \
-            if (run->sticky) {                             \
-                run->stopped = true;                       \
-                return;                                    \
-            }                                              \
-            step_r = (call);                               \
-        }                                                  \
-        CHECK_OK(step_r);                                  \
+#define STEP(call)                                            \
+    do {                                                      \
+        if (run->stopped) return;                             \
+        fx_snapshot_take_full(run->before, run->world);       \
+        uint64_t failures_before = run->alloc->failures;      \
+        tes_result_t step_r = (call);                         \
+        if (step_r == TES_ERR_OUT_OF_MEMORY) {                \
+            CHECK(run->alloc->failures > failures_before);    \
+            CHECK_OK(tes_world_validate(run->world));         \
+            FX_CHECK_UNCHANGED_FULL(run->before, run->world); \
+            run->failed++;                                    \
+            run->failed_line = __LINE__;                      \
+            if (run->sticky) {                                \
+                run->stopped = true;                          \
+                return;                                       \
+            }                                                 \
+            step_r = (call);                                  \
+        }                                                     \
+        CHECK_OK(step_r);                                     \
     } while (0)
 
-static tes_component_t reg(oom_run_t *run, const char *name, const tes_field_desc_t *fields,
-                           uint32_t count, tes_result_t *result) {
-    tes_component_desc_t desc = {name, fields, count};
+static tes_component_t reg_flags(oom_run_t *run, const char *name, const tes_field_desc_t *fields,
+                                 uint32_t count, uint32_t flags, tes_result_t *result) {
+    tes_component_desc_t desc = {name, fields, count, flags};
     tes_component_t id = UINT32_MAX;
     *result = tes_component_register(run->world, &desc, &id);
     return id;
 }
+
+static tes_component_t reg(oom_run_t *run, const char *name, const tes_field_desc_t *fields,
+                           uint32_t count, tes_result_t *result) {
+    return reg_flags(run, name, fields, count, 0, result);
+}
+
+static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t e0,
+                                 tes_entity_t *batch);
 
 /* The world is created by the caller; this is everything after. */
 static void sequence(oom_run_t *run) {
@@ -94,6 +102,71 @@ static void sequence(oom_run_t *run) {
     CHECK_NUM_EQ(fx_get_number(w, batch[299], p, 1, 0), 299); /* Arrays was removed from it */
     CHECK_NUM_EQ(fx_get_number(w, batch[7], arr, 0, 2), 7);   /* {Arrays} since P was removed */
     CHECK_OK(tes_world_validate(w));
+    sparse_and_relations(run, p, e0, batch);
+}
+
+/* Sparse sets, pairs, their logs (consumers of each kind exist) and cascading despawns. */
+static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t e0,
+                                 tes_entity_t *batch) {
+    tes_world_t *w = run->world;
+    tes_result_t r;
+    const uint32_t tree_flags = TES_COMPONENT_RELATION | TES_RELATION_EXCLUSIVE |
+                                TES_RELATION_ACYCLIC | TES_RELATION_CASCADE;
+    uint32_t entities_before = fx_stats(w).entity_count;
+    tes_component_t sp = 0, mk = 0, likes = 0, tree = 0;
+    STEP((sp = reg_flags(run, "Sparse", value_fields, 1, TES_COMPONENT_SPARSE, &r), r));
+    STEP((mk = reg_flags(run, "Marker", NULL, 0, TES_COMPONENT_SPARSE, &r), r));
+    STEP((likes = reg_flags(run, "Likes", value_fields, 1, TES_COMPONENT_RELATION, &r), r));
+    STEP((tree = reg_flags(run, "ChildOf", NULL, 0, tree_flags, &r), r));
+    tes_query_t *events = NULL, *changed = NULL, *children = NULL;
+    tes_component_t relations[] = {likes, tree}, gone[] = {sp, mk, likes};
+    STEP(tes_query_create(
+        w,
+        &(tes_query_desc_t){
+            .pair_changes = relations, .pair_change_count = 2, .removed = gone, .removed_count = 3},
+        &events));
+    STEP(tes_query_create(w, &(tes_query_desc_t){.changed = &sp, .changed_count = 1}, &changed));
+    for (int i = 0; i < 40; i++)
+        STEP(tes_add(w, batch[i], mk));
+    STEP(tes_add(w, e0, sp));
+    CHECK_OK(tes_set_number(w, e0, sp, 0, 0, 7));
+    tes_component_t psm[] = {p, sp, mk};
+    tes_entity_t kids[30];
+    STEP(tes_spawn_batch(w, psm, 3, 30, kids));
+    for (int i = 0; i < 30; i++) /* a binary tree under e0 */
+        STEP(tes_pair_add(w, kids[i], tree, i ? kids[(i - 1) / 2] : e0));
+    for (int i = 0; i < 20; i++) {
+        STEP(tes_pair_add(w, batch[i], likes, batch[i + 1]));
+        STEP(tes_pair_add(w, batch[i], likes, batch[i + 2]));
+        CHECK_OK(tes_pair_init_number(w, batch[i], likes, batch[i + 1], 0, 0, i));
+    }
+    STEP(tes_pair_set_number(w, batch[0], likes, batch[1], 0, 0, 5));
+    tes_pair_term_t under = {tree, e0, TES_TERM_ALL};
+    STEP(tes_query_create(
+        w, &(tes_query_desc_t){.all = &mk, .all_count = 1, .pairs = &under, .pair_count = 1},
+        &children));
+    tes_collect_t collected;
+    STEP(tes_query_collect(w, events, &collected));
+    STEP(tes_query_collect(w, changed, &collected));
+    tes_entity_t walked[64];
+    uint32_t depths[64], walked_count = 0;
+    STEP(tes_relation_walk(w, tree, e0, walked, depths, 64, &walked_count));
+    CHECK_EQ(walked_count, 30);
+    tes_iter_t it;
+    STEP(tes_query_iter(w, children, &it));
+    uint32_t visited = 0;
+    while (tes_iter_next(&it))
+        visited += it.row_count;
+    CHECK_EQ(visited, 1); /* kids[0], the one child of e0 */
+    STEP(tes_remove(w, batch[3], mk));
+    STEP(tes_remove(w, batch[2], likes)); /* both of its pairs */
+    STEP(tes_despawn(w, kids[1]));        /* and its subtree */
+    STEP(tes_despawn_batch(w, batch + 10, 5));
+    STEP(tes_despawn(w, e0)); /* the rest of the tree */
+    STEP(tes_query_collect(w, events, &collected));
+    /* 30 spawned; gone: 5 of the batch, e0 and the 30 of its tree. */
+    CHECK_EQ(fx_stats(w).entity_count, entities_before + 30 - 36);
+    CHECK_OK(tes_world_validate(w));
 }
 
 /* One run with the (k+1)-th allocation failing (or every one after it when sticky). Returns
@@ -120,7 +193,7 @@ static uint32_t run_once(fx_alloc_t *alloc, fx_snapshot_t *scratch, int64_t k, b
     harness_defer(fx_destroy_world, world);
     run->world = world;
     sequence(run);
-    if (final != NULL && !run->stopped) fx_snapshot_take(final, world);
+    if (final != NULL && !run->stopped) fx_snapshot_take_full(final, world);
     fx_world_destroy_now(world);
     FX_CHECK_ALLOC_CLEAN(alloc);
     return run->failed;
