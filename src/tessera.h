@@ -574,10 +574,13 @@ typedef struct tes_pair_term_t {
  * plain, stateless view of the world.
  *
  * Sparse components and pair terms are checked per row: a run of a query that has them visits
- * each chunk with `rows` listing the rows that pass (tes_iter_t), found from the smallest
- * sparse set or target's source list among its `all` terms when it has one, else by checking
- * every row of the matching archetypes. A plain query with them is not layout-stable: adding a
- * sparse component changes what it visits without changing tes_world_layout.
+ * each chunk with `rows` listing the rows that pass (tes_iter_t), each once. They are found
+ * from the first filter's sparse set when it is on a sparse component, else from the smallest
+ * sparse set or target's source list among the `all` terms when it holds under a quarter of the
+ * rows the matching archetypes hold (rows then come grouped by chunk, in that set's order),
+ * else by checking every row of the matching archetypes. A plain query with them is not
+ * layout-stable: adding a sparse component changes what it visits without changing
+ * tes_world_layout.
  *
  * wasm32 layout: twelve (pointer, count) words in the order below, then pairs 48, pair_count 52,
  * pair_changes 56, pair_change_count 60; 64 bytes. */
