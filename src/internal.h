@@ -382,6 +382,8 @@ struct tes_world_t {
     uint32_t relation_count; /* relations */
     uint32_t *doomed;        /* entity indices a despawn takes along (relation.c) */
     uint32_t doomed_slots;
+    uint8_t *snapshot; /* the latest tes_snapshot (snapshot.c) */
+    uint32_t snapshot_slots;
 
     /* Bumped whenever rows or chunks move (tes_world_layout): a plain query's chunk list is
      * unchanged while it holds. */
@@ -670,6 +672,10 @@ tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t re
 void tesi_relation_fini(tes_world_t *world, tesi_component_t *c);
 /* First index of a ticked log whose tick is above `tick` (ticks never decrease). */
 uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick);
+
+/* ---- snapshot.c ------------------------------------------------------------------------ */
+
+void tesi_snapshot_fini(tes_world_t *world);
 
 /* ---- graph.c --------------------------------------------------------------------------- */
 

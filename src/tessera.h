@@ -83,7 +83,9 @@ extern "C" {
     X(TES_ERR_SPARSE_COMPONENT, "the component is not stored in chunks (sparse or relation)") \
     X(TES_ERR_NOT_A_RELATION, "the component is not a relation")                              \
     X(TES_ERR_NEEDS_TARGET, "a relation is used per pair: name its target")                   \
-    X(TES_ERR_CYCLE, "the pair would close a cycle in an acyclic relation")
+    X(TES_ERR_CYCLE, "the pair would close a cycle in an acyclic relation")                   \
+    X(TES_ERR_BAD_SNAPSHOT, "the bytes are not a valid snapshot (truncated or corrupted)")    \
+    X(TES_ERR_SNAPSHOT_VERSION, "the snapshot was written by another version of the format")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -809,6 +811,33 @@ TES_API void tes_system_destroy(tes_world_t *world, tes_system_t *system);
  * are applied when its run ends, before the next system. Not from inside a run
  * (TES_ERR_INVALID_ARGUMENT). */
 TES_API tes_result_t tes_tick(tes_world_t *world);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Snapshots                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * A snapshot is a whole world as bytes (the format is docs/format.md: little-endian, a header
+ * with magic, version, size and a CRC-32 of the rest): component schemas, the entity table
+ * (generations, which indices are live, the free queue in order), every archetype's entities
+ * and columns, sparse components with their data, and relations with their pairs, pair data and
+ * the order of every list. Change-detection state (ticks, dirty lists, logs), queries, systems
+ * and stages are not part of it. tes_world_restore builds a new world from it in which every
+ * handle names the same entity with the same components and values, spawns hand out the same
+ * handles as they would in the original, and tes_snapshot writes the same bytes again.
+ */
+
+/* Writes the world's snapshot into a buffer the world owns: valid until the next tes_snapshot
+ * or the world's destruction. Not while an iteration is live (TES_ERR_INVALID_ARGUMENT):
+ * deferred commands are not part of any state. */
+TES_API tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes,
+                                  uint32_t *out_size);
+/* Creates a world from a snapshot (`desc` as for tes_world_create; NULL for defaults). Bytes
+ * that are not a snapshot this version wrote, whole and unchanged, give
+ * TES_ERR_BAD_SNAPSHOT (wrong magic, size or checksum, truncated, or inconsistent: a handle
+ * named twice, an unknown id, a cycle in an acyclic relation, ...) or TES_ERR_SNAPSHOT_VERSION,
+ * and no world: nothing is left allocated and no existing world is touched. */
+TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes,
+                                       uint32_t size, tes_world_t **out_world);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Memory for hosts (JavaScript passes arrays through these)                                 */

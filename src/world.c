@@ -135,6 +135,7 @@ void tes_world_destroy(tes_world_t *world) {
     tesi_components_fini(world);
     tesi_free(world, world->scratch, (size_t)world->scratch_slots * sizeof *world->scratch);
     tesi_free(world, world->doomed, (size_t)world->doomed_slots * sizeof *world->doomed);
+    tesi_snapshot_fini(world);
     tes_allocator_t allocator = world->allocator;
     allocator.free(world, sizeof *world, allocator.user);
 }

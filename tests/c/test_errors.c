@@ -28,7 +28,9 @@ TEST(ok_is_zero_and_results_are_numbered_in_table_order) {
     CHECK_EQ(TES_ERR_NOT_A_RELATION, 24);
     CHECK_EQ(TES_ERR_NEEDS_TARGET, 25);
     CHECK_EQ(TES_ERR_CYCLE, 26);
-    CHECK_EQ(TES_ERR_CYCLE, TES_RESULT_COUNT - 1);
+    CHECK_EQ(TES_ERR_BAD_SNAPSHOT, 27);
+    CHECK_EQ(TES_ERR_SNAPSHOT_VERSION, 28);
+    CHECK_EQ(TES_ERR_SNAPSHOT_VERSION, TES_RESULT_COUNT - 1);
 }
 
 TEST(result_names_are_the_enum_names) {

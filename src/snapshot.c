@@ -1,0 +1,562 @@
+/* Snapshots: a whole world as bytes (docs/format.md), and a new world restored from them with
+ * the same handles, components, values, sparse memberships and pairs. Writing walks the
+ * storage once; restoring builds a fresh world while it reads, checking every count, id and
+ * handle against what it has read so far, and destroys that world on the first problem, so bad
+ * bytes never touch an existing world. */
+#include "internal.h"
+
+#define SNAPSHOT_MAGIC   0x504E5354u /* "TSNP" little-endian */
+#define SNAPSHOT_VERSION 1u
+#define HEADER_BYTES     16u
+#define LIVE_BIT         0x80000000u /* on an entity table entry: the index holds a live entity */
+
+/* ---- CRC-32 (IEEE 802.3, as zlib and PNG compute it) -------------------------------------- */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    if (crc_table[1]) return;
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static uint32_t crc32(const uint8_t *bytes, size_t n) {
+    crc_init();
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++)
+        c = crc_table[(c ^ bytes[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+typedef struct writer_t {
+    tes_world_t *world;
+    uint32_t size;
+    tes_result_t result;
+} writer_t;
+
+static void put(writer_t *w, const void *bytes, size_t n) {
+    if (w->result != TES_OK || !n) return;
+    if ((uint64_t)w->size + n > UINT32_MAX / 2) {
+        w->result = TES_ERR_OUT_OF_MEMORY;
+        return;
+    }
+    w->result = tesi_reserve(w->world, (void **)&w->world->snapshot, &w->world->snapshot_slots,
+                             w->size + (uint32_t)n, 1, 4096);
+    if (w->result != TES_OK) return;
+    memcpy(w->world->snapshot + w->size, bytes, n);
+    w->size += (uint32_t)n;
+}
+
+/* Integers are little-endian in the format, and copied as they are: wasm is little-endian, and
+ * so is every native target the tests run on (a big-endian host would need byte swaps here). */
+static void put_u32(writer_t *w, uint32_t v) {
+    put(w, &v, 4);
+}
+
+static void put_name(writer_t *w, const char *name) {
+    uint32_t n = (uint32_t)strlen(name);
+    put_u32(w, n);
+    put(w, name, n);
+}
+
+static void write_components(writer_t *w) {
+    const tes_world_t *world = w->world;
+    put_u32(w, world->component_count);
+    for (uint32_t i = 0; i < world->component_count; i++) {
+        const tesi_component_t *c = &world->components[i];
+        put_u32(w, c->flags);
+        put_name(w, c->name);
+        put_u32(w, c->field_count);
+        for (uint32_t f = 0; f < c->field_count; f++) {
+            put_name(w, c->fields[f].name);
+            put_u32(w, c->fields[f].type);
+            put_u32(w, c->fields[f].length);
+        }
+    }
+}
+
+static void write_entities(writer_t *w) {
+    const tes_world_t *world = w->world;
+    put_u32(w, world->record_count);
+    for (uint32_t i = 1; i < world->record_count; i++) {
+        const tesi_record_t *r = &world->records[i];
+        put_u32(w, r->generation | (r->chunk ? LIVE_BIT : 0));
+    }
+    put_u32(w, world->free_length);
+    for (uint32_t k = 0, index = world->free_head; k < world->free_length; k++) {
+        put_u32(w, index);
+        index = world->records[index].row;
+    }
+}
+
+static void write_archetypes(writer_t *w) {
+    const tes_world_t *world = w->world;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < world->archetype_count; i++)
+        used += world->archetypes[i]->entity_count > 0;
+    put_u32(w, used);
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        const tesi_archetype_t *a = world->archetypes[i];
+        if (!a->entity_count) continue;
+        put_u32(w, a->component_count);
+        put(w, a->components, a->component_count * sizeof *a->components);
+        put_u32(w, a->entity_count);
+        for (uint32_t k = 0; k < a->chunk_count; k++) {
+            const tesi_chunk_t *chunk = a->chunks[k];
+            put(w, tesi_chunk_entities(chunk), chunk->count * sizeof(tes_entity_t));
+        }
+        /* Column by column, in the archetype's column order (component, then field). */
+        for (uint32_t col = 0; col < a->column_count; col++) {
+            const tesi_column_t *column = &a->columns[col];
+            for (uint32_t k = 0; k < a->chunk_count; k++) {
+                const tesi_chunk_t *chunk = a->chunks[k];
+                put(w, tesi_cell(chunk, column, 0), (size_t)chunk->count * column->bytes);
+            }
+        }
+    }
+}
+
+/* A sparse member's or a pair's fields, packed (no alignment padding). */
+static void put_row(writer_t *w, const tesi_component_t *c, const uint8_t *row) {
+    for (uint32_t f = 0; f < c->field_count; f++)
+        put(w, row + c->fields[f].offset, c->fields[f].bytes);
+}
+
+static void write_sparse(writer_t *w) {
+    const tes_world_t *world = w->world;
+    for (uint32_t i = 0; i < world->component_count; i++) {
+        const tesi_component_t *c = &world->components[i];
+        if (!tesi_is_sparse(c) || tesi_is_relation(c)) continue;
+        put_u32(w, c->sparse.count);
+        for (uint32_t m = 0; m < c->sparse.count; m++) {
+            put_u32(w, c->sparse.entities[m]);
+            put_row(w, c, c->sparse.data + (size_t)m * c->stride);
+        }
+    }
+}
+
+static void write_relations(writer_t *w) {
+    const tes_world_t *world = w->world;
+    for (uint32_t i = 0; i < world->component_count; i++) {
+        const tesi_component_t *c = &world->components[i];
+        if (!tesi_is_relation(c)) continue;
+        const tesi_relation_t *r = &c->relation;
+        /* Sources in membership order, each with its targets in order and the pair data. */
+        put_u32(w, c->sparse.count);
+        for (uint32_t m = 0; m < c->sparse.count; m++) {
+            tes_entity_t source = c->sparse.entities[m];
+            const tesi_list_t *out = tesi_list_of(r, TESI_OUT, source);
+            put_u32(w, source);
+            put_u32(w, out->count);
+            for (uint32_t id = out->first; id; id = r->pairs[id - 1].next[TESI_OUT]) {
+                put_u32(w, r->pairs[id - 1].target);
+                put_row(w, c, r->data + (size_t)(id - 1) * c->stride);
+            }
+        }
+        /* Then every target with more than one source, with its sources in order: relinking the
+         * pairs source by source gives each source its targets in order, not each target its
+         * sources (tes_pair_place, and the order pairs were added in across sources). */
+        uint32_t reordered = 0;
+        for (uint32_t index = 1; index < r->list_slots; index++) {
+            reordered += r->lists[TESI_IN][index].count > 1;
+        }
+        put_u32(w, reordered);
+        for (uint32_t index = 1; index < r->list_slots; index++) {
+            const tesi_list_t *in = &r->lists[TESI_IN][index];
+            if (in->count <= 1) continue;
+            put_u32(w, r->pairs[in->first - 1].target);
+            put_u32(w, in->count);
+            for (uint32_t id = in->first; id; id = r->pairs[id - 1].next[TESI_IN])
+                put_u32(w, r->pairs[id - 1].source);
+        }
+    }
+}
+
+tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes, uint32_t *out_size) {
+    if (!world || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+    /* Deferred commands and pending entities are not part of any state a snapshot can name. */
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    writer_t w = {world, 0, TES_OK};
+    uint32_t header[4] = {SNAPSHOT_MAGIC, SNAPSHOT_VERSION, 0, 0};
+    put(&w, header, sizeof header);
+    write_components(&w);
+    write_entities(&w);
+    write_archetypes(&w);
+    write_sparse(&w);
+    write_relations(&w);
+    if (w.result != TES_OK) return w.result;
+    uint32_t size = w.size, crc = crc32(world->snapshot + HEADER_BYTES, size - HEADER_BYTES);
+    memcpy(world->snapshot + 8, &size, 4);
+    memcpy(world->snapshot + 12, &crc, 4);
+    *out_bytes = world->snapshot;
+    *out_size = size;
+    return TES_OK;
+}
+
+void tesi_snapshot_fini(tes_world_t *world) {
+    tesi_free(world, world->snapshot, world->snapshot_slots);
+}
+
+/* ---- restoring ----------------------------------------------------------------------------- */
+
+typedef struct reader_t {
+    const uint8_t *bytes;
+    uint32_t size;
+    uint32_t at;
+    tes_result_t result; /* the first problem; every read after it returns zeros */
+} reader_t;
+
+static bool take(reader_t *r, void *out, uint32_t n) {
+    if (r->result != TES_OK || n > r->size - r->at) {
+        if (r->result == TES_OK) r->result = TES_ERR_BAD_SNAPSHOT;
+        if (out && n) memset(out, 0, n);
+        return false;
+    }
+    if (out) memcpy(out, r->bytes + r->at, n);
+    r->at += n;
+    return true;
+}
+
+static uint32_t get_u32(reader_t *r) {
+    uint32_t v = 0;
+    take(r, &v, 4);
+    return v;
+}
+
+/* Reads `n` items of `size` bytes without copying: a pointer into the bytes, or NULL when they
+ * are not all there. */
+static const uint8_t *span(reader_t *r, uint32_t n, uint32_t size) {
+    if ((uint64_t)n * size > r->size - r->at) {
+        take(r, NULL, r->size); /* records the problem */
+        return NULL;
+    }
+    const uint8_t *at = r->bytes + r->at;
+    r->at += n * size;
+    return at;
+}
+
+static void fail(reader_t *r, tes_result_t result) {
+    if (r->result == TES_OK) r->result = result;
+}
+
+/* A name as a C string in `buffer` (names are at most TES_MAX_NAME_LENGTH bytes, no NUL). */
+static void get_name(reader_t *r, char *buffer) {
+    uint32_t n = get_u32(r);
+    const uint8_t *name = n <= TES_MAX_NAME_LENGTH ? span(r, n, 1) : NULL;
+    if (!name || memchr(name, 0, n)) {
+        fail(r, TES_ERR_BAD_SNAPSHOT);
+        buffer[0] = 0;
+        return;
+    }
+    memcpy(buffer, name, n);
+    buffer[n] = 0;
+}
+
+static void read_components(reader_t *r, tes_world_t *world) {
+    uint32_t count = get_u32(r);
+    if (count > TES_MAX_COMPONENTS) fail(r, TES_ERR_BAD_SNAPSHOT);
+    char name[TES_MAX_NAME_LENGTH + 1], field_names[TES_MAX_FIELDS][TES_MAX_NAME_LENGTH + 1];
+    tes_field_desc_t fields[TES_MAX_FIELDS];
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t flags = get_u32(r);
+        get_name(r, name);
+        uint32_t field_count = get_u32(r);
+        if (field_count > TES_MAX_FIELDS) fail(r, TES_ERR_BAD_SNAPSHOT);
+        for (uint32_t f = 0; f < field_count && r->result == TES_OK; f++) {
+            get_name(r, field_names[f]);
+            fields[f] = (tes_field_desc_t){field_names[f], (tes_type_t)get_u32(r), get_u32(r)};
+        }
+        if (r->result != TES_OK) return;
+        tes_component_t id;
+        tes_component_desc_t desc = {name, fields, field_count, flags};
+        tes_result_t result = tes_component_register(world, &desc, &id);
+        /* A schema tes_component_register refuses is bad bytes here, not a bad argument. */
+        if (result != TES_OK) {
+            fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
+        }
+    }
+}
+
+/* The entity table: generations and which indices are live; the free queue in order. Live
+ * records stay unplaced (chunk NULL, row LIVE_BIT) until an archetype section names them. */
+static void read_entities(reader_t *r, tes_world_t *world) {
+    uint32_t count = get_u32(r);
+    if (count == 0 || count > TESI_INDEX_LIMIT) {
+        fail(r, TES_ERR_BAD_SNAPSHOT);
+        return;
+    }
+    const uint8_t *table = span(r, count - 1, 4);
+    if (!table) return;
+    tes_result_t result = tesi_entities_reserve(world, count - 1);
+    if (result != TES_OK) {
+        fail(r, result);
+        return;
+    }
+    world->record_count = count;
+    world->records[0] = (tesi_record_t){0};
+    uint32_t live = 0;
+    for (uint32_t i = 1; i < count; i++) {
+        uint32_t entry;
+        memcpy(&entry, table + (size_t)(i - 1) * 4, 4);
+        if ((entry & ~LIVE_BIT) > TESI_GENERATION_MASK) fail(r, TES_ERR_BAD_SNAPSHOT);
+        world->records[i] =
+            (tesi_record_t){.row = entry & LIVE_BIT, .generation = entry & TESI_GENERATION_MASK};
+        live += (entry & LIVE_BIT) != 0;
+    }
+    uint32_t free_length = get_u32(r);
+    if (free_length != count - 1 - live) fail(r, TES_ERR_BAD_SNAPSHOT);
+    for (uint32_t k = 0; k < free_length && r->result == TES_OK; k++) {
+        uint32_t index = get_u32(r);
+        /* A free index once: the mark on its row says it is queued already. */
+        if (index == 0 || index >= count || world->records[index].row) {
+            fail(r, TES_ERR_BAD_SNAPSHOT);
+            break;
+        }
+        world->records[index].row = TESI_ROW_MARK;
+        if (world->free_length++) {
+            world->records[world->free_tail].row = index | TESI_ROW_MARK;
+        } else {
+            world->free_head = index;
+        }
+        world->free_tail = index;
+    }
+    /* The links keep the mark until now so that a repeated index is caught; drop it. */
+    for (uint32_t k = 0, index = world->free_head; k < world->free_length; k++) {
+        uint32_t next = world->records[index].row & ~TESI_ROW_MARK;
+        world->records[index].row = k + 1 < world->free_length ? next : 0;
+        index = next;
+    }
+}
+
+/* Places n live entities (handles in `handles`) into the archetype and fills their columns. */
+static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const uint8_t *handles,
+                  uint32_t n) {
+    tes_result_t result = tesi_chunks_reserve(world, a, n);
+    if (result != TES_OK) {
+        fail(r, result);
+        return;
+    }
+    for (uint32_t done = 0; done < n && r->result == TES_OK;) {
+        tesi_chunk_t *chunk;
+        uint32_t row;
+        uint32_t run = tesi_chunk_take_rows(world, a, n - done, &chunk, &row);
+        for (uint32_t k = 0; k < run; k++) {
+            tes_entity_t e;
+            memcpy(&e, handles + (size_t)(done + k) * 4, 4);
+            uint32_t index = e & TESI_INDEX_MASK;
+            tesi_record_t *record =
+                index && index < world->record_count ? &world->records[index] : NULL;
+            /* Live, not placed yet, and the generation the table gave it. */
+            if (!record || record->row != LIVE_BIT || record->chunk ||
+                record->generation != (e >> TES_INDEX_BITS) || e >= (1u << 30)) {
+                fail(r, TES_ERR_BAD_SNAPSHOT); /* the world is torn down: rows need not add up */
+                return;
+            }
+            record->chunk = chunk;
+            record->row = row + k;
+            tesi_chunk_entities(chunk)[row + k] = e;
+            world->entity_count++;
+        }
+        done += run;
+    }
+    /* Column data, in the archetype's column order. */
+    for (uint32_t col = 0; col < a->column_count && r->result == TES_OK; col++) {
+        const tesi_column_t *column = &a->columns[col];
+        const uint8_t *data = span(r, n, column->bytes);
+        if (!data) return;
+        for (uint32_t i = 0; i < n; i++) {
+            tes_entity_t e;
+            memcpy(&e, handles + (size_t)i * 4, 4);
+            const tesi_record_t *record = &world->records[e & TESI_INDEX_MASK];
+            memcpy(tesi_cell(record->chunk, column, record->row), data + (size_t)i * column->bytes,
+                   column->bytes);
+        }
+    }
+}
+
+static void read_archetypes(reader_t *r, tes_world_t *world) {
+    uint32_t count = get_u32(r);
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t set_count = get_u32(r);
+        const uint8_t *set = set_count <= world->component_count ? span(r, set_count, 4) : NULL;
+        if (!set) {
+            fail(r, TES_ERR_BAD_SNAPSHOT);
+            return;
+        }
+        /* Sorted, known, no duplicates, chunk components only. */
+        tes_component_t ids[TES_MAX_COMPONENTS];
+        memcpy(ids, set, (size_t)set_count * 4);
+        for (uint32_t k = 0; k < set_count; k++) {
+            if (ids[k] >= world->component_count || (k && ids[k] <= ids[k - 1]) ||
+                tesi_is_sparse(&world->components[ids[k]])) {
+                fail(r, TES_ERR_BAD_SNAPSHOT);
+                return;
+            }
+        }
+        tes_result_t result = tesi_sort_set(world, ids, set_count);
+        tesi_archetype_t *a = NULL;
+        if (result == TES_OK) result = tesi_archetype_ensure(world, set_count, &a);
+        if (result != TES_OK) {
+            fail(r, result);
+            return;
+        }
+        uint32_t n = get_u32(r);
+        /* Each archetype once, with entities: what tes_snapshot writes. */
+        if (n == 0 || a->entity_count) {
+            fail(r, TES_ERR_BAD_SNAPSHOT);
+            return;
+        }
+        const uint8_t *handles = span(r, n, 4);
+        if (handles) place(r, world, a, handles, n);
+    }
+    /* Every live index was placed exactly once. */
+    uint32_t live = 0;
+    for (uint32_t i = 1; i < world->record_count; i++)
+        live += world->records[i].chunk != NULL || world->records[i].row == LIVE_BIT;
+    if (r->result == TES_OK && live != world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+}
+
+/* A sparse member's or a pair's fields from their packed form; integers and floats are stored
+ * as they are, which tes_set would take too. */
+static bool get_row(reader_t *r, const tesi_component_t *c, uint8_t *row) {
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        if (!take(r, row + c->fields[f].offset, c->fields[f].bytes)) return false;
+    }
+    return true;
+}
+
+/* A handle in the bytes that must name a placed entity. */
+static bool alive(reader_t *r, const tes_world_t *world, tes_entity_t e) {
+    if (tesi_record_of(world, e)) return true;
+    fail(r, TES_ERR_BAD_SNAPSHOT);
+    return false;
+}
+
+static void read_sparse(reader_t *r, tes_world_t *world) {
+    for (tes_component_t id = 0; id < world->component_count && r->result == TES_OK; id++) {
+        const tesi_component_t *c = &world->components[id];
+        if (!tesi_is_sparse(c) || tesi_is_relation(c)) continue;
+        uint32_t n = get_u32(r);
+        if (n > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        tes_result_t result =
+            r->result == TES_OK ? tesi_sparse_reserve(world, id, n, world->record_count) : TES_OK;
+        if (result != TES_OK) fail(r, result);
+        for (uint32_t m = 0; m < n && r->result == TES_OK; m++) {
+            tes_entity_t e = get_u32(r);
+            if (!alive(r, world, e)) return;
+            if (tesi_sparse_slot(&c->sparse, e & TESI_INDEX_MASK)) {
+                fail(r, TES_ERR_BAD_SNAPSHOT); /* listed twice */
+                return;
+            }
+            tesi_sparse_insert(world, id, e);
+            get_row(r, c, c->sparse.data + (size_t)(c->sparse.count - 1) * c->stride);
+        }
+    }
+}
+
+static void read_relations(reader_t *r, tes_world_t *world) {
+    for (tes_component_t id = 0; id < world->component_count && r->result == TES_OK; id++) {
+        tesi_component_t *c = &world->components[id];
+        if (!tesi_is_relation(c)) continue;
+        uint32_t sources = get_u32(r);
+        if (sources > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        for (uint32_t m = 0; m < sources && r->result == TES_OK; m++) {
+            tes_entity_t source = get_u32(r);
+            uint32_t n = get_u32(r);
+            /* A source is listed once, with at least one pair (else it would not be one). */
+            if (!alive(r, world, source) || n == 0 ||
+                tesi_sparse_slot(&c->sparse, source & TESI_INDEX_MASK)) {
+                fail(r, TES_ERR_BAD_SNAPSHOT);
+                return;
+            }
+            for (uint32_t k = 0; k < n && r->result == TES_OK; k++) {
+                tes_entity_t target = get_u32(r);
+                if (!alive(r, world, target)) return;
+                bool has = false;
+                tes_pair_has(world, source, id, target, &has);
+                /* What tes_pair_add would refuse or merge is not what tes_snapshot writes. */
+                if (has || (k && (c->flags & TES_RELATION_EXCLUSIVE))) {
+                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    return;
+                }
+                tes_result_t result = tes_pair_add(world, source, id, target);
+                if (result != TES_OK) {
+                    fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
+                    return;
+                }
+                uint32_t pair = tesi_pair_find(world, id, source, target);
+                get_row(r, c, c->relation.data + (size_t)(pair - 1) * c->stride);
+            }
+        }
+        /* The sources of each target in their order: moved to the end one after another. */
+        uint32_t targets = get_u32(r);
+        if (targets > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        for (uint32_t t = 0; t < targets && r->result == TES_OK; t++) {
+            tes_entity_t target = get_u32(r);
+            uint32_t n = get_u32(r);
+            if (!alive(r, world, target) ||
+                n != tesi_list_of(&c->relation, TESI_IN, target)->count) {
+                fail(r, TES_ERR_BAD_SNAPSHOT);
+                return;
+            }
+            const uint8_t *order = span(r, n, 4);
+            for (uint32_t k = 0; order && k < n; k++) {
+                tes_entity_t source;
+                memcpy(&source, order + (size_t)k * 4, 4);
+                if (tes_pair_place(world, source, id, target, 0) != TES_OK) {
+                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    return;
+                }
+            }
+            /* A source named twice leaves another where it was: the list must read as given. */
+            uint32_t k = 0;
+            const tesi_relation_t *rel = &c->relation;
+            for (uint32_t pid = tesi_list_of(rel, TESI_IN, target)->first; order && pid;
+                 pid = rel->pairs[pid - 1].next[TESI_IN], k++) {
+                tes_entity_t source;
+                memcpy(&source, order + (size_t)k * 4, 4);
+                if (rel->pairs[pid - 1].source != source) {
+                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size,
+                               tes_world_t **out_world) {
+    if (!out_world || (size && !bytes)) return TES_ERR_INVALID_ARGUMENT;
+    reader_t r = {bytes, size, 0, TES_OK};
+    uint32_t header[4];
+    if (!take(&r, header, HEADER_BYTES) || header[0] != SNAPSHOT_MAGIC) {
+        return TES_ERR_BAD_SNAPSHOT;
+    }
+    if ((header[1] & 0xFFFFu) != SNAPSHOT_VERSION) return TES_ERR_SNAPSHOT_VERSION;
+    if (header[1] >> 16 || header[2] != size ||
+        header[3] != crc32(bytes + HEADER_BYTES, size - HEADER_BYTES)) {
+        return TES_ERR_BAD_SNAPSHOT;
+    }
+    tes_world_t *world;
+    tes_result_t result = tes_world_create(desc, &world);
+    if (result != TES_OK) return result;
+    read_components(&r, world);
+    read_entities(&r, world);
+    read_archetypes(&r, world);
+    read_sparse(&r, world);
+    read_relations(&r, world);
+    if (r.result == TES_OK && r.at != size) r.result = TES_ERR_BAD_SNAPSHOT;
+    if (r.result == TES_OK && tes_world_validate(world) != TES_OK) r.result = TES_ERR_BAD_SNAPSHOT;
+    if (r.result != TES_OK) {
+        tes_world_destroy(world);
+        return r.result;
+    }
+    *out_world = world;
+    return TES_OK;
+}
