@@ -41,6 +41,8 @@ export type ErrorCode =
     | 'NEEDS_TARGET'
     /** A pair that would make an entity its own ancestor in an acyclic relation. */
     | 'CYCLE'
+    | 'BAD_SNAPSHOT'
+    | 'SNAPSHOT_VERSION'
     // From the TypeScript layer.
     /** The world, query, subscription or system was destroyed or closed. */
     | 'DESTROYED'

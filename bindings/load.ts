@@ -218,6 +218,10 @@ export interface TesseraExports {
         outEntities: Pointer,
         outCount: Pointer,
     ): number;
+    /** `tes_snapshot(world, const uint8_t **out_bytes, uint32_t *out_size)`: a buffer the world owns. */
+    tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
+    /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
+    tes_world_restore(desc: Pointer, bytes: Pointer, size: number, outWorld: Pointer): number;
     /** `tes_iter_pair_events(iter, relation, const tes_pair_event_t **out, uint32_t *out_count)`. */
     tes_iter_pair_events(iter: Pointer, relation: number, outEvents: Pointer, outCount: Pointer): number;
 

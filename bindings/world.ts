@@ -59,6 +59,14 @@ export interface WorldOptions {
      * development and tests.
      */
     readonly debug?: boolean;
+    /**
+     * Bytes from {@link World.snapshot}: the new world is that world again, with the same
+     * entity handles, components, values, sparse components and pairs (docs/format.md).
+     * Components are matched by name when this world first uses them, and must have the same
+     * schema. Truncated, corrupted or foreign bytes throw `BAD_SNAPSHOT` (another format
+     * version: `SNAPSHOT_VERSION`) and make no world.
+     */
+    readonly snapshot?: Uint8Array;
 }
 
 /** Counters of a world (`tes_world_stats_t`). */
@@ -108,6 +116,8 @@ export class World {
     pointer: Pointer;
     /** @internal */
     readonly debug: boolean;
+    /** Made from a snapshot: its components may be claimed by name (see `claim`). */
+    private readonly restored: boolean;
     /**
      * @internal Byte offset of a column from its chunk's start, by archetype, component and
      * field: the same in every chunk of an archetype, and archetypes never change layout.
@@ -148,10 +158,35 @@ export class World {
         u32[(desc >>> 2) + 1] = positive(options.minFreeIndices, operation, 'minFreeIndices');
         const out = desc + 32;
         this.pointer = 0;
-        this.check(heap.exports.tes_world_create(desc, out), operation);
-        this.pointer = heap.u32At(out);
+        this.restored = options.snapshot !== undefined;
+        if (options.snapshot !== undefined) {
+            this.pointer = restore(heap, desc, options.snapshot, operation);
+        } else {
+            this.check(heap.exports.tes_world_create(desc, out), operation);
+            this.pointer = heap.u32At(out);
+        }
         worldsToFree.register(this, { exports: heap.exports, pointer: this.pointer }, this);
         this.scheduler = new Scheduler(this);
+    }
+
+    /**
+     * The whole world as bytes (docs/format.md): entities with their handles, components and
+     * values, sparse components, relations and their pairs. `createWorld({ snapshot })` makes
+     * it again. Change-detection state, queries, subscriptions and systems are not included.
+     * Not inside a loop over the world (its deferred changes are in no state yet).
+     * @returns a fresh copy: keep it as long as you like.
+     */
+    snapshot(): Uint8Array {
+        const operation = 'world.snapshot';
+        const world = this.live(operation);
+        if (this.liveIterations > 0) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+        }
+        const heap = this.heap;
+        const out = heap.scratch;
+        this.check(heap.exports.tes_snapshot(world, out, out + 4), operation);
+        const bytes = heap.u32At(out);
+        return heap.u8.slice(bytes, bytes + heap.u32At(out + 4));
     }
 
     /** True after {@link World.destroy}. */
@@ -815,7 +850,8 @@ export class World {
     private knownId(component: Definition, operation: string): number | undefined {
         this.live(operation);
         if (!isDefinition(component)) return this.register(component, operation); // throws
-        return this.ids[component.key];
+        // A world restored from a snapshot has components no definition has claimed yet.
+        return this.ids[component.key] ?? (this.restored ? this.claim(component, operation) : undefined);
     }
 
     /** @internal The C id of a component in this world, registering it on first use. */
@@ -878,6 +914,8 @@ export class World {
             });
             const out = heap.scratch;
             const result = heap.exports.tes_component_register(world, desc, out);
+            const restored = result === heap.results.DUPLICATE_NAME ? this.claim(component, operation) : undefined;
+            if (restored !== undefined) return restored;
             if (result === this.heap.results.DUPLICATE_NAME) {
                 throw new TesseraError(
                     'DUPLICATE_NAME',
@@ -894,6 +932,42 @@ export class World {
         } finally {
             for (const pointer of strings) heap.exports.tes_free(pointer);
         }
+    }
+
+    /**
+     * A component a snapshot registered (same name, not yet used from JS): mapped to this
+     * definition when flags and fields match; BAD_SCHEMA when they do not. Undefined when the
+     * name belongs to a definition already.
+     */
+    private claim(component: Definition, operation: string): number | undefined {
+        const heap = this.heap;
+        const name = heap.newString(component.name, operation);
+        let found: number;
+        try {
+            found = heap.exports.tes_component_lookup(this.pointer, name, heap.scratch);
+        } finally {
+            heap.exports.tes_free(name);
+        }
+        if (found !== 0) return undefined; // no component of that name
+        const id = heap.u32At(heap.scratch);
+        if (this.components[id] !== undefined) return undefined;
+        const out = heap.scratch;
+        this.check(heap.exports.tes_component_info(this.pointer, id, out), operation, undefined, component.name);
+        const fields = fieldsOf(component);
+        let same = heap.u32At(out + 4) === fields.length && heap.u32At(out + 12) === component.flags;
+        fields.forEach((meta, index) => {
+            if (!same) return;
+            this.check(heap.exports.tes_field_info(this.pointer, id, index, out), operation, undefined, component.name);
+            same = heap.string(heap.u32At(out)) === meta.name && heap.u32At(out + 4) === typeCode(meta.type) && heap.u32At(out + 8) === meta.length;
+        });
+        if (!same) {
+            throw new TesseraError('BAD_SCHEMA', operation, 'the world (restored from a snapshot) has a component of this name with another schema or storage', {
+                component: component.name,
+            });
+        }
+        this.ids[component.key] = id;
+        this.components[id] = component;
+        return id;
     }
 
     /**
@@ -1497,3 +1571,23 @@ function checkCount(value: unknown, operation: string, name: string): number {
 }
 
 
+
+/** tes_world_restore with the description at `desc` (filled) and the bytes copied into wasm. */
+function restore(heap: Heap, desc: Pointer, snapshot: Uint8Array, operation: string): Pointer {
+    if (!(snapshot instanceof Uint8Array)) {
+        throw new TesseraError('INVALID_ARGUMENT', operation, `snapshot: expected a Uint8Array, got ${describeValue(snapshot)}`);
+    }
+    const bytes = heap.malloc(Math.max(snapshot.length, 1), operation);
+    try {
+        heap.u8.set(snapshot, bytes);
+        const out = desc + 32;
+        const result = heap.exports.tes_world_restore(desc, bytes, snapshot.length, out);
+        if (result !== 0) {
+            const code = heap.codes[result]!;
+            throw new TesseraError(code, operation, `snapshot: ${heap.messages[result]}`);
+        }
+        return heap.u32At(out);
+    } finally {
+        heap.exports.tes_free(bytes);
+    }
+}

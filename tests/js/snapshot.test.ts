@@ -1,0 +1,162 @@
+// Snapshots from JS: world.snapshot() and createWorld({ snapshot }) round-trip randomized worlds
+// (handles, values, sparse components, pairs with data, child order, the next spawned handles,
+// the same bytes again); components are matched by name and schema; bad bytes are refused with
+// BAD_SNAPSHOT / SNAPSHOT_VERSION and make no world.
+import { describe, expect, test } from 'vitest';
+
+import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
+import { expectError, expectRejection, snapshot, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Body = component('SnapBody', { x: 'f32', hp: 'i16', tags: ['u8', 3], mass: 'f64' });
+const Vel = component('SnapVel', { x: 'f32' });
+const Frozen = tag('SnapFrozen');
+const Weight = component('SnapWeight', { w: 'f64' }, { storage: 'sparse' });
+const Marked = tag('SnapMarked', { storage: 'sparse' });
+const Likes = relation('SnapLikes', { amount: 'f32' });
+
+const components = [Body, Vel, Frozen, Weight, Marked];
+
+/** A small deterministic PRNG (mulberry32). */
+function rng(seed: number): (n: number) => number {
+    let a = seed >>> 0;
+    return (n) => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+    };
+}
+
+/** A world after a random history; returns every handle it ever handed out. */
+function randomHistory(world: World, seed: number, steps: number): Entity[] {
+    const below = rng(seed);
+    const all: Entity[] = [];
+    let live: Entity[] = [];
+    for (let step = 0; step < steps; step++) {
+        const op = below(10);
+        const e = live.length ? live[below(live.length)]! : 0;
+        const f = live.length ? live[below(live.length)]! : 0;
+        if (op < 3 || live.length < 4) {
+            const items = components.filter(() => below(2) === 0);
+            const entity = world.spawn(...items);
+            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
+            if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
+            all.push(entity);
+            live.push(entity);
+        } else if (op === 3) {
+            world.despawn(e); // ChildOf takes the subtree along
+        } else if (op === 4) {
+            world.add(e, below(2) ? Marked : Frozen);
+        } else if (op === 5) {
+            world.remove(e, below(2) ? Marked : Vel);
+        } else if (op === 6) {
+            world.addPair(e, Likes, f, { amount: step });
+        } else if (op === 7) {
+            try {
+                world.setParent(e, f);
+            } catch (error) {
+                expect((error as { code: string }).code).toBe('CYCLE');
+            }
+        } else if (op === 8) {
+            const parent = world.parentOf(e);
+            if (parent !== undefined) world.setParent(e, parent, world.childrenOf(parent)[0]);
+        } else {
+            world.removePair(e, Likes, f);
+        }
+        live = live.filter((x) => world.isAlive(x)); // despawns cascade
+    }
+    return all;
+}
+
+/** Everything observable about the handles in both worlds, pairs and child order included. */
+function observe(world: World, handles: readonly Entity[]): unknown {
+    return {
+        base: snapshot(world, handles, components),
+        pairs: handles.map((e) =>
+            world.isAlive(e)
+                ? {
+                      likes: world.targets(e, Likes).map((t) => [t, world.getPair(e, Likes, t)]),
+                      likedBy: world.sources(Likes, e),
+                      parent: world.parentOf(e),
+                      children: world.childrenOf(e),
+                  }
+                : 'dead',
+        ),
+        stats: (({ entityCount, entityCapacity, freeQueueLength }) => ({ entityCount, entityCapacity, freeQueueLength }))(world.stats()),
+    };
+}
+
+describe('snapshots', () => {
+    test('random worlds round-trip: the same handles, values, pairs, order and bytes', async () => {
+        for (const seed of [1, 2, 3, 4]) {
+            const world = await newWorld({ minFreeIndices: 8 });
+            const handles = randomHistory(world, seed, 600);
+            const bytes = world.snapshot();
+            expect(bytes).toBeInstanceOf(Uint8Array);
+            const copy = await newWorld({ minFreeIndices: 8, snapshot: bytes });
+            expect(observe(copy, handles)).toEqual(observe(world, handles));
+            expect(copy.snapshot()).toEqual(bytes);
+            // The next handles are the same in both.
+            for (let i = 0; i < 10; i++) expect(copy.spawn(Body)).toBe(world.spawn(Body));
+            // Queries see the same entities (sparse terms and pair terms included).
+            const ids = (w: World) => [...w.query({ all: [Marked], none: [ChildOf] }).entities()].sort((a, b) => a - b);
+            expect(ids(copy)).toEqual(ids(world));
+        }
+    });
+
+    test('the snapshot is a copy: later changes do not reach it', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Body({ x: 1 }));
+        const bytes = world.snapshot();
+        const again = bytes.slice();
+        world.set(e, Body, { x: 2 });
+        world.snapshot();
+        expect(bytes).toEqual(again);
+        const copy = await newWorld({ snapshot: bytes });
+        expect(copy.get(e, Body).x).toBe(1);
+    });
+
+    test('a component with the same name and another schema is refused', async () => {
+        const world = await newWorld();
+        world.spawn(Body);
+        const copy = await newWorld({ snapshot: world.snapshot() });
+        const Imposter = component('SnapBody', { y: 'f32' });
+        expectError(() => copy.spawn(Imposter), 'BAD_SCHEMA', { component: 'SnapBody' });
+        const SparseImposter = component('SnapBody', { x: 'f32', hp: 'i16', tags: ['u8', 3], mass: 'f64' }, { storage: 'sparse' });
+        expectError(() => copy.spawn(SparseImposter), 'BAD_SCHEMA');
+        expect(copy.spawn(Body)).toBeGreaterThan(0); // the real definition is matched
+    });
+
+    test('not inside a loop', async () => {
+        const world = await newWorld();
+        world.spawn(Body);
+        for (const _ of world.query({ all: [Body] })) {
+            expectError(() => world.snapshot(), 'INVALID_ARGUMENT', { operation: 'world.snapshot' });
+        }
+        expect(world.snapshot().length).toBeGreaterThan(16);
+    });
+
+    test('bad bytes make no world: truncated, corrupted, another version, not bytes', async () => {
+        const world = await newWorld();
+        randomHistory(world, 9, 120);
+        const bytes = world.snapshot();
+        const before = world.stats().bytesAllocated;
+        for (const cut of [0, 3, 15, 16, 40, bytes.length - 1]) {
+            await expectRejection(newWorld({ snapshot: bytes.subarray(0, cut) }), 'BAD_SNAPSHOT', { operation: 'createWorld' });
+        }
+        for (const at of [0, 9, 13, 20, bytes.length >> 1, bytes.length - 1]) {
+            const bad = bytes.slice();
+            bad[at]! ^= 0x10;
+            await expectRejection(newWorld({ snapshot: bad }), 'BAD_SNAPSHOT');
+        }
+        const future = bytes.slice();
+        future[4] = 9;
+        await expectRejection(newWorld({ snapshot: future }), 'SNAPSHOT_VERSION');
+        await expectRejection(newWorld({ snapshot: [1, 2, 3] as unknown as Uint8Array }), 'INVALID_ARGUMENT');
+        expect(world.stats().bytesAllocated).toBe(before);
+        expect((await newWorld({ snapshot: bytes })).stats().entityCount).toBe(world.stats().entityCount);
+    });
+});
