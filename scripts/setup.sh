@@ -22,6 +22,11 @@ need gcc gcc
 need make make
 # The browser tests drive Debian's Chromium through playwright-core (no browser download).
 need chromium chromium
+# The fuzz targets (tests/fuzz/) build with Clang's libFuzzer, whose runtime is a separate
+# package (only recommended by clang-14, and recommends are not installed here).
+need clang-14 clang-14 libclang-rt-14-dev
+libfuzzer="/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
+compgen -G "$libfuzzer" >/dev/null || apt_packages+=(libclang-rt-14-dev)
 
 if ((${#apt_packages[@]})); then
     mapfile -t apt_packages < <(printf '%s\n' "${apt_packages[@]}" | sort -u)
@@ -37,6 +42,7 @@ if ((${#apt_packages[@]})); then
     for command in "${missing_commands[@]}"; do
         command -v "$command" >/dev/null || die "$command is still missing after apt-get install"
     done
+    compgen -G "$libfuzzer" >/dev/null || die "libFuzzer is still missing after apt-get install"
 fi
 
 command -v node >/dev/null || die "node (20 or newer) is required"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# npm test: every check, fail fast. C tests natively under ASan + UBSan, the same C tests as
-# wasm under Node, the package build, the Vitest suites against the built dist/, then the
+# npm test: every check, fail fast. C tests natively under ASan + UBSan, the fuzz targets
+# (their corpus, then a bounded run), the same C tests as wasm under Node, the package build, the Vitest suites against the built dist/, then the
 # install tests: the packed tarball installed into an empty project, run in Node and, bundled
 # by Vite and as plain modules, in headless Chromium (with the demo page), and last the
 # benchmark cases' correctness checks (bench/js, no timing).
@@ -17,6 +17,10 @@ step "native asan: build"
 tes_build asan
 step "native asan: ctest"
 ctest --preset asan | tee "$logs/asan.txt"
+
+step "fuzz: the snapshot decoder over its corpus, then for 20 s (libFuzzer, ASan + UBSan)"
+tes_build fuzz
+ctest --preset fuzz | tee "$logs/fuzz.txt"
 
 step "wasm: build"
 tes_build wasm
@@ -44,7 +48,7 @@ node bench/js/run-browser.mjs --quick --cases packed_5 --contenders tessera,raw
 # ctest: "100% tests passed, 0 tests failed out of N"; Vitest: its JSON reports.
 ctest_total() { grep -oE 'tests failed out of [0-9]+' "$1" | grep -oE '[0-9]+$'; }
 vitest_passed() { node -p "require('$1').numPassedTests"; }
-passed=$(($(ctest_total "$logs/asan.txt") + $(ctest_total "$logs/wasm.txt") +
+passed=$(($(ctest_total "$logs/asan.txt") + $(ctest_total "$logs/fuzz.txt") + $(ctest_total "$logs/wasm.txt") +
     $(vitest_passed "$logs/vitest.json") + $(vitest_passed "$logs/install.json")))
 step "all green in ${SECONDS}s"
 echo "tests: $passed passed, 0 failed"

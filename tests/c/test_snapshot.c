@@ -333,16 +333,17 @@ TEST(hostile_bytes_with_a_valid_checksum_are_refused) {
         {16 + 13, 99},                       /* field count */
         {16 + 22, 0},                        /* field type */
         {16 + 26, TES_MAX_ARRAY_LENGTH + 9}, /* field length */
-        {t.table, 0},                        /* record count */
-        {t.table, 1u << 22},                 /* record count beyond the table */
-        {t.table + 4, 0x80000000u | 600},    /* a generation beyond 9 bits */
-        {t.table + 4, 0},                    /* a live entity's index marked free */
-        {t.table + 12, 1},                   /* a free queue where nothing is free */
-        {t.archetype, 2},                    /* a component id that is not there */
-        {t.archetype + 4, 7},                /* an unknown component id */
-        {t.archetype + 8, 3},                /* more entities than listed */
-        {t.archetype + 8, 0},                /* an archetype section without entities */
-        {t.archetype + 12, entity_b},        /* the same handle twice */
+        {16 + 26, 0},        /* a length of 0 (read as 1: not what the writer writes) */
+        {t.table, 0},        /* record count */
+        {t.table, 1u << 22}, /* record count beyond the table */
+        {t.table + 4, 0x80000000u | 600}, /* a generation beyond 9 bits */
+        {t.table + 4, 0},                 /* a live entity's index marked free */
+        {t.table + 12, 1},                /* a free queue where nothing is free */
+        {t.archetype, 2},                 /* a component id that is not there */
+        {t.archetype + 4, 7},             /* an unknown component id */
+        {t.archetype + 8, 3},             /* more entities than listed */
+        {t.archetype + 8, 0},             /* an archetype section without entities */
+        {t.archetype + 12, entity_b},     /* the same handle twice */
         {t.archetype + 12, entity_a + (1u << TES_INDEX_BITS)}, /* another generation */
         {t.archetype + 12, 0},                                 /* handle 0 */
         {t.archetype - 4, 2},                                  /* archetype count */
