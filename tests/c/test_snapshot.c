@@ -2,6 +2,7 @@
  * bytes written again, the same handles spawned next); every truncation, every flipped bit,
  * another version and hostile bytes with a valid checksum are refused without a world and
  * without a leak. */
+#include "../crc32_reference.h"
 #include "fixtures.h"
 
 static const tes_field_desc_t body_fields[] = {
@@ -133,19 +134,8 @@ static void check_same_content(tes_world_t *a, tes_world_t *b, const world_t *w)
     (void)w;
 }
 
-/* The CRC-32 of the format (docs/format.md), written out here independently of the core. */
-static uint32_t crc32_of(const uint8_t *bytes, uint32_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (uint32_t i = 0; i < n; i++) {
-        c ^= bytes[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
 static void reseal(uint8_t *bytes, uint32_t size) {
-    uint32_t crc = crc32_of(bytes + 16, size - 16);
+    uint32_t crc = crc32_reference(bytes + 16, size - 16);
     memcpy(bytes + 12, &crc, 4);
 }
 

@@ -7,21 +7,12 @@
  * Checks: decoding never crashes or leaks (ASan/UBSan/LeakSanitizer), and a snapshot that
  * decodes is a valid world whose own snapshot is the same bytes: anything the decoder accepts
  * is exactly what tes_snapshot would write. */
+#include "../crc32_reference.h"
 #include "tessera.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint32_t crc32_of(const uint8_t *bytes, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= bytes[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -32,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!bytes) return 0;
     memcpy(bytes, data + 1, n);
     if ((mode & 1) && n >= 16) {
-        uint32_t total = (uint32_t)n, crc = crc32_of(bytes + 16, n - 16);
+        uint32_t total = (uint32_t)n, crc = crc32_reference(bytes + 16, n - 16);
         memcpy(bytes + 8, &total, 4);
         memcpy(bytes + 12, &crc, 4);
     }
