@@ -398,17 +398,16 @@ static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const ui
         }
         done += run;
     }
-    /* Column data, in the archetype's column order. */
+    /* Column data, in the archetype's column order. The archetype was empty, so its chunks
+     * hold exactly these entities in this order: each column is one copy per chunk. */
     for (uint32_t col = 0; col < a->column_count && r->result == TES_OK; col++) {
         const tesi_column_t *column = &a->columns[col];
         const uint8_t *data = span(r, n, column->bytes);
-        if (!data) return;
-        for (uint32_t i = 0; i < n; i++) {
-            tes_entity_t e;
-            memcpy(&e, handles + (size_t)i * 4, 4);
-            const tesi_record_t *record = &world->records[e & TESI_INDEX_MASK];
-            memcpy(tesi_cell(record->chunk, column, record->row), data + (size_t)i * column->bytes,
-                   column->bytes);
+        for (uint32_t k = 0, first = 0; data && k < a->chunk_count; k++) {
+            const tesi_chunk_t *chunk = a->chunks[k];
+            memcpy(tesi_cell(chunk, column, 0), data + (size_t)first * column->bytes,
+                   (size_t)chunk->count * column->bytes);
+            first += chunk->count;
         }
     }
 }
