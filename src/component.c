@@ -88,6 +88,10 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
     if (world->component_count >= TES_MAX_COMPONENTS) return TES_ERR_TOO_MANY_COMPONENTS;
     result = tesi_reserve(world, (void **)&world->components, &world->component_slots,
                           world->component_count + 1, sizeof *world->components, 16);
+    if (result == TES_OK && (desc->flags & TESI_OFF_CHUNK)) {
+        result = tesi_reserve(world, (void **)&world->sparse_ids, &world->sparse_slots,
+                              world->sparse_count + 1, sizeof *world->sparse_ids, 8);
+    }
     if (result != TES_OK) return result;
 
     tesi_component_t c = {.field_count = desc->field_count, .flags = desc->flags};
@@ -116,7 +120,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
         c.row_bytes += field->bytes;
     }
     c.stride = tesi_align_up(c.stride, 8);
-    world->sparse_count += tesi_is_sparse(&c);
+    if (tesi_is_sparse(&c)) world->sparse_ids[world->sparse_count++] = world->component_count;
     world->relation_count += tesi_is_relation(&c);
     world->components[world->component_count] = c;
     *out_component = world->component_count++;
@@ -174,6 +178,7 @@ void tesi_components_fini(tes_world_t *world) {
         free_component(world, &world->components[i]);
     }
     tesi_free(world, world->components, (size_t)world->component_slots * sizeof *world->components);
+    tesi_free(world, world->sparse_ids, (size_t)world->sparse_slots * sizeof *world->sparse_ids);
 }
 
 tes_result_t tesi_sort_set(tes_world_t *world, const tes_component_t *components, uint32_t count) {

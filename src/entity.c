@@ -171,14 +171,15 @@ static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
         }
     }
     if (result == TES_OK) result = spawn_into(world, a, n, handles);
-    if (result == TES_OK && deferring) {
-        for (uint32_t k = 0; k < n; k++) {
-            for (uint32_t i = 0; i < sparse_count; i++) {
+    /* Room was made above: neither the adds nor the recorded adds can fail now. */
+    for (uint32_t k = 0; result == TES_OK && k < n; k++) {
+        for (uint32_t i = 0; i < sparse_count; i++) {
+            if (deferring) {
                 tesi_defer(world, TESI_CMD_ADD, handles[k], sparse[i], 0, 0, 0, NULL, 0);
+            } else {
+                tesi_sparse_insert(world, sparse[i], handles[k]);
             }
         }
-    } else if (result == TES_OK) {
-        tesi_sparse_insert_all(world, sparse, sparse_count, handles, n);
     }
     if (handles != out_entities) tesi_free(world, handles, (size_t)n * sizeof *handles);
     return result;
@@ -194,14 +195,9 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
     if (table == count) return spawn_into(world, a, n, out_entities);
-    /* The sparse ids leave the scratch set, which the spawn may reuse. */
-    uint32_t sparse_count = count - table;
-    tes_component_t *sparse = tesi_alloc(world, sparse_count * sizeof *sparse);
-    if (!sparse) return TES_ERR_OUT_OF_MEMORY;
-    memcpy(sparse, world->scratch + table, sparse_count * sizeof *sparse);
-    result = spawn_with_sparse(world, a, sparse, sparse_count, n, out_entities);
-    tesi_free(world, sparse, sparse_count * sizeof *sparse);
-    return result;
+    /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
+     * table, chunks, trackers, sparse sets, command buffer) builds sets. */
+    return spawn_with_sparse(world, a, world->scratch + table, count - table, n, out_entities);
 }
 
 tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,

@@ -378,8 +378,12 @@ struct tes_world_t {
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
 
-    uint32_t sparse_count;   /* sparse components and relations: 0 = no per-entity side work */
-    uint32_t relation_count; /* relations */
+    /* Sparse components and relations, in id order: what a despawn looks at besides the row
+     * (sparse_count 0: nothing), without a walk over every component. */
+    tes_component_t *sparse_ids;
+    uint32_t sparse_count;
+    uint32_t sparse_slots;
+    uint32_t relation_count; /* relations among them */
     uint32_t *doomed;        /* entity indices a despawn takes along (relation.c) */
     uint32_t doomed_slots;
     uint8_t *snapshot; /* the latest tes_snapshot (snapshot.c) */
@@ -528,6 +532,12 @@ void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, cons
 tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n);
 /* The same for one component (nothing when it has no removal consumers). */
 tes_result_t tesi_log_reserve(tes_world_t *world, tes_component_t component, uint32_t n);
+/* Logs of entries with ticks (removal logs, pair event logs) are parallel arrays, oldest first:
+ * room for n more entries (all or nothing), and dropping the entries ticked <= min. */
+tes_result_t tesi_ticked_reserve(tes_world_t *world, void **entries, size_t entry_bytes,
+                                 uint64_t **ticks, uint32_t *slots, uint32_t count, uint64_t n);
+void tesi_ticked_prune(void *entries, size_t entry_bytes, uint64_t *ticks, uint32_t *count,
+                       uint64_t min);
 static inline bool tesi_logging(const tes_world_t *world) {
     return world->logged_components > 0;
 }
@@ -642,9 +652,6 @@ void tesi_sparse_mark(tes_world_t *world, tes_component_t component, uint32_t sl
 /* tes_add / tes_remove of a sparse component (deferral included). */
 tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                               bool removing);
-/* Adds every sparse component of set[0..count-1] to entities[0..n-1] (room reserved). */
-void tesi_sparse_insert_all(tes_world_t *world, const tes_component_t *set, uint32_t count,
-                            const tes_entity_t *entities, uint32_t n);
 void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tracking_t old,
                           bool reseed);
 void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t min);

@@ -111,27 +111,9 @@ static tes_result_t pairs_reserve(tes_world_t *world, tesi_component_t *c, uint3
 }
 
 static tes_result_t events_reserve(tes_world_t *world, tesi_relation_t *r, uint64_t n) {
-    if (!r->event_consumers || r->event_count + n <= r->event_slots) return TES_OK;
-    uint64_t slots = r->event_slots ? r->event_slots : 64;
-    while (slots < r->event_count + n)
-        slots *= 2;
-    if (slots > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
-    tes_pair_event_t *events = tesi_alloc(world, (size_t)slots * sizeof *events);
-    uint64_t *ticks = events ? tesi_alloc(world, (size_t)slots * sizeof *ticks) : NULL;
-    if (!ticks) {
-        tesi_free(world, events, (size_t)slots * sizeof *events);
-        return TES_ERR_OUT_OF_MEMORY;
-    }
-    if (r->event_count) {
-        memcpy(events, r->events, r->event_count * sizeof *events);
-        memcpy(ticks, r->event_ticks, r->event_count * sizeof *ticks);
-    }
-    tesi_free(world, r->events, r->event_slots * sizeof *r->events);
-    tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
-    r->events = events;
-    r->event_ticks = ticks;
-    r->event_slots = (uint32_t)slots;
-    return TES_OK;
+    if (!r->event_consumers) return TES_OK;
+    return tesi_ticked_reserve(world, (void **)&r->events, sizeof *r->events, &r->event_ticks,
+                               &r->event_slots, r->event_count, n);
 }
 
 static void log_event(tes_world_t *world, tes_component_t relation, const tesi_pair_t *p,
@@ -241,15 +223,28 @@ static bool closes_cycle(const tes_world_t *world, const tesi_relation_t *r, tes
     return true; /* longer than the world: a cycle that is already there */
 }
 
+/* What tes_pair_add and tes_pair_remove do first: the checks, then, while deferring with a
+ * pending end, recording the call as command `kind` (*recorded: nothing else to do). */
+static tes_result_t begin_pair_call(tes_world_t *world, uint8_t kind, tes_entity_t source,
+                                    tes_component_t relation, tes_entity_t target,
+                                    tesi_component_t **out, bool *recorded) {
+    *recorded = false;
+    bool deferring = world && tesi_deferring(world);
+    tes_result_t result = check_pair(world, source, relation, target, deferring, out);
+    if (result != TES_OK || !deferring || !(pending(world, source) || pending(world, target))) {
+        return result;
+    }
+    *recorded = true;
+    return tesi_defer(world, kind, source, relation, target, 0, 0, NULL, 0);
+}
+
 tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component_t relation,
                           tes_entity_t target) {
     tesi_component_t *c;
-    bool deferring = world && tesi_deferring(world);
-    tes_result_t result = check_pair(world, source, relation, target, deferring, &c);
-    if (result != TES_OK) return result;
-    if (deferring && (pending(world, source) || pending(world, target))) {
-        return tesi_defer(world, TESI_CMD_PAIR_ADD, source, relation, target, 0, 0, NULL, 0);
-    }
+    bool recorded;
+    tes_result_t result =
+        begin_pair_call(world, TESI_CMD_PAIR_ADD, source, relation, target, &c, &recorded);
+    if (result != TES_OK || recorded) return result;
     tesi_relation_t *r = &c->relation;
     if (tesi_pair_find(world, relation, source, target)) return TES_OK;
     if ((c->flags & TES_RELATION_ACYCLIC) && closes_cycle(world, r, source, target)) {
@@ -262,12 +257,10 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
     if (result == TES_OK) result = events_reserve(world, r, 2);
     if (result != TES_OK) return result;
     /* An exclusive relation's other pair goes first; the source keeps the relation throughout. */
-    bool replaced = false;
     if ((c->flags & TES_RELATION_EXCLUSIVE) && r->lists[TESI_OUT][si].count) {
         uint32_t old = r->lists[TESI_OUT][si].first;
         log_event(world, relation, &r->pairs[old - 1], TES_PAIR_REMOVED);
         unlink(r, old);
-        replaced = true;
     }
     uint32_t id = link(c, source, target);
     log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
@@ -277,19 +270,16 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
     } else {
         tesi_sparse_insert(world, relation, source);
     }
-    (void)replaced;
     return TES_OK;
 }
 
 tes_result_t tes_pair_remove(tes_world_t *world, tes_entity_t source, tes_component_t relation,
                              tes_entity_t target) {
     tesi_component_t *c;
-    bool deferring = world && tesi_deferring(world);
-    tes_result_t result = check_pair(world, source, relation, target, deferring, &c);
-    if (result != TES_OK) return result;
-    if (deferring && (pending(world, source) || pending(world, target))) {
-        return tesi_defer(world, TESI_CMD_PAIR_REMOVE, source, relation, target, 0, 0, NULL, 0);
-    }
+    bool recorded;
+    tes_result_t result =
+        begin_pair_call(world, TESI_CMD_PAIR_REMOVE, source, relation, target, &c, &recorded);
+    if (result != TES_OK || recorded) return result;
     uint32_t id = tesi_pair_find(world, relation, source, target);
     if (!id) return TES_OK;
     result = events_reserve(world, &c->relation, 1);
@@ -579,8 +569,8 @@ static uint32_t pairs_of(const tesi_relation_t *r, uint32_t index) {
 static tes_result_t close_over_cascades(tes_world_t *world, uint32_t *count) {
     for (uint32_t k = 0; k < *count; k++) {
         uint32_t index = world->doomed[k];
-        for (tes_component_t rel = 0; rel < world->component_count; rel++) {
-            const tesi_component_t *c = &world->components[rel];
+        for (uint32_t s = 0; s < world->sparse_count; s++) {
+            const tesi_component_t *c = &world->components[world->sparse_ids[s]];
             if (!(c->flags & TES_RELATION_CASCADE) || index >= c->relation.list_slots) continue;
             const tesi_relation_t *r = &c->relation;
             for (uint32_t id = r->lists[TESI_IN][index].first; id;
@@ -603,7 +593,8 @@ static tes_result_t reserve_for(tes_world_t *world, uint32_t count) {
         tes_result_t result = tesi_logs_reserve(world, NULL, count);
         if (result != TES_OK) return result;
     }
-    for (tes_component_t rel = 0; rel < world->component_count; rel++) {
+    for (uint32_t s = 0; s < world->sparse_count; s++) {
+        tes_component_t rel = world->sparse_ids[s];
         tesi_component_t *c = &world->components[rel];
         if (!tesi_is_relation(c)) continue;
         uint64_t pairs = 0;
@@ -622,9 +613,9 @@ static tes_result_t reserve_for(tes_world_t *world, uint32_t count) {
 /* Takes every pair and sparse membership of a live entity away. */
 static void detach(tes_world_t *world, tes_entity_t e) {
     uint32_t index = e & TESI_INDEX_MASK;
-    for (tes_component_t id = 0; id < world->component_count; id++) {
+    for (uint32_t s = 0; s < world->sparse_count; s++) {
+        tes_component_t id = world->sparse_ids[s];
         tesi_component_t *c = &world->components[id];
-        if (!tesi_is_sparse(c)) continue;
         if (tesi_is_relation(c) && pairs_of(&c->relation, index)) {
             for (int side = 0; side < 2; side++) {
                 const tesi_list_t *list = &c->relation.lists[side][index];
@@ -664,11 +655,7 @@ tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, 
 
 void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t min) {
     tesi_relation_t *r = &world->components[relation].relation;
-    uint32_t drop = tesi_log_after(r->event_ticks, r->event_count, min);
-    if (!drop) return;
-    r->event_count -= drop;
-    memmove(r->events, r->events + drop, r->event_count * sizeof *r->events);
-    memmove(r->event_ticks, r->event_ticks + drop, r->event_count * sizeof *r->event_ticks);
+    tesi_ticked_prune(r->events, sizeof *r->events, r->event_ticks, &r->event_count, min);
 }
 
 #define CHECK(cond)                          \

@@ -139,15 +139,6 @@ void tesi_sparse_mark(tes_world_t *world, tes_component_t component, uint32_t sl
     stamp(world, &world->components[component], slot, false);
 }
 
-void tesi_sparse_insert_all(tes_world_t *world, const tes_component_t *set, uint32_t count,
-                            const tes_entity_t *entities, uint32_t n) {
-    for (uint32_t i = 0; i < count; i++) {
-        if (!tesi_is_sparse(&world->components[set[i]])) continue;
-        for (uint32_t k = 0; k < n; k++)
-            tesi_sparse_insert(world, set[i], entities[k]);
-    }
-}
-
 tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                               bool removing) {
     const tesi_component_t *c = &world->components[component];

@@ -195,28 +195,44 @@ void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, cons
 
 /* ---- removal logs ---------------------------------------------------------------------- */
 
-static tes_result_t log_reserve(tes_world_t *world, tesi_removal_log_t *log, uint32_t n) {
-    if ((uint64_t)log->count + n <= log->slots) return TES_OK;
-    uint64_t slots = log->slots ? log->slots : 64;
-    while (slots < (uint64_t)log->count + n)
-        slots *= 2;
-    if (slots > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
-    tes_entity_t *entities = tesi_alloc(world, (size_t)slots * sizeof *entities);
-    uint64_t *ticks = entities ? tesi_alloc(world, (size_t)slots * sizeof *ticks) : NULL;
-    if (!ticks) {
-        tesi_free(world, entities, (size_t)slots * sizeof *entities);
+tes_result_t tesi_ticked_reserve(tes_world_t *world, void **entries, size_t entry_bytes,
+                                 uint64_t **ticks, uint32_t *slots, uint32_t count, uint64_t n) {
+    if (count + n <= *slots) return TES_OK;
+    uint64_t want = *slots ? *slots : 64;
+    while (want < count + n)
+        want *= 2;
+    /* Both arrays' bytes must fit a size_t (wasm32) and the counts a uint32_t. */
+    if (want > UINT32_MAX || want > SIZE_MAX / 16) return TES_ERR_OUT_OF_MEMORY;
+    void *grown = tesi_alloc(world, (size_t)want * entry_bytes);
+    uint64_t *grown_ticks = grown ? tesi_alloc(world, (size_t)want * sizeof *grown_ticks) : NULL;
+    if (!grown_ticks) {
+        tesi_free(world, grown, (size_t)want * entry_bytes);
         return TES_ERR_OUT_OF_MEMORY;
     }
-    if (log->count) {
-        memcpy(entities, log->entities, log->count * sizeof *entities);
-        memcpy(ticks, log->ticks, log->count * sizeof *ticks);
+    if (count) {
+        memcpy(grown, *entries, count * entry_bytes);
+        memcpy(grown_ticks, *ticks, count * sizeof *grown_ticks);
     }
-    tesi_free(world, log->entities, log->slots * sizeof *log->entities);
-    tesi_free(world, log->ticks, log->slots * sizeof *log->ticks);
-    log->entities = entities;
-    log->ticks = ticks;
-    log->slots = (uint32_t)slots;
+    tesi_free(world, *entries, *slots * entry_bytes);
+    tesi_free(world, *ticks, *slots * sizeof **ticks);
+    *entries = grown;
+    *ticks = grown_ticks;
+    *slots = (uint32_t)want;
     return TES_OK;
+}
+
+void tesi_ticked_prune(void *entries, size_t entry_bytes, uint64_t *ticks, uint32_t *count,
+                       uint64_t min) {
+    uint32_t drop = tesi_log_after(ticks, *count, min);
+    if (!drop) return;
+    *count -= drop;
+    memmove(entries, (uint8_t *)entries + (size_t)drop * entry_bytes, *count * entry_bytes);
+    memmove(ticks, ticks + drop, *count * sizeof *ticks);
+}
+
+static tes_result_t log_reserve(tes_world_t *world, tesi_removal_log_t *log, uint32_t n) {
+    return tesi_ticked_reserve(world, (void **)&log->entities, sizeof *log->entities, &log->ticks,
+                               &log->slots, log->count, n);
 }
 
 tes_result_t tesi_logs_reserve(tes_world_t *world, const tesi_archetype_t *archetype, uint32_t n) {
@@ -363,21 +379,12 @@ static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min) {
     t->dirty_count = kept;
 }
 
-static void prune_log(tesi_removal_log_t *log, uint64_t min) {
-    uint32_t drop = 0;
-    while (drop < log->count && log->ticks[drop] <= min)
-        drop++;
-    if (!drop) return;
-    log->count -= drop;
-    memmove(log->entities, log->entities + drop, log->count * sizeof *log->entities);
-    memmove(log->ticks, log->ticks + drop, log->count * sizeof *log->ticks);
-}
-
 void tesi_prune(tes_world_t *world) {
     for (tes_component_t c = 0; c < world->component_count; c++) {
         tesi_component_t *comp = &world->components[c];
         if (comp->removal_consumers) {
-            prune_log(&comp->log, tesi_min_last_run(world, c, TESI_REMOVED));
+            tesi_ticked_prune(comp->log.entities, sizeof *comp->log.entities, comp->log.ticks,
+                              &comp->log.count, tesi_min_last_run(world, c, TESI_REMOVED));
         }
         if (comp->relation.event_consumers) {
             tesi_relation_prune(world, c, tesi_min_last_run(world, c, TESI_PAIR_CHANGES));

@@ -228,7 +228,8 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     for (uint32_t c = 0; c < world->component_count; c++) {
         const tesi_component_t *comp = &world->components[c];
         logged += comp->removal_consumers > 0;
-        sparse += tesi_is_sparse(comp);
+        if (tesi_is_sparse(comp))
+            CHECK(sparse < world->sparse_count && world->sparse_ids[sparse++] == c);
         relations += tesi_is_relation(comp);
         if (tesi_is_sparse(comp) && tesi_sparse_validate(world, c) != TES_OK) {
             return TES_ERR_CORRUPT;

@@ -22,34 +22,13 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { root, resultsDir, cpuModel, osName, gitState, printUsage } from './node-env.mjs';
+import { root, resultsDir, cpuModel, osName, gitState, parseBenchArgs } from './node-env.mjs';
 import { contenders } from './contenders/index.js';
 import { CASES, baseCase } from './shared.js';
 import { benchCase as measureCase, entriesOf as caseEntries, fmtNum, tableLines, markdownTable, textTable } from './measure.js';
 
-function parseArgs(argv) {
-  const o = { quick: false, check: false, runs: null, targetMs: null, cases: null, contenders: null, write: true };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => { if (i + 1 >= argv.length) throw new Error(`${a} needs a value`); return argv[++i]; };
-    if (a === '--quick') o.quick = true;
-    else if (a === '--check') o.check = true;
-    else if (a === '--runs') o.runs = Number(next());
-    else if (a === '--target-ms') o.targetMs = Number(next());
-    else if (a === '--cases') o.cases = next().split(',').map((s) => s.trim()).filter(Boolean);
-    else if (a === '--contenders') o.contenders = next().split(',').map((s) => s.trim()).filter(Boolean);
-    else if (a === '--no-write') o.write = false;
-    else if (a === '--worker') o.worker = true;
-    else if (a === '--render') o.render = true;
-    else if (a === '--help' || a === '-h') printUsage(import.meta.url);
-    else throw new Error(`unknown argument ${a}`);
-  }
-  o.runs ??= o.quick ? 3 : 5;
-  o.targetMs ??= o.quick ? 50 : 500;
-  return o;
-}
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseBenchArgs(process.argv.slice(2), import.meta.url, { lists: ['cases', 'contenders'], flags: ['render'] });
 const gc = globalThis.gc ?? (() => {});
 
 function versionOf(c) {

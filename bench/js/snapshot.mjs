@@ -6,8 +6,11 @@
 //   node bench/js/snapshot.mjs [--no-write]
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 
 import { component, init, tag } from '../../dist/index.js';
+import { fmtNum, median } from './measure.js';
+import { cpuModel, gitState, resultsDir } from './node-env.mjs';
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
@@ -22,8 +25,7 @@ function time(fn, ms = 500) {
         fn();
         samples.push(performance.now() - t);
     }
-    samples.sort((a, b) => a - b);
-    return samples[samples.length >> 1];
+    return median(samples);
 }
 
 const tessera = await init();
@@ -51,11 +53,10 @@ for (const n of [10_000, 100_000, 1_000_000]) {
 }
 
 if (!process.argv.includes('--no-write')) {
-    const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(3));
     const md = [
         '# Snapshot cost (`node bench/js/snapshot.mjs`)',
         '',
-        `${new Date().toISOString()} · ${os.cpus()[0]?.model.trim()} (${os.cpus().length} cores) · Node ${process.version}`,
+        `${new Date().toISOString()} · ${cpuModel()} (${os.cpus().length} cores) · Node ${process.version} · tessera at ${gitState()}`,
         '',
         'Each world: Position {x, y: f32} and Velocity {x, y: f32} on every entity, a sparse marker on 1%, ChildOf pairs on 1%. ' +
             'Write: `world.snapshot()` (the C core writes the bytes, JS copies them out). Restore: `createWorld({ snapshot })` and ' +
@@ -63,10 +64,10 @@ if (!process.argv.includes('--no-write')) {
         '',
         '| entities | bytes | bytes per entity | write ms | restore ms | write ns per entity | restore ns per entity |',
         '|--:|--:|--:|--:|--:|--:|--:|',
-        ...rows.map((r) => `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmt(r.write)} | ${fmt(r.restore)} | ${fmt((r.write * 1e6) / r.n)} | ${fmt((r.restore * 1e6) / r.n)} |`),
+        ...rows.map((r) => `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmtNum(r.write)} | ${fmtNum(r.restore)} | ${fmtNum((r.write * 1e6) / r.n)} | ${fmtNum((r.restore * 1e6) / r.n)} |`),
         '',
     ];
-    writeFileSync(new URL('../results/snapshot.md', import.meta.url), md.join('\n'));
-    writeFileSync(new URL('../results/snapshot.json', import.meta.url), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2) + '\n');
+    writeFileSync(path.join(resultsDir, 'snapshot.md'), md.join('\n'));
+    writeFileSync(path.join(resultsDir, 'snapshot.json'), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2) + '\n');
     console.log('wrote bench/results/snapshot.md');
 }

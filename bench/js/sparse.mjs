@@ -29,30 +29,11 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { root, resultsDir, cpuModel, osName, gitState, printUsage } from './node-env.mjs';
+import { root, resultsDir, cpuModel, osName, gitState, parseBenchArgs } from './node-env.mjs';
 import { benchCase, fmtNum, fmtRatio } from './measure.js';
 import { assert } from './shared.js';
 import { createWorld, component } from '../../dist/index.js';
 
-function parseArgs(argv) {
-  const o = { quick: false, check: false, runs: null, targetMs: null, groups: null, write: true, worker: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => { if (i + 1 >= argv.length) throw new Error(`${a} needs a value`); return argv[++i]; };
-    if (a === '--quick') o.quick = true;
-    else if (a === '--check') o.check = true;
-    else if (a === '--runs') o.runs = Number(next());
-    else if (a === '--target-ms') o.targetMs = Number(next());
-    else if (a === '--groups') o.groups = next().split(',').map((s) => s.trim()).filter(Boolean);
-    else if (a === '--no-write') o.write = false;
-    else if (a === '--worker') o.worker = true;
-    else if (a === '--help' || a === '-h') printUsage(import.meta.url);
-    else throw new Error(`unknown argument ${a}`);
-  }
-  o.runs ??= o.quick ? 3 : 5;
-  o.targetMs ??= o.quick ? 50 : 500;
-  return o;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Components: each storage its own definition (a definition is registered once per world).
@@ -292,7 +273,7 @@ const contendersOf = (group) =>
 
 // ---------------------------------------------------------------------------------------------
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseBenchArgs(process.argv.slice(2), import.meta.url, { lists: ['groups'] });
 for (const g of opts.groups ?? []) if (!GROUPS[g]) throw new Error(`unknown group ${g} (groups: ${Object.keys(GROUPS).join(', ')})`);
 const groupNames = Object.keys(GROUPS).filter((g) => !opts.groups || opts.groups.includes(g));
 const gc = globalThis.gc ?? (() => {});

@@ -348,12 +348,15 @@ static inline bool fx_snapshot_equal(const fx_snapshot_t *a, const fx_snapshot_t
 }
 
 /* Fails (at the caller's line) unless the world looks exactly like `before`. */
+typedef void (*fx_snapshot_fn)(fx_snapshot_t *s, const tes_world_t *world);
+
 static inline void fx_check_unchanged_at(const char *file, int line, const fx_snapshot_t *before,
-                                         const tes_world_t *world, bool strict) {
+                                         const tes_world_t *world, bool strict,
+                                         fx_snapshot_fn take) {
     fx_snapshot_t after;
     char message[160];
     memset(&after, 0, sizeof after);
-    fx_snapshot_take(&after, world);
+    take(&after, world);
     bool same = fx_snapshot_equal_ex(before, &after, strict, message, sizeof message);
     fx_snapshot_release(&after);
     if (!same) harness_fail(file, line, "world changed: %s", message);
@@ -361,11 +364,11 @@ static inline void fx_check_unchanged_at(const char *file, int line, const fx_sn
 /* Entities, components, field values and the archetypes that hold entities: what a failed
  * call must leave exactly as it was. */
 #define FX_CHECK_UNCHANGED(before, world) \
-    fx_check_unchanged_at(__FILE__, __LINE__, before, world, false)
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, false, fx_snapshot_take)
 /* Everything, internal structure and bytes_allocated included: what bad input (as opposed to
  * running out of memory) must leave as it was. */
 #define FX_CHECK_UNCHANGED_STRICT(before, world) \
-    fx_check_unchanged_at(__FILE__, __LINE__, before, world, true)
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, true, fx_snapshot_take)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Invariants through the public API                                                         */
@@ -866,22 +869,11 @@ static inline fx_snapshot_t *fx_snapshot_full_of(const tes_world_t *world) {
     return s;
 }
 
-static inline void fx_check_unchanged_full_at(const char *file, int line,
-                                              const fx_snapshot_t *before, const tes_world_t *world,
-                                              bool strict) {
-    fx_snapshot_t after;
-    char message[160];
-    memset(&after, 0, sizeof after);
-    fx_snapshot_take_full(&after, world);
-    bool same = fx_snapshot_equal_ex(before, &after, strict, message, sizeof message);
-    fx_snapshot_release(&after);
-    if (!same) harness_fail(file, line, "world changed: %s", message);
-}
 /* FX_CHECK_UNCHANGED / _STRICT against a snapshot from fx_snapshot_full_of: sparse sets and
  * pairs included. */
 #define FX_CHECK_UNCHANGED_FULL(before, world) \
-    fx_check_unchanged_full_at(__FILE__, __LINE__, before, world, false)
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, false, fx_snapshot_take_full)
 #define FX_CHECK_UNCHANGED_FULL_STRICT(before, world) \
-    fx_check_unchanged_full_at(__FILE__, __LINE__, before, world, true)
+    fx_check_unchanged_at(__FILE__, __LINE__, before, world, true, fx_snapshot_take_full)
 
 #endif /* TESSERA_TEST_FIXTURES_H */
