@@ -42,7 +42,14 @@ export type ErrorCode =
     /** A pair that would make an entity its own ancestor in an acyclic relation. */
     | 'CYCLE'
     | 'BAD_SNAPSHOT'
+    /** Bytes written by another version of the snapshot or delta format. */
     | 'SNAPSHOT_VERSION'
+    /** Bytes that are not a valid delta (truncated, corrupted or inconsistent). */
+    | 'BAD_DELTA'
+    /** A delta whose components differ from the replica's (same name, other schema). */
+    | 'DELTA_SCHEMA'
+    /** A delta whose baseline is newer than the replica's tick: the replica needs a keyframe. */
+    | 'DELTA_BASELINE'
     // From the TypeScript layer.
     /** The world, query, subscription or system was destroyed or closed. */
     | 'DESTROYED'

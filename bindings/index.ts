@@ -60,6 +60,7 @@ export {
     type PairEvent,
     type PairEventKind,
 } from './subscription.js';
+export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicate.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
 export type { LoadOptions } from './load.js';

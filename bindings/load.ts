@@ -222,6 +222,19 @@ export interface TesseraExports {
     tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
     /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
     tes_world_restore(desc: Pointer, bytes: Pointer, size: number, outWorld: Pointer): number;
+    /** `tes_replicator_create(world, const tes_replicator_desc_t *desc, tes_replicator_t **out)`. */
+    tes_replicator_create(world: Pointer, desc: Pointer, outReplicator: Pointer): number;
+    /** `tes_replicator_destroy(replicator)`. */
+    tes_replicator_destroy(replicator: Pointer): void;
+    /**
+     * `tes_delta_encode(replicator, uint64_t baseline, const uint8_t **out_bytes, uint32_t
+     * *out_size, uint64_t *out_tick)`: the bytes belong to the replicator until its next encode.
+     */
+    tes_delta_encode(replicator: Pointer, baseline: bigint, outBytes: Pointer, outSize: Pointer, outTick: Pointer): number;
+    /** `tes_delta_apply(world, const uint8_t *bytes, uint32_t size, bool *out_applied)`. */
+    tes_delta_apply(world: Pointer, bytes: Pointer, size: number, outApplied: Pointer): number;
+    /** `uint64_t tes_replica_tick(world)`: a BigInt. */
+    tes_replica_tick(world: Pointer): bigint;
     /** `tes_iter_pair_events(iter, relation, const tes_pair_event_t **out, uint32_t *out_count)`. */
     tes_iter_pair_events(iter: Pointer, relation: number, outEvents: Pointer, outCount: Pointer): number;
 

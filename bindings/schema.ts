@@ -78,6 +78,11 @@ export type Storage = 'table' | 'sparse';
 export interface ComponentOptions {
     /** `'table'` (default) or `'sparse'`; see {@link Storage}. */
     readonly storage?: Storage;
+    /**
+     * `false` keeps the component out of deltas (`world.replicator`): local state such as
+     * render handles or client-side effects. Default `true`.
+     */
+    readonly replicate?: boolean;
 }
 
 /** Options of {@link relation}; every flag defaults to false. */
@@ -94,6 +99,8 @@ export interface RelationOptions {
      * pairs to a despawned target are removed and the sources live on.
      */
     readonly cascade?: boolean;
+    /** `false` keeps the relation's pairs out of deltas (see {@link ComponentOptions}). */
+    readonly replicate?: boolean;
 }
 
 /** A component with initial values, as `Position({ x: 1 })` makes it; spawn and add take it. */
@@ -128,6 +135,8 @@ export interface Component<S extends Schema = Schema> {
     readonly isTag: boolean;
     /** Where its data lives: `'table'` (chunk columns) or `'sparse'` (a sparse set). */
     readonly storage: Storage;
+    /** False when deltas leave it out (`{ replicate: false }`). */
+    readonly replicate: boolean;
     /** Process-wide definition number; worlds map it to their own component id. @internal */
     readonly key: number;
     /** `tes_component_desc_t.flags`. @internal */
@@ -168,6 +177,8 @@ export interface Relation<S extends Schema = Schema> {
     readonly acyclic: boolean;
     /** Despawning a target despawns its sources. */
     readonly cascade: boolean;
+    /** False when deltas leave its pairs out (`{ replicate: false }`). */
+    readonly replicate: boolean;
     /** @internal */
     readonly key: number;
     /** `tes_component_desc_t.flags`. @internal */
@@ -240,7 +251,7 @@ const FIELDS = Symbol('tessera.fields');
 type WithFields = { [FIELDS]?: Map<string, FieldMeta>; flags?: number };
 
 /** `tes_component_desc_t.flags` bits. @internal */
-export const FLAGS = { sparse: 1, relation: 2, exclusive: 4, acyclic: 8, cascade: 16 } as const;
+export const FLAGS = { sparse: 1, relation: 2, exclusive: 4, acyclic: 8, cascade: 16, local: 32 } as const;
 let nextKey = 0;
 const encoder = new TextEncoder();
 
@@ -260,8 +271,9 @@ const encoder = new TextEncoder();
 export function component<const S extends Schema>(name: string, schema: S, options: ComponentOptions = {}): Component<S> {
     const operation = 'component';
     const metas = checkSchema(operation, name, schema);
-    checkOptions(operation, name, options, { storage: ['table', 'sparse'] });
+    checkOptions(operation, name, options, { storage: ['table', 'sparse'], replicate: 'boolean' });
     const storage: Storage = options.storage ?? 'table';
+    const replicate = options.replicate !== false;
     const init = (values: ValuesInput<S>): ComponentInit<S> => {
         if (typeof values !== 'object' || values === null) {
             throw new TesseraError('BAD_VALUE', `${name}(values)`, 'values must be an object', {
@@ -270,8 +282,10 @@ export function component<const S extends Schema>(name: string, schema: S, optio
         }
         return { component: made, values };
     };
-    const made = define(init, name, schema, metas, storage === 'sparse' ? FLAGS.sparse : 0, {
+    const flags = (storage === 'sparse' ? FLAGS.sparse : 0) | (replicate ? 0 : FLAGS.local);
+    const made = define(init, name, schema, metas, flags, {
         storage: { value: storage, enumerable: true },
+        replicate: { value: replicate, enumerable: true },
     }) as unknown as Component<S>;
     return made;
 }
@@ -293,7 +307,12 @@ export function relation<const S extends Schema = {}>(
 ): Relation<S> {
     const operation = 'relation';
     const metas = checkSchema(operation, name, schema);
-    checkOptions(operation, name, options, { exclusive: 'boolean', acyclic: 'boolean', cascade: 'boolean' });
+    checkOptions(operation, name, options, {
+        exclusive: 'boolean',
+        acyclic: 'boolean',
+        cascade: 'boolean',
+        replicate: 'boolean',
+    });
     if (options.acyclic === true && options.exclusive === false) {
         throw new TesseraError(
             'BAD_SCHEMA',
@@ -305,8 +324,13 @@ export function relation<const S extends Schema = {}>(
     const acyclic = options.acyclic === true;
     const exclusive = acyclic || options.exclusive === true;
     const cascade = options.cascade === true;
+    const replicate = options.replicate !== false;
     const flags =
-        FLAGS.relation | (exclusive ? FLAGS.exclusive : 0) | (acyclic ? FLAGS.acyclic : 0) | (cascade ? FLAGS.cascade : 0);
+        FLAGS.relation |
+        (exclusive ? FLAGS.exclusive : 0) |
+        (acyclic ? FLAGS.acyclic : 0) |
+        (cascade ? FLAGS.cascade : 0) |
+        (replicate ? 0 : FLAGS.local);
     const pair = (target: number, values?: ValuesInput<S>): Pair<S> => {
         if (typeof target !== 'number' || target >>> 0 !== target) {
             throw new TesseraError(
@@ -328,6 +352,7 @@ export function relation<const S extends Schema = {}>(
         exclusive: { value: exclusive, enumerable: true },
         acyclic: { value: acyclic, enumerable: true },
         cascade: { value: cascade, enumerable: true },
+        replicate: { value: replicate, enumerable: true },
     }) as unknown as Relation<S>;
     return made;
 }

@@ -24,14 +24,17 @@ export interface SubscriptionDesc extends Omit<QueryDesc, 'writes'> {
      */
     readonly removed?: readonly (Component<any> | Relation<any>)[];
     /**
-     * Report every pair of these relations that was added, removed, or whose data was written
-     * (`changes.pairEvents`), whatever the other terms say.
+     * Report every pair of these relations that was added, removed, moved, or whose data was
+     * written (`changes.pairEvents`), whatever the other terms say.
      */
     readonly pairs?: readonly Relation<any>[];
 }
 
-/** What happened to a pair: added, removed, or its data written (`setPair`). */
-export type PairEventKind = 'added' | 'removed' | 'changed';
+/**
+ * What happened to a pair: added, removed, its data written (`setPair`), or moved among its
+ * target's sources (`placePair`, `setParent` with `before`).
+ */
+export type PairEventKind = 'added' | 'removed' | 'changed' | 'moved';
 
 /**
  * One pair event of a drain. The source and the target of a removed pair may be dead by now
@@ -51,7 +54,7 @@ export interface PairEvent {
 const COLLECT_BYTES = 28;
 /** `tes_pair_event_t` (wasm32): source 0, target 4, relation 8, kind 12. */
 const PAIR_EVENT_WORDS = 4;
-const PAIR_KINDS: readonly (PairEventKind | undefined)[] = [undefined, 'added', 'removed', 'changed'];
+const PAIR_KINDS: readonly (PairEventKind | undefined)[] = [undefined, 'added', 'removed', 'changed', 'moved'];
 const NO_EVENTS: readonly PairEvent[] = Object.freeze([]);
 
 /** What one drain saw. The arrays are fresh copies: keep them as long as you like. */

@@ -34,6 +34,7 @@ import {
     type ValuesInput,
     type FieldInput,
 } from './schema.js';
+import { Replicator, type ReplicatorOptions } from './replicate.js';
 import { Subscription, type SubscriptionDesc } from './subscription.js';
 import { Scheduler, type Stage, type System, type SystemDesc } from './system.js';
 
@@ -116,8 +117,11 @@ export class World {
     pointer: Pointer;
     /** @internal */
     readonly debug: boolean;
-    /** Made from a snapshot: its components may be claimed by name (see `claim`). */
-    private readonly restored: boolean;
+    /**
+     * Made from a snapshot, or a replica: the C world has components (registered from the
+     * bytes) that definitions claim by name on first use (see `claim`).
+     */
+    private restored: boolean;
     /**
      * @internal Byte offset of a column from its chunk's start, by archetype, component and
      * field: the same in every chunk of an archetype, and archetypes never change layout.
@@ -187,6 +191,61 @@ export class World {
         this.check(heap.exports.tes_snapshot(world, out, out + 4), operation);
         const bytes = heap.u32At(out);
         return heap.u8.slice(bytes, bytes + heap.u32At(out + 4));
+    }
+
+    /**
+     * A replicator: the sending side of replication. It encodes what changed in this world
+     * since a replica's acknowledged tick into one buffer (docs/format.md, "Deltas"), walking
+     * only what changed; `replica.applyDelta(bytes)` makes another world (a client, a worker, a
+     * replay) equal to this one. See {@link Replicator} and {@link Replicator.peer}.
+     *
+     * @example
+     * const replicator = world.replicator();
+     * const peer = replicator.peer();
+     * // every frame, on the source:
+     * const delta = peer.encode();
+     * channel.send(delta.bytes.slice());
+     * // on the replica, then acknowledged back:
+     * replica.applyDelta(bytes);
+     * peer.ack(replica.replicaTick);
+     */
+    replicator(options: ReplicatorOptions = {}): Replicator {
+        return new Replicator(this, options);
+    }
+
+    /**
+     * Applies a delta or keyframe from a {@link Replicator} (of this world's components, by
+     * name: a keyframe registers those this world lacks). Bad bytes throw `BAD_DELTA`,
+     * `SNAPSHOT_VERSION` or `DELTA_SCHEMA`, a delta whose baseline this world lacks throws
+     * `DELTA_BASELINE` (ask the source for a keyframe: acknowledge 0); then nothing changed.
+     * Entities are placed at the source's handles. Not inside a loop over the world.
+     * @returns false when the delta is not newer than {@link World.replicaTick} (late or
+     *   repeated; nothing changed), true when applied.
+     */
+    applyDelta(bytes: Uint8Array): boolean {
+        const operation = 'world.applyDelta';
+        const world = this.live(operation);
+        if (!(bytes instanceof Uint8Array)) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `bytes: expected a Uint8Array, got ${describeValue(bytes)}`);
+        }
+        if (this.liveIterations > 0) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+        }
+        const heap = this.heap;
+        const block = heap.tempBlock(Math.max(bytes.length, 1), operation);
+        heap.u8.set(bytes, block);
+        const out = heap.scratch;
+        heap.u32[out >>> 2] = 0;
+        const result = heap.exports.tes_delta_apply(world, block, bytes.length, out);
+        // A keyframe may have registered components: definitions claim them by name.
+        this.restored = true;
+        this.check(result, operation);
+        return heap.u8[out] !== 0;
+    }
+
+    /** The source tick of the last delta applied here (0: none, or after a failed one). */
+    get replicaTick(): number {
+        return Number(this.heap.exports.tes_replica_tick(this.live('world.replicaTick')));
     }
 
     /** True after {@link World.destroy}. */

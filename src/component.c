@@ -55,10 +55,10 @@ static void free_component(tes_world_t *world, tesi_component_t *c) {
 
 #define RELATION_FLAGS (TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE)
 
-static tes_result_t check_schema(const tes_component_desc_t *desc) {
+tes_result_t tesi_check_schema(const tes_component_desc_t *desc) {
     if (!name_length(desc->name)) return TES_ERR_BAD_SCHEMA;
     uint32_t flags = desc->flags;
-    if (flags & ~(TESI_OFF_CHUNK | RELATION_FLAGS)) return TES_ERR_BAD_SCHEMA;
+    if (flags & ~(TESI_OFF_CHUNK | RELATION_FLAGS | TES_COMPONENT_LOCAL)) return TES_ERR_BAD_SCHEMA;
     if ((flags & RELATION_FLAGS) && !(flags & TES_COMPONENT_RELATION)) return TES_ERR_BAD_SCHEMA;
     if ((flags & TES_RELATION_ACYCLIC) && !(flags & TES_RELATION_EXCLUSIVE)) {
         return TES_ERR_BAD_SCHEMA;
@@ -79,7 +79,7 @@ static tes_result_t check_schema(const tes_component_desc_t *desc) {
 tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc_t *desc,
                                     tes_component_t *out_component) {
     if (!world || !desc || !out_component) return TES_ERR_INVALID_ARGUMENT;
-    tes_result_t result = check_schema(desc);
+    tes_result_t result = tesi_check_schema(desc);
     if (result != TES_OK) return result;
     tes_component_t existing;
     if (tes_component_lookup(world, desc->name, &existing) == TES_OK) {

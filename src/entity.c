@@ -7,9 +7,66 @@
 
 /* ---- the entity table ------------------------------------------------------------------ */
 
+/* The index stamps of replicators (index_ticks, index_dirty), from `old` to `slots` indices
+ * (the stamps copied); slots 0 frees them. All or nothing. */
+static tes_result_t resize_stamps(tes_world_t *world, uint32_t old, uint32_t slots) {
+    uint64_t *ticks = NULL;
+    uint32_t *dirty = NULL;
+    if (slots) {
+        ticks = tesi_alloc(world, (size_t)slots * sizeof *ticks);
+        dirty = ticks ? tesi_alloc(world, (size_t)slots * sizeof *dirty) : NULL;
+        if (!dirty) {
+            tesi_free(world, ticks, (size_t)slots * sizeof *ticks);
+            return TES_ERR_OUT_OF_MEMORY;
+        }
+        memset(ticks, 0, (size_t)slots * sizeof *ticks);
+        if (world->index_ticks) {
+            memcpy(ticks, world->index_ticks, (size_t)world->record_count * sizeof *ticks);
+            memcpy(dirty, world->index_dirty, (size_t)world->index_dirty_count * sizeof *dirty);
+        }
+    }
+    if (world->index_ticks) {
+        tesi_free(world, world->index_ticks, (size_t)old * sizeof(uint64_t));
+        tesi_free(world, world->index_dirty, (size_t)old * sizeof(uint32_t));
+    }
+    world->index_ticks = ticks;
+    world->index_dirty = dirty;
+    if (!slots) world->index_dirty_count = 0;
+    return TES_OK;
+}
+
+static tes_result_t grow_table(tes_world_t *world, uint32_t slots);
+
+tes_result_t tesi_index_ticks(tes_world_t *world, bool on) {
+    if (on == (world->index_ticks != NULL)) return TES_OK;
+    if (on && !world->record_slots) {
+        tes_result_t result = grow_table(world, 1024); /* the stamps are sized by the table */
+        if (result != TES_OK) return result;
+    }
+    return resize_stamps(world, world->record_slots, on ? world->record_slots : 0);
+}
+
+void tesi_index_prune(tes_world_t *world, uint64_t min) {
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < world->index_dirty_count; k++) {
+        uint32_t index = world->index_dirty[k];
+        if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > min) {
+            world->index_dirty[kept++] = index;
+        } else {
+            world->index_ticks[index] &= ~TESI_INDEX_LISTED;
+        }
+    }
+    world->index_dirty_count = kept;
+}
+
 static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
     tesi_record_t *records = tesi_alloc(world, (size_t)slots * sizeof *records);
     if (!records) return TES_ERR_OUT_OF_MEMORY;
+    /* The replicators' index stamps grow with the table: both or neither. */
+    if (world->index_ticks && resize_stamps(world, world->record_slots, slots) != TES_OK) {
+        tesi_free(world, records, (size_t)slots * sizeof *records);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
     if (world->records) {
         memcpy(records, world->records, (size_t)world->record_count * sizeof *records);
         tesi_free(world, world->records, (size_t)world->record_slots * sizeof *records);
@@ -42,6 +99,7 @@ tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
 uint32_t tesi_take_index(tes_world_t *world) {
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
+        tesi_free_queue(world);
         uint32_t index = world->free_head;
         world->free_head = world->records[index].row;
         world->free_length--;
@@ -57,7 +115,11 @@ void tesi_release_index(tes_world_t *world, uint32_t index) {
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
     record->row = 0;
-    if (world->free_length++) {
+    tesi_index_stamp(world, index);
+    /* A stale queue is relinked from the records before its next use: no link to keep now. */
+    if (world->free_stale) {
+        world->free_length++;
+    } else if (world->free_length++) {
         world->records[world->free_tail].row = index;
     } else {
         world->free_head = index;
@@ -65,7 +127,53 @@ void tesi_release_index(tes_world_t *world, uint32_t index) {
     world->free_tail = index;
 }
 
+void tesi_free_queue(tes_world_t *world) {
+    if (!world->free_stale) return;
+    world->free_stale = false;
+    uint32_t length = 0;
+    for (uint32_t index = 1; index < world->record_count; index++) {
+        tesi_record_t *record = &world->records[index];
+        if (record->chunk || (record->row & TESI_ROW_PENDING)) continue;
+        record->row = 0;
+        if (length++) {
+            world->records[world->free_tail].row = index;
+        } else {
+            world->free_head = index;
+        }
+        world->free_tail = index;
+    }
+    world->free_length = length;
+}
+
+tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle, tesi_archetype_t *archetype) {
+    uint32_t index = handle & TESI_INDEX_MASK;
+    tes_result_t result = tesi_chunks_reserve(world, archetype, 1);
+    if (result != TES_OK) return result;
+    if (index >= world->record_count) {
+        if (index >= world->record_slots) {
+            uint64_t slots = world->record_slots ? world->record_slots : 1024;
+            while (slots <= index)
+                slots *= 2;
+            result =
+                grow_table(world, slots > TESI_INDEX_LIMIT ? TESI_INDEX_LIMIT : (uint32_t)slots);
+        }
+        if (result != TES_OK) return result;
+        /* The indices up to it join the free queue (as never used: generation 0). */
+        for (uint32_t i = world->record_count; i <= index; i++) {
+            world->records[i] = (tesi_record_t){0};
+        }
+        world->free_length += index + 1 - world->record_count;
+        world->record_count = index + 1;
+    }
+    /* Placed below, the index leaves the free queue: relinked before its next use. */
+    world->free_stale = true;
+    world->free_length--;
+    world->records[index].generation = handle >> TES_INDEX_BITS;
+    return tesi_spawn_reserved(world, index, archetype);
+}
+
 void tesi_entities_fini(tes_world_t *world) {
+    resize_stamps(world, world->record_slots, 0);
     tesi_free(world, world->records, (size_t)world->record_slots * sizeof *world->records);
 }
 
@@ -93,6 +201,7 @@ static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t
         if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
             uint32_t index = tesi_take_index(world);
+            tesi_index_stamp(world, index);
             tesi_record_t *record = &world->records[index];
             record->chunk = chunk;
             record->row = row + k;
@@ -117,6 +226,7 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
     tesi_record_t *record = &world->records[index];
     record->chunk = chunk;
     record->row = row;
+    tesi_index_stamp(world, index);
     tesi_chunk_entities(chunk)[row] = tesi_make_handle(index, record->generation);
     world->entity_count++;
     return TES_OK;
@@ -233,7 +343,7 @@ tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
     /* Pairs, sparse memberships and cascades: the general path. */
-    if (world->sparse_count) return tesi_despawn_all(world, &entity, 1);
+    if (world->sparse_count) return tesi_despawn_all(world, &entity, 1, true);
     if (tesi_logging(world)) {
         tes_result_t result = tesi_logs_reserve(world, record->chunk->archetype, 1);
         if (result != TES_OK) return result;
@@ -272,7 +382,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
         }
         return result;
     }
-    if (result == TES_OK && world->sparse_count) return tesi_despawn_all(world, entities, n);
+    if (result == TES_OK && world->sparse_count) return tesi_despawn_all(world, entities, n, true);
     if (result == TES_OK && tesi_logging(world)) result = tesi_logs_reserve(world, NULL, n);
     if (result != TES_OK) return result;
     /* Back to front: despawning a list in the order it was spawned then removes rows from

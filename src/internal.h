@@ -388,6 +388,26 @@ struct tes_world_t {
     uint32_t doomed_slots;
     uint8_t *snapshot; /* the latest tes_snapshot (snapshot.c) */
     uint32_t snapshot_slots;
+    /* The free queue's links are out of date (a delta placed entities at free indices): it is
+     * rebuilt, in index order, before it is next used (tesi_free_queue). */
+    bool free_stale;
+
+    /* Replication (delta.c). While replicators exist, every spawn and despawn stamps its index
+     * with the change tick, and lists the index once (TESI_INDEX_LISTED on its tick) on
+     * index_dirty, which pruning trims: the entity part of a delta in O(changed). Both arrays
+     * have record_slots entries, so stamping never allocates. */
+    struct tes_replicator_t **replicators;
+    uint32_t replicator_count;
+    uint32_t replicator_slots;
+    uint64_t *index_ticks;
+    uint32_t *index_dirty;
+    uint32_t index_dirty_count;
+    uint64_t replica_tick; /* the source tick of the last delta applied here */
+    /* The source's component ids, as the last keyframe named them: the id here of each
+     * (UINT32_MAX: not replicated), and the CRC of that schema section, which deltas repeat. */
+    uint32_t *replica_ids;
+    uint32_t replica_id_count;
+    uint32_t replica_schema;
 
     /* Bumped whenever rows or chunks move (tes_world_layout): a plain query's chunk list is
      * unchanged while it holds. */
@@ -440,10 +460,31 @@ static inline tes_result_t tesi_field_of(const tesi_component_t *c, uint32_t fie
     *out = &c->fields[field];
     return TES_OK;
 }
+/* The checks of tes_component_register on a description alone (TES_ERR_BAD_SCHEMA). */
+tes_result_t tesi_check_schema(const tes_component_desc_t *desc);
 /* Copies `components` into world->scratch sorted ascending; rejects unknown ids and duplicates. */
 tes_result_t tesi_sort_set(tes_world_t *world, const tes_component_t *components, uint32_t count);
 
 /* ---- entity.c -------------------------------------------------------------------------- */
+
+#define TESI_INDEX_LISTED (1ull << 63) /* on index_ticks: the index is on index_dirty */
+
+/* A spawn or despawn at the index, for replicators (nothing when there are none). */
+static inline void tesi_index_stamp(tes_world_t *world, uint32_t index) {
+    if (!world->index_ticks) return;
+    uint64_t *tick = &world->index_ticks[index];
+    if (!(*tick & TESI_INDEX_LISTED)) world->index_dirty[world->index_dirty_count++] = index;
+    *tick = world->change_tick | TESI_INDEX_LISTED;
+}
+/* Starts (true) or stops stamping indices; starting allocates and may fail. */
+tes_result_t tesi_index_ticks(tes_world_t *world, bool on);
+/* Drops the listed indices stamped at or before `min`. */
+void tesi_index_prune(tes_world_t *world, uint64_t min);
+/* Brings the free queue's links up to date after a delta placed entities (see free_stale). */
+void tesi_free_queue(tes_world_t *world);
+/* Makes `handle` live at its index in the archetype (zeroed row, stamped added), whatever the
+ * index held: it must be free or beyond the table (then the indices in between become free). */
+tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle, tesi_archetype_t *archetype);
 
 static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation) {
     return index | (generation << TES_INDEX_BITS);
@@ -562,6 +603,14 @@ void tesi_queries_fini(tes_world_t *world);
  * allocations. */
 tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *out_rows);
 void tesi_query_start(tes_world_t *world, tes_query_t *q, tes_iter_t *out_iter);
+/* Whether the query's terms (all, none, any, row terms; not filters) hold for a live entity.
+ * Refreshes the query's archetype matches, which may run out of memory. */
+tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t e, bool *out);
+/* The query's component terms (all, none, any; row terms included) into out (up to capacity
+ * ids), the number of them as the result. */
+uint32_t tesi_query_terms(const tes_query_t *q, tes_component_t *out, uint32_t capacity);
+/* Sets the query's last_run: what a consumer has seen, so what pruning may drop. */
+void tesi_query_hold(tes_query_t *q, uint64_t last_run);
 /* True when every archetype the query matches has the component (all, added, changed terms). */
 bool tesi_query_requires(const tes_query_t *q, tes_component_t component);
 /* The query's output array (valid until its next run), with room for n entities. */
@@ -660,9 +709,11 @@ void tesi_sparse_fini(tes_world_t *world, tesi_component_t *c);
 
 /* ---- relation.c ------------------------------------------------------------------------ */
 
-/* Despawns entities[0..n-1] (alive, distinct) and, through CASCADE relations, every source that
- * depends on them; removes their pairs and sparse memberships first. All or nothing. */
-tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n);
+/* Despawns entities[0..n-1] (alive, distinct) and, through CASCADE relations when `cascade`,
+ * every source that depends on them (a replica's deltas list those themselves); removes their pairs
+ * and sparse memberships first. All or nothing. */
+tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                              bool cascade);
 /* tes_remove(e, relation): removes every pair of the source. */
 tes_result_t tesi_pairs_clear(tes_world_t *world, tes_entity_t source, tes_component_t relation);
 /* The pair (source, target), as an id + 1, or 0. */
@@ -674,15 +725,67 @@ static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side
     uint32_t index = e & TESI_INDEX_MASK;
     return index < r->list_slots ? &r->lists[side][index] : &empty;
 }
+/* Writes pair `id`'s fields from their packed form (a delta's); a write that is not an init is
+ * a change (an event, the source stamped). */
+tes_result_t tesi_pair_write(tes_world_t *world, tes_component_t relation, uint32_t id,
+                             const uint8_t *packed, bool init);
 void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t min);
 tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t relation);
 void tesi_relation_fini(tes_world_t *world, tesi_component_t *c);
 /* First index of a ticked log whose tick is above `tick` (ticks never decrease). */
 uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick);
 
-/* ---- snapshot.c ------------------------------------------------------------------------ */
+/* ---- snapshot.c, delta.c ---------------------------------------------------------------- */
+
+/* Writing a byte format into a growing buffer of the world's allocator: the first failure is
+ * kept in `result`, and every write after it does nothing. */
+typedef struct tesi_writer_t {
+    tes_world_t *world;
+    uint8_t **buffer;
+    uint32_t *slots;
+    uint32_t size;
+    tes_result_t result;
+} tesi_writer_t;
+void tesi_put(tesi_writer_t *w, const void *bytes, size_t n);
+void tesi_put_u32(tesi_writer_t *w, uint32_t v);
+/* Reading one: every read checks the bytes left; the first problem is kept in `result` (`bad`
+ * for bytes that end early) and every read after it returns zeros. */
+typedef struct tesi_reader_t {
+    const uint8_t *bytes;
+    uint32_t size;
+    uint32_t at;
+    tes_result_t result;
+    tes_result_t bad;
+} tesi_reader_t;
+bool tesi_take(tesi_reader_t *r, void *out, uint32_t n);
+uint32_t tesi_get_u32(tesi_reader_t *r);
+/* n items of `size` bytes without copying: a pointer into the bytes, NULL when not all there. */
+const uint8_t *tesi_span(tesi_reader_t *r, uint32_t n, uint32_t size);
+void tesi_fail(tesi_reader_t *r, tes_result_t result);
+/* Row i of a sparse set's or a relation's data (NULL-safe for rows without fields). */
+uint8_t *tesi_row_at(uint8_t *base, uint32_t i, uint32_t stride);
+/* A sparse member's or a pair's fields, packed (no alignment padding), and back. */
+void tesi_put_row(tesi_writer_t *w, const tesi_component_t *c, const uint8_t *row);
+bool tesi_get_row(tesi_reader_t *r, const tesi_component_t *c, uint8_t *row);
 
 void tesi_snapshot_fini(tes_world_t *world);
+uint32_t tesi_crc32(const uint8_t *bytes, size_t n);
+/* A component's schema as the formats write it (flags, name, fields), and read back into a
+ * registration description. */
+typedef struct tesi_schema_t {
+    char name[TES_MAX_NAME_LENGTH + 1];
+    char field_names[TES_MAX_FIELDS][TES_MAX_NAME_LENGTH + 1];
+    tes_field_desc_t fields[TES_MAX_FIELDS];
+    tes_component_desc_t desc;
+} tesi_schema_t;
+void tesi_put_schema(tesi_writer_t *w, const tesi_component_t *c);
+void tesi_get_schema(tesi_reader_t *r, tesi_schema_t *out);
+bool tesi_schema_equal(const tesi_component_t *c, const tes_component_desc_t *desc);
+/* The lowest baseline the world's replicators still serve (UINT64_MAX: none). */
+uint64_t tesi_replicators_floor(const tes_world_t *world);
+void tesi_replicators_fini(tes_world_t *world);
+/* Frees what applying deltas keeps (the replica's component mapping). */
+void tesi_replica_fini(tes_world_t *world);
 
 /* ---- graph.c --------------------------------------------------------------------------- */
 

@@ -366,6 +366,36 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
     return TES_OK;
 }
 
+static bool row_terms_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
+                           uint8_t match);
+
+tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t e, bool *out) {
+    tes_result_t result = refresh(world, q);
+    if (result != TES_OK) return result;
+    const tesi_record_t *record = tesi_record_of(world, e);
+    uint8_t match = record ? q->match_flags[record->chunk->archetype->id] : 0;
+    *out = match && row_terms_hold(world, q, e, match);
+    return TES_OK;
+}
+
+uint32_t tesi_query_terms(const tes_query_t *q, tes_component_t *out, uint32_t capacity) {
+    uint32_t n = 0, chunk_terms = q->all_count + q->none_count + q->any_count;
+    /* all, none and any are consecutive in q->terms. */
+    for (uint32_t i = 0; i < chunk_terms; i++) {
+        if (n < capacity) out[n] = q->all[i];
+        n++;
+    }
+    for (uint32_t i = 0; i < q->row_term_count; i++) {
+        if (n < capacity) out[n] = q->row_terms[i].component;
+        n++;
+    }
+    return n;
+}
+
+void tesi_query_hold(tes_query_t *q, uint64_t last_run) {
+    q->last_run = last_run;
+}
+
 /* ---- runs ------------------------------------------------------------------------------ */
 
 /* A run is prepared (everything that can fail) and then started (nothing can fail), so that

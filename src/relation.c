@@ -402,8 +402,11 @@ tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_compone
     uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
     if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;
     if (id == next) return TES_OK;
+    result = events_reserve(world, &c->relation, 1);
+    if (result != TES_OK) return result;
     take_out(&c->relation, TESI_IN, id);
     insert(&c->relation, TESI_IN, id, next);
+    log_event(world, relation, &c->relation.pairs[id - 1], TES_PAIR_MOVED);
     return TES_OK;
 }
 
@@ -507,6 +510,37 @@ tes_result_t tes_pair_get_number(const tes_world_t *world, tes_entity_t source,
     return TES_OK;
 }
 
+/* A data write (not an init) of pair `id` logs one changed event per pair per tick, and stamps the
+ * source's relation changed: room for the event first, then the marks. */
+static tes_result_t reserve_write(tes_world_t *world, tesi_relation_t *r, uint32_t id) {
+    return r->pairs[id - 1].changed != world->change_tick ? events_reserve(world, r, 1) : TES_OK;
+}
+
+static void mark_write(tes_world_t *world, tes_component_t relation, uint32_t id) {
+    tesi_component_t *c = &world->components[relation];
+    tesi_pair_t *p = &c->relation.pairs[id - 1];
+    if (p->changed != world->change_tick) {
+        p->changed = world->change_tick;
+        log_event(world, relation, p, TES_PAIR_CHANGED);
+    }
+    tesi_sparse_mark(world, relation,
+                     tesi_sparse_slot(&c->sparse, p->source & TESI_INDEX_MASK) - 1);
+}
+
+tes_result_t tesi_pair_write(tes_world_t *world, tes_component_t relation, uint32_t id,
+                             const uint8_t *packed, bool init) {
+    tesi_component_t *c = &world->components[relation];
+    tes_result_t result = init ? TES_OK : reserve_write(world, &c->relation, id);
+    if (result != TES_OK) return result;
+    uint8_t *row = tesi_row_at(c->relation.data, id - 1, c->stride);
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        memcpy(row + c->fields[f].offset, packed, c->fields[f].bytes);
+        packed += c->fields[f].bytes;
+    }
+    if (!init) mark_write(world, relation, id);
+    return TES_OK;
+}
+
 static tes_result_t write_pair(tes_world_t *world, tes_entity_t source, tes_component_t relation,
                                tes_entity_t target, uint32_t field, uint32_t element, double value,
                                bool init) {
@@ -528,19 +562,9 @@ static tes_result_t write_pair(tes_world_t *world, tes_entity_t source, tes_comp
         return result;
     }
     if (!id) return TES_ERR_MISSING_COMPONENT;
-    tesi_relation_t *r = &c->relation;
-    if (!init && r->pairs[id - 1].changed != world->change_tick) {
-        result = events_reserve(world, r, 1);
-        if (result != TES_OK) return result;
-    }
+    if (!init && (result = reserve_write(world, &c->relation, id)) != TES_OK) return result;
     memcpy(pair_cell(c, id, f, element), scratch, tes_type_size(f->type));
-    if (init) return TES_OK;
-    tesi_pair_t *p = &r->pairs[id - 1];
-    if (p->changed != world->change_tick) {
-        p->changed = world->change_tick;
-        log_event(world, relation, p, TES_PAIR_CHANGED);
-    }
-    tesi_sparse_mark(world, relation, tesi_sparse_slot(&c->sparse, source & TESI_INDEX_MASK) - 1);
+    if (!init) mark_write(world, relation, id);
     return TES_OK;
 }
 
@@ -627,7 +651,8 @@ static void detach(tes_world_t *world, tes_entity_t e) {
     }
 }
 
-tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n) {
+tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                              bool cascade) {
     uint32_t count = 0;
     tes_result_t result = tesi_reserve(world, (void **)&world->doomed, &world->doomed_slots, n,
                                        sizeof *world->doomed, 64);
@@ -637,7 +662,7 @@ tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, 
         world->doomed[count++] = index;
         world->records[index].row |= TESI_ROW_MARK;
     }
-    if (world->relation_count) result = close_over_cascades(world, &count);
+    if (world->relation_count && cascade) result = close_over_cascades(world, &count);
     unmark(world, world->doomed, count);
     if (result == TES_OK) result = reserve_for(world, count);
     if (result != TES_OK) return result;

@@ -32,9 +32,9 @@ static void crc_init(void) {
     }
 }
 
-static uint32_t crc32(const uint8_t *bytes, size_t n) {
+/* The running CRC `c` (not inverted) over n more bytes. */
+static uint32_t crc_update(uint32_t c, const uint8_t *bytes, size_t n) {
     crc_init();
-    uint32_t c = 0xFFFFFFFFu;
     for (; n >= 8; n -= 8, bytes += 8) {
         uint32_t lo, hi;
         memcpy(&lo, bytes, 4); /* little-endian, as everywhere in the format */
@@ -47,21 +47,19 @@ static uint32_t crc32(const uint8_t *bytes, size_t n) {
     }
     while (n--)
         c = crc_tables[0][(c ^ *bytes++) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return c;
+}
+
+uint32_t tesi_crc32(const uint8_t *bytes, size_t n) {
+    return crc_update(0xFFFFFFFFu, bytes, n) ^ 0xFFFFFFFFu;
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-typedef struct writer_t {
-    tes_world_t *world;
-    uint32_t size;
-    tes_result_t result;
-} writer_t;
-
-static void put(writer_t *w, const void *bytes, size_t n) {
-    if (!n) return;                                /* (and no memcpy from a NULL array of none) */
-    if (w->size + n <= w->world->snapshot_slots) { /* the common case, without a call */
-        memcpy(w->world->snapshot + w->size, bytes, n);
+void tesi_put(tesi_writer_t *w, const void *bytes, size_t n) {
+    if (!n) return;                 /* (and no memcpy from a NULL array of none) */
+    if (w->size + n <= *w->slots) { /* the common case, without a call */
+        memcpy(*w->buffer + w->size, bytes, n);
         w->size += (uint32_t)n;
         return;
     }
@@ -70,77 +68,80 @@ static void put(writer_t *w, const void *bytes, size_t n) {
         w->result = TES_ERR_OUT_OF_MEMORY;
         return;
     }
-    w->result = tesi_reserve(w->world, (void **)&w->world->snapshot, &w->world->snapshot_slots,
-                             w->size + (uint32_t)n, 1, 4096);
+    w->result =
+        tesi_reserve(w->world, (void **)w->buffer, w->slots, w->size + (uint32_t)n, 1, 4096);
     if (w->result != TES_OK) return;
-    memcpy(w->world->snapshot + w->size, bytes, n);
+    memcpy(*w->buffer + w->size, bytes, n);
     w->size += (uint32_t)n;
 }
 
 /* Integers are little-endian in the format, and copied as they are: wasm is little-endian, and
  * so is every native target the tests run on (a big-endian host would need byte swaps here). */
-static void put_u32(writer_t *w, uint32_t v) {
-    put(w, &v, 4);
+void tesi_put_u32(tesi_writer_t *w, uint32_t v) {
+    tesi_put(w, &v, 4);
 }
 
-static void put_name(writer_t *w, const char *name) {
+static void put_name(tesi_writer_t *w, const char *name) {
     uint32_t n = (uint32_t)strlen(name);
-    put_u32(w, n);
-    put(w, name, n);
+    tesi_put_u32(w, n);
+    tesi_put(w, name, n);
 }
 
-static void write_components(writer_t *w) {
-    const tes_world_t *world = w->world;
-    put_u32(w, world->component_count);
-    for (uint32_t i = 0; i < world->component_count; i++) {
-        const tesi_component_t *c = &world->components[i];
-        put_u32(w, c->flags);
-        put_name(w, c->name);
-        put_u32(w, c->field_count);
-        for (uint32_t f = 0; f < c->field_count; f++) {
-            put_name(w, c->fields[f].name);
-            put_u32(w, c->fields[f].type);
-            put_u32(w, c->fields[f].length);
-        }
+void tesi_put_schema(tesi_writer_t *w, const tesi_component_t *c) {
+    tesi_put_u32(w, c->flags);
+    put_name(w, c->name);
+    tesi_put_u32(w, c->field_count);
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        put_name(w, c->fields[f].name);
+        tesi_put_u32(w, c->fields[f].type);
+        tesi_put_u32(w, c->fields[f].length);
     }
 }
 
-static void write_entities(writer_t *w) {
+static void write_components(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
-    put_u32(w, world->record_count);
+    tesi_put_u32(w, world->component_count);
+    for (uint32_t i = 0; i < world->component_count; i++)
+        tesi_put_schema(w, &world->components[i]);
+}
+
+static void write_entities(tesi_writer_t *w) {
+    tes_world_t *world = w->world;
+    tesi_free_queue(world);
+    tesi_put_u32(w, world->record_count);
     for (uint32_t i = 1; i < world->record_count; i++) {
         const tesi_record_t *r = &world->records[i];
-        put_u32(w, r->generation | (r->chunk ? LIVE_BIT : 0));
+        tesi_put_u32(w, r->generation | (r->chunk ? LIVE_BIT : 0));
     }
-    put_u32(w, world->free_length);
+    tesi_put_u32(w, world->free_length);
     for (uint32_t k = 0, index = world->free_head; k < world->free_length; k++) {
-        put_u32(w, index);
+        tesi_put_u32(w, index);
         index = world->records[index].row;
     }
 }
 
-static void write_archetypes(writer_t *w) {
+static void write_archetypes(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
     uint32_t used = 0;
     for (uint32_t i = 0; i < world->archetype_count; i++)
         used += world->archetypes[i]->entity_count > 0;
-    put_u32(w, used);
+    tesi_put_u32(w, used);
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         const tesi_archetype_t *a = world->archetypes[i];
         if (!a->entity_count) continue;
-        put_u32(w, a->component_count);
-        put(w, a->components, a->component_count * sizeof *a->components);
-        put_u32(w, a->entity_count);
+        tesi_put_u32(w, a->component_count);
+        tesi_put(w, a->components, a->component_count * sizeof *a->components);
+        tesi_put_u32(w, a->entity_count);
         for (uint32_t k = 0; k < a->chunk_count; k++) {
             const tesi_chunk_t *chunk = a->chunks[k];
-            put(w, tesi_chunk_entities(chunk), chunk->count * sizeof(tes_entity_t));
+            tesi_put(w, tesi_chunk_entities(chunk), chunk->count * sizeof(tes_entity_t));
         }
         /* Column by column, in the archetype's column order (component, then field). */
         for (uint32_t col = 0; col < a->column_count; col++) {
             const tesi_column_t *column = &a->columns[col];
             for (uint32_t k = 0; k < a->chunk_count; k++) {
                 const tesi_chunk_t *chunk = a->chunks[k];
-                put(w, tesi_cell(chunk, column, 0), (size_t)chunk->count * column->bytes);
+                tesi_put(w, tesi_cell(chunk, column, 0), (size_t)chunk->count * column->bytes);
             }
         }
     }
@@ -148,45 +149,45 @@ static void write_archetypes(writer_t *w) {
 
 /* Row i of a sparse set's or a relation's data (NULL data and stride 0 for tags and relations
  * without fields: no arithmetic on the null pointer). */
-static uint8_t *row_at(uint8_t *base, uint32_t i, uint32_t stride) {
+uint8_t *tesi_row_at(uint8_t *base, uint32_t i, uint32_t stride) {
     return stride ? base + (size_t)i * stride : base;
 }
 
 /* A sparse member's or a pair's fields, packed (no alignment padding). */
-static void put_row(writer_t *w, const tesi_component_t *c, const uint8_t *row) {
+void tesi_put_row(tesi_writer_t *w, const tesi_component_t *c, const uint8_t *row) {
     for (uint32_t f = 0; f < c->field_count; f++)
-        put(w, row + c->fields[f].offset, c->fields[f].bytes);
+        tesi_put(w, row + c->fields[f].offset, c->fields[f].bytes);
 }
 
-static void write_sparse(writer_t *w) {
+static void write_sparse(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
     for (uint32_t i = 0; i < world->component_count; i++) {
         const tesi_component_t *c = &world->components[i];
         if (!tesi_is_sparse(c) || tesi_is_relation(c)) continue;
-        put_u32(w, c->sparse.count);
+        tesi_put_u32(w, c->sparse.count);
         for (uint32_t m = 0; m < c->sparse.count; m++) {
-            put_u32(w, c->sparse.entities[m]);
-            put_row(w, c, row_at(c->sparse.data, m, c->stride));
+            tesi_put_u32(w, c->sparse.entities[m]);
+            tesi_put_row(w, c, tesi_row_at(c->sparse.data, m, c->stride));
         }
     }
 }
 
-static void write_relations(writer_t *w) {
+static void write_relations(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
     for (uint32_t i = 0; i < world->component_count; i++) {
         const tesi_component_t *c = &world->components[i];
         if (!tesi_is_relation(c)) continue;
         const tesi_relation_t *r = &c->relation;
         /* Sources in membership order, each with its targets in order and the pair data. */
-        put_u32(w, c->sparse.count);
+        tesi_put_u32(w, c->sparse.count);
         for (uint32_t m = 0; m < c->sparse.count; m++) {
             tes_entity_t source = c->sparse.entities[m];
             const tesi_list_t *out = tesi_list_of(r, TESI_OUT, source);
-            put_u32(w, source);
-            put_u32(w, out->count);
+            tesi_put_u32(w, source);
+            tesi_put_u32(w, out->count);
             for (uint32_t id = out->first; id; id = r->pairs[id - 1].next[TESI_OUT]) {
-                put_u32(w, r->pairs[id - 1].target);
-                put_row(w, c, row_at(r->data, id - 1, c->stride));
+                tesi_put_u32(w, r->pairs[id - 1].target);
+                tesi_put_row(w, c, tesi_row_at(r->data, id - 1, c->stride));
             }
         }
         /* Then every target with more than one source, with its sources in order: relinking the
@@ -196,14 +197,14 @@ static void write_relations(writer_t *w) {
         for (uint32_t index = 1; index < r->list_slots; index++) {
             reordered += r->lists[TESI_IN][index].count > 1;
         }
-        put_u32(w, reordered);
+        tesi_put_u32(w, reordered);
         for (uint32_t index = 1; index < r->list_slots; index++) {
             const tesi_list_t *in = &r->lists[TESI_IN][index];
             if (in->count <= 1) continue;
-            put_u32(w, r->pairs[in->first - 1].target);
-            put_u32(w, in->count);
+            tesi_put_u32(w, r->pairs[in->first - 1].target);
+            tesi_put_u32(w, in->count);
             for (uint32_t id = in->first; id; id = r->pairs[id - 1].next[TESI_IN])
-                put_u32(w, r->pairs[id - 1].source);
+                tesi_put_u32(w, r->pairs[id - 1].source);
         }
     }
 }
@@ -212,16 +213,16 @@ tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes, uint32_
     if (!world || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
     /* Deferred commands and pending entities are not part of any state a snapshot can name. */
     if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
-    writer_t w = {world, 0, TES_OK};
+    tesi_writer_t w = {world, &world->snapshot, &world->snapshot_slots, 0, TES_OK};
     uint32_t header[4] = {SNAPSHOT_MAGIC, SNAPSHOT_VERSION, 0, 0};
-    put(&w, header, sizeof header);
+    tesi_put(&w, header, sizeof header);
     write_components(&w);
     write_entities(&w);
     write_archetypes(&w);
     write_sparse(&w);
     write_relations(&w);
     if (w.result != TES_OK) return w.result;
-    uint32_t size = w.size, crc = crc32(world->snapshot + HEADER_BYTES, size - HEADER_BYTES);
+    uint32_t size = w.size, crc = tesi_crc32(world->snapshot + HEADER_BYTES, size - HEADER_BYTES);
     memcpy(world->snapshot + 8, &size, 4);
     memcpy(world->snapshot + 12, &crc, 4);
     *out_bytes = world->snapshot;
@@ -235,16 +236,9 @@ void tesi_snapshot_fini(tes_world_t *world) {
 
 /* ---- restoring ----------------------------------------------------------------------------- */
 
-typedef struct reader_t {
-    const uint8_t *bytes;
-    uint32_t size;
-    uint32_t at;
-    tes_result_t result; /* the first problem; every read after it returns zeros */
-} reader_t;
-
-static bool take(reader_t *r, void *out, uint32_t n) {
+bool tesi_take(tesi_reader_t *r, void *out, uint32_t n) {
     if (r->result != TES_OK || n > r->size - r->at) {
-        if (r->result == TES_OK) r->result = TES_ERR_BAD_SNAPSHOT;
+        if (r->result == TES_OK) r->result = r->bad;
         if (out && n) memset(out, 0, n);
         return false;
     }
@@ -253,17 +247,17 @@ static bool take(reader_t *r, void *out, uint32_t n) {
     return true;
 }
 
-static uint32_t get_u32(reader_t *r) {
+uint32_t tesi_get_u32(tesi_reader_t *r) {
     uint32_t v = 0;
-    take(r, &v, 4);
+    tesi_take(r, &v, 4);
     return v;
 }
 
 /* Reads `n` items of `size` bytes without copying: a pointer into the bytes, or NULL when they
  * are not all there. */
-static const uint8_t *span(reader_t *r, uint32_t n, uint32_t size) {
+const uint8_t *tesi_span(tesi_reader_t *r, uint32_t n, uint32_t size) {
     if ((uint64_t)n * size > r->size - r->at) {
-        take(r, NULL, r->size); /* records the problem */
+        tesi_take(r, NULL, r->size); /* records the problem */
         return NULL;
     }
     const uint8_t *at = r->bytes + r->at;
@@ -271,16 +265,16 @@ static const uint8_t *span(reader_t *r, uint32_t n, uint32_t size) {
     return at;
 }
 
-static void fail(reader_t *r, tes_result_t result) {
+void tesi_fail(tesi_reader_t *r, tes_result_t result) {
     if (r->result == TES_OK) r->result = result;
 }
 
 /* A name as a C string in `buffer` (names are at most TES_MAX_NAME_LENGTH bytes, no NUL). */
-static void get_name(reader_t *r, char *buffer) {
-    uint32_t n = get_u32(r);
-    const uint8_t *name = n <= TES_MAX_NAME_LENGTH ? span(r, n, 1) : NULL;
+static void get_name(tesi_reader_t *r, char *buffer) {
+    uint32_t n = tesi_get_u32(r);
+    const uint8_t *name = n <= TES_MAX_NAME_LENGTH ? tesi_span(r, n, 1) : NULL;
     if (!name || memchr(name, 0, n)) {
-        fail(r, TES_ERR_BAD_SNAPSHOT);
+        tesi_fail(r, r->bad);
         buffer[0] = 0;
         return;
     }
@@ -288,47 +282,65 @@ static void get_name(reader_t *r, char *buffer) {
     buffer[n] = 0;
 }
 
-static void read_components(reader_t *r, tes_world_t *world) {
-    uint32_t count = get_u32(r);
-    if (count > TES_MAX_COMPONENTS) fail(r, TES_ERR_BAD_SNAPSHOT);
-    char name[TES_MAX_NAME_LENGTH + 1], field_names[TES_MAX_FIELDS][TES_MAX_NAME_LENGTH + 1];
-    tes_field_desc_t fields[TES_MAX_FIELDS];
-    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        uint32_t flags = get_u32(r);
-        get_name(r, name);
-        uint32_t field_count = get_u32(r);
-        if (field_count > TES_MAX_FIELDS) fail(r, TES_ERR_BAD_SNAPSHOT);
-        for (uint32_t f = 0; f < field_count && r->result == TES_OK; f++) {
-            get_name(r, field_names[f]);
-            fields[f] = (tes_field_desc_t){field_names[f], (tes_type_t)get_u32(r), get_u32(r)};
-            /* The writer writes the registered length, at least 1: 0 (which registration would
-             * read as 1) would not write back the same bytes. */
-            if (fields[f].length == 0) fail(r, TES_ERR_BAD_SNAPSHOT);
-        }
-        if (r->result != TES_OK) return;
-        tes_component_t id;
-        tes_component_desc_t desc = {name, fields, field_count, flags};
-        tes_result_t result = tes_component_register(world, &desc, &id);
-        /* A schema tes_component_register refuses is bad bytes here, not a bad argument. */
-        if (result != TES_OK) {
-            fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
+void tesi_get_schema(tesi_reader_t *r, tesi_schema_t *out) {
+    uint32_t flags = tesi_get_u32(r);
+    get_name(r, out->name);
+    uint32_t field_count = tesi_get_u32(r);
+    if (field_count > TES_MAX_FIELDS) tesi_fail(r, r->bad);
+    for (uint32_t f = 0; f < field_count && r->result == TES_OK; f++) {
+        get_name(r, out->field_names[f]);
+        out->fields[f] =
+            (tes_field_desc_t){out->field_names[f], (tes_type_t)tesi_get_u32(r), tesi_get_u32(r)};
+        /* The writer writes the registered length, at least 1: 0 (which registration would
+         * read as 1) would not write back the same bytes. */
+        if (out->fields[f].length == 0) tesi_fail(r, r->bad);
+    }
+    out->desc = (tes_component_desc_t){out->name, out->fields, field_count, flags};
+}
+
+bool tesi_schema_equal(const tesi_component_t *c, const tes_component_desc_t *desc) {
+    if (c->flags != desc->flags || c->field_count != desc->field_count) return false;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        const tesi_field_t *field = &c->fields[f];
+        if (strcmp(field->name, desc->fields[f].name) || field->type != desc->fields[f].type ||
+            field->length != desc->fields[f].length) {
+            return false;
         }
     }
+    return true;
+}
+
+static void read_components(tesi_reader_t *r, tes_world_t *world) {
+    uint32_t count = tesi_get_u32(r);
+    if (count > TES_MAX_COMPONENTS) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
+    tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
+    if (!schema) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        tesi_get_schema(r, schema);
+        if (r->result != TES_OK) break;
+        tes_component_t id;
+        tes_result_t result = tes_component_register(world, &schema->desc, &id);
+        /* A schema tes_component_register refuses is bad bytes here, not a bad argument. */
+        if (result != TES_OK) {
+            tesi_fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
+        }
+    }
+    tesi_free(world, schema, sizeof *schema);
 }
 
 /* The entity table: generations and which indices are live; the free queue in order. Live
  * records stay unplaced (chunk NULL, row LIVE_BIT) until an archetype section names them. */
-static void read_entities(reader_t *r, tes_world_t *world) {
-    uint32_t count = get_u32(r);
+static void read_entities(tesi_reader_t *r, tes_world_t *world) {
+    uint32_t count = tesi_get_u32(r);
     if (count == 0 || count > TESI_INDEX_LIMIT) {
-        fail(r, TES_ERR_BAD_SNAPSHOT);
+        tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         return;
     }
-    const uint8_t *table = span(r, count - 1, 4);
+    const uint8_t *table = tesi_span(r, count - 1, 4);
     if (!table) return;
     tes_result_t result = tesi_entities_reserve(world, count - 1);
     if (result != TES_OK) {
-        fail(r, result);
+        tesi_fail(r, result);
         return;
     }
     world->record_count = count;
@@ -337,18 +349,18 @@ static void read_entities(reader_t *r, tes_world_t *world) {
     for (uint32_t i = 1; i < count; i++) {
         uint32_t entry;
         memcpy(&entry, table + (size_t)(i - 1) * 4, 4);
-        if ((entry & ~LIVE_BIT) > TESI_GENERATION_MASK) fail(r, TES_ERR_BAD_SNAPSHOT);
+        if ((entry & ~LIVE_BIT) > TESI_GENERATION_MASK) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         world->records[i] =
             (tesi_record_t){.row = entry & LIVE_BIT, .generation = entry & TESI_GENERATION_MASK};
         live += (entry & LIVE_BIT) != 0;
     }
-    uint32_t free_length = get_u32(r);
-    if (free_length != count - 1 - live) fail(r, TES_ERR_BAD_SNAPSHOT);
+    uint32_t free_length = tesi_get_u32(r);
+    if (free_length != count - 1 - live) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
     for (uint32_t k = 0; k < free_length && r->result == TES_OK; k++) {
-        uint32_t index = get_u32(r);
+        uint32_t index = tesi_get_u32(r);
         /* A free index once: the mark on its row says it is queued already. */
         if (index == 0 || index >= count || world->records[index].row) {
-            fail(r, TES_ERR_BAD_SNAPSHOT);
+            tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
             break;
         }
         world->records[index].row = TESI_ROW_MARK;
@@ -368,11 +380,11 @@ static void read_entities(reader_t *r, tes_world_t *world) {
 }
 
 /* Places n live entities (handles in `handles`) into the archetype and fills their columns. */
-static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const uint8_t *handles,
+static void place(tesi_reader_t *r, tes_world_t *world, tesi_archetype_t *a, const uint8_t *handles,
                   uint32_t n) {
     tes_result_t result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) {
-        fail(r, result);
+        tesi_fail(r, result);
         return;
     }
     for (uint32_t done = 0; done < n && r->result == TES_OK;) {
@@ -388,7 +400,8 @@ static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const ui
             /* Live, not placed yet, and the generation the table gave it. */
             if (!record || record->row != LIVE_BIT || record->chunk ||
                 record->generation != (e >> TES_INDEX_BITS) || e >= (1u << 30)) {
-                fail(r, TES_ERR_BAD_SNAPSHOT); /* the world is torn down: rows need not add up */
+                tesi_fail(r,
+                          TES_ERR_BAD_SNAPSHOT); /* the world is torn down: rows need not add up */
                 return;
             }
             record->chunk = chunk;
@@ -402,7 +415,7 @@ static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const ui
      * hold exactly these entities in this order: each column is one copy per chunk. */
     for (uint32_t col = 0; col < a->column_count && r->result == TES_OK; col++) {
         const tesi_column_t *column = &a->columns[col];
-        const uint8_t *data = span(r, n, column->bytes);
+        const uint8_t *data = tesi_span(r, n, column->bytes);
         for (uint32_t k = 0, first = 0; data && k < a->chunk_count; k++) {
             const tesi_chunk_t *chunk = a->chunks[k];
             memcpy(tesi_cell(chunk, column, 0), data + (size_t)first * column->bytes,
@@ -412,13 +425,14 @@ static void place(reader_t *r, tes_world_t *world, tesi_archetype_t *a, const ui
     }
 }
 
-static void read_archetypes(reader_t *r, tes_world_t *world) {
-    uint32_t count = get_u32(r);
+static void read_archetypes(tesi_reader_t *r, tes_world_t *world) {
+    uint32_t count = tesi_get_u32(r);
     for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        uint32_t set_count = get_u32(r);
-        const uint8_t *set = set_count <= world->component_count ? span(r, set_count, 4) : NULL;
+        uint32_t set_count = tesi_get_u32(r);
+        const uint8_t *set =
+            set_count <= world->component_count ? tesi_span(r, set_count, 4) : NULL;
         if (!set) {
-            fail(r, TES_ERR_BAD_SNAPSHOT);
+            tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
             return;
         }
         /* Sorted, known, no duplicates, chunk components only. */
@@ -427,7 +441,7 @@ static void read_archetypes(reader_t *r, tes_world_t *world) {
         for (uint32_t k = 0; k < set_count; k++) {
             if (ids[k] >= world->component_count || (k && ids[k] <= ids[k - 1]) ||
                 tesi_is_sparse(&world->components[ids[k]])) {
-                fail(r, TES_ERR_BAD_SNAPSHOT);
+                tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                 return;
             }
         }
@@ -435,118 +449,118 @@ static void read_archetypes(reader_t *r, tes_world_t *world) {
         tesi_archetype_t *a = NULL;
         if (result == TES_OK) result = tesi_archetype_ensure(world, set_count, &a);
         if (result != TES_OK) {
-            fail(r, result);
+            tesi_fail(r, result);
             return;
         }
-        uint32_t n = get_u32(r);
+        uint32_t n = tesi_get_u32(r);
         /* Each archetype once, with entities: what tes_snapshot writes. */
         if (n == 0 || a->entity_count) {
-            fail(r, TES_ERR_BAD_SNAPSHOT);
+            tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
             return;
         }
-        const uint8_t *handles = span(r, n, 4);
+        const uint8_t *handles = tesi_span(r, n, 4);
         if (handles) place(r, world, a, handles, n);
     }
     /* Every live index was placed exactly once. */
     uint32_t live = 0;
     for (uint32_t i = 1; i < world->record_count; i++)
         live += world->records[i].chunk != NULL || world->records[i].row == LIVE_BIT;
-    if (r->result == TES_OK && live != world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+    if (r->result == TES_OK && live != world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
 }
 
 /* A sparse member's or a pair's fields from their packed form; integers and floats are stored
  * as they are, which tes_set would take too. */
-static bool get_row(reader_t *r, const tesi_component_t *c, uint8_t *row) {
+bool tesi_get_row(tesi_reader_t *r, const tesi_component_t *c, uint8_t *row) {
     for (uint32_t f = 0; f < c->field_count; f++) {
-        if (!take(r, row + c->fields[f].offset, c->fields[f].bytes)) return false;
+        if (!tesi_take(r, row + c->fields[f].offset, c->fields[f].bytes)) return false;
     }
     return true;
 }
 
 /* A handle in the bytes that must name a placed entity. */
-static bool alive(reader_t *r, const tes_world_t *world, tes_entity_t e) {
+static bool alive(tesi_reader_t *r, const tes_world_t *world, tes_entity_t e) {
     if (tesi_record_of(world, e)) return true;
-    fail(r, TES_ERR_BAD_SNAPSHOT);
+    tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
     return false;
 }
 
-static void read_sparse(reader_t *r, tes_world_t *world) {
+static void read_sparse(tesi_reader_t *r, tes_world_t *world) {
     for (tes_component_t id = 0; id < world->component_count && r->result == TES_OK; id++) {
         const tesi_component_t *c = &world->components[id];
         if (!tesi_is_sparse(c) || tesi_is_relation(c)) continue;
-        uint32_t n = get_u32(r);
-        if (n > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        uint32_t n = tesi_get_u32(r);
+        if (n > world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         tes_result_t result =
             r->result == TES_OK ? tesi_sparse_reserve(world, id, n, world->record_count) : TES_OK;
-        if (result != TES_OK) fail(r, result);
+        if (result != TES_OK) tesi_fail(r, result);
         for (uint32_t m = 0; m < n && r->result == TES_OK; m++) {
-            tes_entity_t e = get_u32(r);
+            tes_entity_t e = tesi_get_u32(r);
             if (!alive(r, world, e)) return;
             if (tesi_sparse_slot(&c->sparse, e & TESI_INDEX_MASK)) {
-                fail(r, TES_ERR_BAD_SNAPSHOT); /* listed twice */
+                tesi_fail(r, TES_ERR_BAD_SNAPSHOT); /* listed twice */
                 return;
             }
             tesi_sparse_insert(world, id, e);
-            get_row(r, c, row_at(c->sparse.data, c->sparse.count - 1, c->stride));
+            tesi_get_row(r, c, tesi_row_at(c->sparse.data, c->sparse.count - 1, c->stride));
         }
     }
 }
 
-static void read_relations(reader_t *r, tes_world_t *world) {
+static void read_relations(tesi_reader_t *r, tes_world_t *world) {
     for (tes_component_t id = 0; id < world->component_count && r->result == TES_OK; id++) {
         tesi_component_t *c = &world->components[id];
         if (!tesi_is_relation(c)) continue;
-        uint32_t sources = get_u32(r);
-        if (sources > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        uint32_t sources = tesi_get_u32(r);
+        if (sources > world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         for (uint32_t m = 0; m < sources && r->result == TES_OK; m++) {
-            tes_entity_t source = get_u32(r);
-            uint32_t n = get_u32(r);
+            tes_entity_t source = tesi_get_u32(r);
+            uint32_t n = tesi_get_u32(r);
             /* A source is listed once, with at least one pair (else it would not be one). */
             if (!alive(r, world, source) || n == 0 ||
                 tesi_sparse_slot(&c->sparse, source & TESI_INDEX_MASK)) {
-                fail(r, TES_ERR_BAD_SNAPSHOT);
+                tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                 return;
             }
             for (uint32_t k = 0; k < n && r->result == TES_OK; k++) {
-                tes_entity_t target = get_u32(r);
+                tes_entity_t target = tesi_get_u32(r);
                 if (!alive(r, world, target)) return;
                 bool has = false;
                 tes_pair_has(world, source, id, target, &has);
                 /* What tes_pair_add would refuse or merge is not what tes_snapshot writes. */
                 if (has || (k && (c->flags & TES_RELATION_EXCLUSIVE))) {
-                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                     return;
                 }
                 tes_result_t result = tes_pair_add(world, source, id, target);
                 if (result != TES_OK) {
-                    fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
+                    tesi_fail(r, result == TES_ERR_OUT_OF_MEMORY ? result : TES_ERR_BAD_SNAPSHOT);
                     return;
                 }
                 uint32_t pair = tesi_pair_find(world, id, source, target);
-                get_row(r, c, row_at(c->relation.data, pair - 1, c->stride));
+                tesi_get_row(r, c, tesi_row_at(c->relation.data, pair - 1, c->stride));
             }
         }
         /* The sources of each target in their order: moved to the end one after another. */
-        uint32_t targets = get_u32(r);
-        if (targets > world->entity_count) fail(r, TES_ERR_BAD_SNAPSHOT);
+        uint32_t targets = tesi_get_u32(r);
+        if (targets > world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         uint32_t previous = 0;
         for (uint32_t t = 0; t < targets && r->result == TES_OK; t++) {
-            tes_entity_t target = get_u32(r);
-            uint32_t n = get_u32(r);
+            tes_entity_t target = tesi_get_u32(r);
+            uint32_t n = tesi_get_u32(r);
             /* As the writer lists them: by index, each once, only those with several sources. */
             bool in_order = (target & TESI_INDEX_MASK) > previous;
             previous = target & TESI_INDEX_MASK;
             if (!alive(r, world, target) || !in_order || n < 2 ||
                 n != tesi_list_of(&c->relation, TESI_IN, target)->count) {
-                fail(r, TES_ERR_BAD_SNAPSHOT);
+                tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                 return;
             }
-            const uint8_t *order = span(r, n, 4);
+            const uint8_t *order = tesi_span(r, n, 4);
             for (uint32_t k = 0; order && k < n; k++) {
                 tes_entity_t source;
                 memcpy(&source, order + (size_t)k * 4, 4);
                 if (tes_pair_place(world, source, id, target, 0) != TES_OK) {
-                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                     return;
                 }
             }
@@ -558,7 +572,7 @@ static void read_relations(reader_t *r, tes_world_t *world) {
                 tes_entity_t source;
                 memcpy(&source, order + (size_t)k * 4, 4);
                 if (rel->pairs[pid - 1].source != source) {
-                    fail(r, TES_ERR_BAD_SNAPSHOT);
+                    tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
                     return;
                 }
             }
@@ -569,14 +583,14 @@ static void read_relations(reader_t *r, tes_world_t *world) {
 tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size,
                                tes_world_t **out_world) {
     if (!out_world || (size && !bytes)) return TES_ERR_INVALID_ARGUMENT;
-    reader_t r = {bytes, size, 0, TES_OK};
+    tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_SNAPSHOT};
     uint32_t header[4];
-    if (!take(&r, header, HEADER_BYTES) || header[0] != SNAPSHOT_MAGIC) {
+    if (!tesi_take(&r, header, HEADER_BYTES) || header[0] != SNAPSHOT_MAGIC) {
         return TES_ERR_BAD_SNAPSHOT;
     }
     if ((header[1] & 0xFFFFu) != SNAPSHOT_VERSION) return TES_ERR_SNAPSHOT_VERSION;
     if (header[1] >> 16 || header[2] != size ||
-        header[3] != crc32(bytes + HEADER_BYTES, size - HEADER_BYTES)) {
+        header[3] != tesi_crc32(bytes + HEADER_BYTES, size - HEADER_BYTES)) {
         return TES_ERR_BAD_SNAPSHOT;
     }
     tes_world_t *world;

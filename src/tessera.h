@@ -56,36 +56,39 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 /* X(name, message). The order is the ABI: append only. */
-#define TES_RESULTS(X)                                                                        \
-    X(TES_OK, "ok")                                                                           \
-    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                           \
-    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                                 \
-    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")              \
-    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                      \
-    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")                 \
-    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")                   \
-    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                                 \
-    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")                    \
-    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                         \
-    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")            \
-    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                       \
-    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")                   \
-    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")                \
-    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                         \
-    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")           \
-    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")                   \
-    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")        \
-    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")                    \
-    X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet")      \
-    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                           \
-    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")                     \
-    X(TES_ERR_BAD_FIELD_TYPE, "the operation does not support this field's type")             \
-    X(TES_ERR_SPARSE_COMPONENT, "the component is not stored in chunks (sparse or relation)") \
-    X(TES_ERR_NOT_A_RELATION, "the component is not a relation")                              \
-    X(TES_ERR_NEEDS_TARGET, "a relation is used per pair: name its target")                   \
-    X(TES_ERR_CYCLE, "the pair would close a cycle in an acyclic relation")                   \
-    X(TES_ERR_BAD_SNAPSHOT, "the bytes are not a valid snapshot (truncated or corrupted)")    \
-    X(TES_ERR_SNAPSHOT_VERSION, "the snapshot was written by another version of the format")
+#define TES_RESULTS(X)                                                                             \
+    X(TES_OK, "ok")                                                                                \
+    X(TES_ERR_INVALID_ARGUMENT, "invalid argument")                                                \
+    X(TES_ERR_OUT_OF_MEMORY, "out of memory")                                                      \
+    X(TES_ERR_STALE_ENTITY, "entity is not alive (despawned, or never spawned)")                   \
+    X(TES_ERR_TOO_MANY_ENTITIES, "entity table is full")                                           \
+    X(TES_ERR_DUPLICATE_ENTITY, "the same entity appears twice in one batch")                      \
+    X(TES_ERR_UNKNOWN_COMPONENT, "no component with this id in this world")                        \
+    X(TES_ERR_TOO_MANY_COMPONENTS, "component table is full")                                      \
+    X(TES_ERR_DUPLICATE_NAME, "a component with this name already exists")                         \
+    X(TES_ERR_BAD_SCHEMA, "invalid component schema")                                              \
+    X(TES_ERR_UNKNOWN_FIELD, "the component has no field with this index or name")                 \
+    X(TES_ERR_ELEMENT_OUT_OF_RANGE, "array element index out of range")                            \
+    X(TES_ERR_MISSING_COMPONENT, "the entity does not have this component")                        \
+    X(TES_ERR_TAG_HAS_NO_DATA, "the component is a tag and has no field data")                     \
+    X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                              \
+    X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")                \
+    X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")                        \
+    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")             \
+    X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")                         \
+    X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet")           \
+    X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                                \
+    X(TES_ERR_QUERY_IN_USE, "this consumer query already has a live run")                          \
+    X(TES_ERR_BAD_FIELD_TYPE, "the operation does not support this field's type")                  \
+    X(TES_ERR_SPARSE_COMPONENT, "the component is not stored in chunks (sparse or relation)")      \
+    X(TES_ERR_NOT_A_RELATION, "the component is not a relation")                                   \
+    X(TES_ERR_NEEDS_TARGET, "a relation is used per pair: name its target")                        \
+    X(TES_ERR_CYCLE, "the pair would close a cycle in an acyclic relation")                        \
+    X(TES_ERR_BAD_SNAPSHOT, "the bytes are not a valid snapshot (truncated or corrupted)")         \
+    X(TES_ERR_SNAPSHOT_VERSION, "the snapshot was written by another version of the format")       \
+    X(TES_ERR_BAD_DELTA, "the bytes are not a valid delta (truncated, corrupted or inconsistent)") \
+    X(TES_ERR_DELTA_SCHEMA, "the delta's components differ from this world's")                     \
+    X(TES_ERR_DELTA_BASELINE, "the replica lacks the delta's baseline tick: it needs a keyframe")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -234,6 +237,8 @@ typedef struct tes_field_desc_t {
 #define TES_RELATION_EXCLUSIVE 4u
 #define TES_RELATION_ACYCLIC   8u
 #define TES_RELATION_CASCADE   16u
+/* LOCAL: not replicated. A replicator leaves it out of its deltas (see Deltas). */
+#define TES_COMPONENT_LOCAL    32u
 
 /* wasm32 layout: name 0, fields 4, field_count 8, flags 12; 16 bytes. */
 typedef struct tes_component_desc_t {
@@ -472,18 +477,21 @@ TES_API tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t 
  *
  * Change detection: the relation's pairs are tracked per source (see TES_COMPONENT_RELATION),
  * and a query that names the relation in its `pair_changes` list gets every pair event in its
- * run's window (tes_collect_t.pair_events): added, removed, and data changed (once per pair per
- * tick). The events are logged only while such a query exists; like a removal log, the log is
- * shared by its consumers, so a new one also sees the events still in it (logged for an earlier
- * consumer and not pruned yet), and none from before the log existed.
+ * run's window (tes_collect_t.pair_events): added, removed, data changed (once per pair per
+ * tick), and moved among its target's sources (tes_pair_place). The events are logged only while
+ * such a query exists; like a removal log, the log is shared by its consumers, so a new one also
+ * sees the events still in it (logged for an earlier consumer and not pruned yet), and none from
+ * before the log existed.
  */
 
-/* A pair event: kind TES_PAIR_ADDED, TES_PAIR_REMOVED or TES_PAIR_CHANGED (data written).
+/* A pair event: kind TES_PAIR_ADDED, TES_PAIR_REMOVED, TES_PAIR_CHANGED (data written) or
+ * TES_PAIR_MOVED (tes_pair_place changed its place among the target's sources).
  * The source and target may be dead by the time a consumer reads a removed event.
  * wasm32 layout: source 0, target 4, relation 8, kind 12; 16 bytes. */
 #define TES_PAIR_ADDED   1u
 #define TES_PAIR_REMOVED 2u
 #define TES_PAIR_CHANGED 3u
+#define TES_PAIR_MOVED   4u
 typedef struct tes_pair_event_t {
     tes_entity_t source;
     tes_entity_t target;
@@ -838,6 +846,74 @@ TES_API tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes,
  * and no world: nothing is left allocated and no existing world is touched. */
 TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes,
                                        uint32_t size, tes_world_t **out_world);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Deltas                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * A delta carries what changed in a world since a baseline tick, for a replica world that is at
+ * that tick (docs/format.md, "Deltas"). A replicator, on the source world, is a consumer of its
+ * replicated components: while one exists, those components are dirty-tracked, their removals
+ * and pair events logged, and entity spawns and despawns stamped per entity index, so encoding
+ * walks only what changed (dirty lists, logs), never every entity.
+ *
+ * A delta describes, for every entity index touched since the baseline, its state now: empty
+ * (or out of scope), or a handle with its set of replicated components and the values of those
+ * added or changed since the baseline; and, per replicated relation, the pair events since the
+ * baseline with their ticks. Applying it to a replica at any tick between the baseline and the
+ * delta's tick gives the source's state at the delta's tick: the entity states are absolute,
+ * and the replica replays only the pair events newer than its own tick. So a replica can
+ * acknowledge ticks late, a lost delta is covered by the next one (computed from the last
+ * acknowledged baseline), and a late delta (its tick not newer than the replica's) is skipped.
+ *
+ * History: a replicator keeps the changes of its last `history` encodes. A baseline older than
+ * that (or 0, a new replica) gets a keyframe instead: every entity in scope with every value,
+ * and every pair, after which the replica holds exactly those (entities it has and the keyframe
+ * lacks are despawned). So a slow or lost replica never holds back pruning.
+ *
+ * Scope: the replicated components are `components` (NULL: every component without
+ * TES_COMPONENT_LOCAL); components a replica has that the delta does not replicate are left as
+ * they are. With a `scope` query (all / none / any terms), only the entities it matches are
+ * replicated; an entity leaving the scope is despawned on the replica, one entering it arrives
+ * whole, and pairs are replicated between entities in scope.
+ */
+typedef struct tes_replicator_t tes_replicator_t;
+
+/* wasm32 layout: components 0, component_count 4, scope 8, history 12; 16 bytes. */
+typedef struct tes_replicator_desc_t {
+    const tes_component_t *components; /* NULL: every component registered without LOCAL */
+    uint32_t component_count;
+    tes_query_t *scope; /* NULL: every entity */
+    uint32_t history;   /* encodes whose changes stay available (0: 64) */
+} tes_replicator_desc_t;
+
+/* A component named in `components` that is TES_COMPONENT_LOCAL is TES_ERR_INVALID_ARGUMENT. */
+TES_API tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
+                                           tes_replicator_t **out_replicator);
+/* Stops the tracking the replicator asked for. NULL is ignored. Destroying the world destroys
+ * its replicators. */
+TES_API void tes_replicator_destroy(tes_replicator_t *replicator);
+/* Encodes the changes since `baseline` (a tick a replica acknowledged) into a buffer the
+ * replicator owns, valid until its next encode or its destruction; a keyframe when the baseline
+ * is 0 or older than the history. The delta's tick (what the replica acknowledges once it
+ * applied it) goes to *out_tick. Like a consumer run, it advances the world's change tick. Not
+ * while an iteration is live (TES_ERR_INVALID_ARGUMENT). */
+TES_API tes_result_t tes_delta_encode(tes_replicator_t *replicator, uint64_t baseline,
+                                      const uint8_t **out_bytes, uint32_t *out_size,
+                                      uint64_t *out_tick);
+/* Applies a delta to a replica world. Checked whole before anything changes: bytes that are not a
+ * delta (magic, size, checksum, structure) are TES_ERR_BAD_DELTA, another format version
+ * TES_ERR_SNAPSHOT_VERSION, components other than the delta's TES_ERR_DELTA_SCHEMA, a baseline
+ * newer than the replica's tick TES_ERR_DELTA_BASELINE; then the world is as it was. A delta not
+ * newer than the replica's tick changes nothing (*out_applied false). Entities are placed at the
+ * delta's handles, replacing whatever the replica has at those indices. Applying can still fail
+ * with TES_ERR_OUT_OF_MEMORY or a pair the replica's relation refuses (TES_ERR_CYCLE): the world
+ * is then valid but partway, and its replica tick goes back to 0 so that only a keyframe applies
+ * next. Not while an iteration is live. out_applied may be NULL. */
+TES_API tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
+                                     bool *out_applied);
+/* The source tick of the last delta applied to the world (0: none, or a failed apply). */
+TES_API uint64_t tes_replica_tick(const tes_world_t *world);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Memory for hosts (JavaScript passes arrays through these)                                 */

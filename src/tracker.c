@@ -380,6 +380,7 @@ static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min) {
 }
 
 void tesi_prune(tes_world_t *world) {
+    if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
     for (tes_component_t c = 0; c < world->component_count; c++) {
         tesi_component_t *comp = &world->components[c];
         if (comp->removal_consumers) {

@@ -122,6 +122,7 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
 void tes_world_destroy(tes_world_t *world) {
     if (!world) return;
     tesi_systems_fini(world);
+    tesi_replicators_fini(world); /* before the queries: each owns some */
     tesi_queries_fini(world);
     tesi_commands_fini(world);
     tesi_logs_fini(world);
@@ -136,6 +137,7 @@ void tes_world_destroy(tes_world_t *world) {
     tesi_free(world, world->scratch, (size_t)world->scratch_slots * sizeof *world->scratch);
     tesi_free(world, world->doomed, (size_t)world->doomed_slots * sizeof *world->doomed);
     tesi_snapshot_fini(world);
+    tesi_replica_fini(world);
     tes_allocator_t allocator = world->allocator;
     allocator.free(world, sizeof *world, allocator.user);
 }
@@ -242,7 +244,8 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     CHECK(sparse == world->sparse_count && relations == world->relation_count);
     CHECK(live + pending + world->free_length + 1 == world->record_count);
     uint32_t index = world->free_head;
-    for (uint32_t k = 0; k < world->free_length; k++) {
+    /* A stale queue has no links to check yet (tesi_free_queue relinks it). */
+    for (uint32_t k = 0; k < world->free_length && !world->free_stale; k++) {
         CHECK(index >= 1 && index < world->record_count && !world->records[index].chunk);
         CHECK(k + 1 < world->free_length || index == world->free_tail);
         index = world->records[index].row;

@@ -167,6 +167,31 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
     /* 30 spawned; gone: 5 of the batch, e0 and the 30 of its tree. */
     CHECK_EQ(fx_stats(w).entity_count, entities_before + 30 - 36);
     CHECK_OK(tes_world_validate(w));
+
+    /* Replication: a replicator (its consumer queries, the index stamps), a keyframe, a delta
+     * after spawns, pair changes and a reordered child, and one after a new component. */
+    tes_replicator_t *rep = NULL;
+    STEP(tes_replicator_create(w, &(tes_replicator_desc_t){.history = 4}, &rep));
+    const uint8_t *bytes = NULL;
+    uint32_t size = 0;
+    uint64_t tick = 0, keyframe_tick = 0;
+    STEP(tes_delta_encode(rep, 0, &bytes, &size, &keyframe_tick));
+    tes_entity_t parent, more[3];
+    STEP(tes_spawn(w, psm, 3, &parent));
+    STEP(tes_spawn_batch(w, psm, 2, 3, more));
+    for (int i = 0; i < 3; i++)
+        STEP(tes_pair_add(w, more[i], tree, parent));
+    STEP(tes_pair_place(w, more[2], tree, parent, more[0]));
+    STEP(tes_pair_set_number(w, batch[0], likes, batch[1], 0, 0, 6));
+    STEP(tes_despawn(w, more[1]));
+    STEP(tes_delta_encode(rep, keyframe_tick, &bytes, &size, &tick));
+    tes_component_t late = 0;
+    STEP((late = reg(run, "Late", value_fields, 1, &r), r));
+    STEP(tes_add(w, parent, late));
+    STEP(tes_delta_encode(rep, tick, &bytes, &size, &tick));
+    CHECK(bytes[6] & 1); /* a keyframe: the replicated set grew */
+    tes_replicator_destroy(rep);
+    CHECK_OK(tes_world_validate(w));
 }
 
 /* One run with the (k+1)-th allocation failing (or every one after it when sticky). Returns

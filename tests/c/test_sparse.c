@@ -103,8 +103,8 @@ TEST(relation_flags_on_a_sparse_component_are_a_bad_schema) {
     const uint32_t bad[] = {TES_COMPONENT_SPARSE | TES_RELATION_EXCLUSIVE,
                             TES_COMPONENT_SPARSE | TES_RELATION_CASCADE,
                             TES_COMPONENT_SPARSE | TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC,
-                            TES_COMPONENT_SPARSE | 32u,
-                            64u,
+                            TES_COMPONENT_SPARSE | 64u,
+                            128u,
                             0x80000000u};
     fx_snapshot_t *before = fx_snapshot_of(s.world);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -22,6 +22,7 @@ import {
     type Values,
     type ValuesInput,
 } from '../../dist/index.js';
+import type { Delta, Replicator, ReplicatorOptions } from '../../dist/index.js';
 import { expectError, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -269,12 +270,27 @@ describe('sparse components and relations', () => {
         expectError(() => world.query({ added: [Likes(b!)] }), 'INVALID_ARGUMENT');
     });
 
+    test('replication is typed: a Delta is bytes, tick, keyframe; applyDelta is a boolean', async () => {
+        const world = await newWorld();
+        const replicator = world.replicator({ components: [Position], scope: { all: [Position] }, history: 8 });
+        expectTypeOf(replicator).toEqualTypeOf<Replicator>();
+        const delta = replicator.peer().encode();
+        expectTypeOf(delta).toEqualTypeOf<Delta>();
+        expectTypeOf(delta.bytes).toEqualTypeOf<Uint8Array>();
+        expectTypeOf(delta.tick).toEqualTypeOf<number>();
+        expectTypeOf(world.applyDelta).returns.toEqualTypeOf<boolean>();
+        expectTypeOf<ReplicatorOptions['history']>().toEqualTypeOf<number | undefined>();
+        // @ts-expect-error scope takes matching terms only, not filters
+        world.replicator({ scope: { changed: [Position] } });
+        expect(delta.keyframe).toBe(true);
+    });
+
     test('pair events are typed', async () => {
         const world = await newWorld();
         const sub = world.subscribe({ pairs: [Likes, ChildOf] });
         const changes = sub.drain();
         expectTypeOf(changes.pairEvents).toEqualTypeOf<readonly PairEvent[]>();
-        expectTypeOf<Changes['pairsAdded'][number]['kind']>().toEqualTypeOf<'added' | 'removed' | 'changed'>();
+        expectTypeOf<Changes['pairsAdded'][number]['kind']>().toEqualTypeOf<'added' | 'removed' | 'changed' | 'moved'>();
         expectTypeOf<PairEvent['relation']>().toEqualTypeOf<Relation<any>>();
         expectTypeOf<PairEvent['source']>().toEqualTypeOf<Entity>();
         expect(changes.pairEvents).toEqual([]);

@@ -1,0 +1,206 @@
+import { TesseraError } from './errors.js';
+import { Query, type Term } from './query.js';
+import { describeValue, type Component, type Relation } from './schema.js';
+import type { World } from './world.js';
+
+/** Options of {@link World.replicator}. */
+export interface ReplicatorOptions {
+    /**
+     * The components and relations whose state travels. Default: every one the world has
+     * registered when the replicator is made, except those defined with `replicate: false`.
+     */
+    readonly components?: readonly (Component<any> | Relation<any>)[];
+    /**
+     * Only the entities these terms match travel (`all` / `none` / `any`, as in a query). An
+     * entity that leaves the scope is despawned on the replicas; one that enters it arrives
+     * with every value.
+     */
+    readonly scope?: { readonly all?: readonly Term[]; readonly none?: readonly Term[]; readonly any?: readonly Term[] };
+    /**
+     * How many of its latest encodes the replicator keeps the changes of (default 64). A
+     * replica whose acknowledged tick is older gets a keyframe instead; it never holds back
+     * the world's change history.
+     */
+    readonly history?: number;
+}
+
+/** One encoded delta (or keyframe), as {@link Replicator.encode} hands it out. */
+export interface Delta {
+    /**
+     * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again;
+     * send or copy them (`bytes.slice()`) right away. Reading it after the next encode throws
+     * `VIEW_DETACHED`.
+     */
+    readonly bytes: Uint8Array;
+    /** The source tick it brings a replica to: what the replica acknowledges. */
+    readonly tick: number;
+    /** True when it is a keyframe: the whole replicated state. */
+    readonly keyframe: boolean;
+}
+
+/** `tes_replicator_desc_t` (wasm32): components 0, component_count 4, scope 8, history 12. */
+const DESC_BYTES = 16;
+
+/**
+ * The sending side of replication (see {@link World.replicator}): encodes what changed since a
+ * replica's acknowledged tick, walking the world's dirty lists and logs, so a delta costs what
+ * changed. Close it when done: while it lives, its components are change-tracked.
+ */
+export class Replicator {
+    /** The world it encodes. */
+    readonly world: World;
+    /** @internal The `tes_replicator_t *`; 0 after close. */
+    pointer: number;
+    private readonly scope: Query | undefined;
+    private encodes = 0;
+
+    /** @internal Use `world.replicator()`. */
+    constructor(world: World, options: ReplicatorOptions) {
+        const operation = 'world.replicator';
+        const pointerOfWorld = world.live(operation);
+        if (typeof options !== 'object' || options === null) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `options must be an object, got ${describeValue(options)}`);
+        }
+        const { components, scope, history } = options;
+        if (history !== undefined && !(Number.isInteger(history) && history > 0 && history <= 1 << 20)) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `history must be a positive integer, got ${describeValue(history)}`);
+        }
+        if (components !== undefined && !Array.isArray(components)) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `components must be an array, got ${describeValue(components)}`);
+        }
+        const ids = (components ?? []).map((c) => world.idOf(c, operation));
+        this.world = world;
+        // Only the matching terms: filters and writes mean nothing for a scope.
+        const terms: { all?: readonly Term[]; none?: readonly Term[]; any?: readonly Term[] } = {};
+        if (scope?.all) terms.all = scope.all;
+        if (scope?.none) terms.none = scope.none;
+        if (scope?.any) terms.any = scope.any;
+        this.scope = scope === undefined ? undefined : new Query(world, terms, operation);
+        const heap = world.heap;
+        try {
+            const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);
+            const u32 = heap.u32;
+            u32.set(ids, (block + DESC_BYTES) >>> 2);
+            u32[block >>> 2] = components === undefined ? 0 : block + DESC_BYTES;
+            u32[(block >>> 2) + 1] = ids.length;
+            u32[(block >>> 2) + 2] = this.scope?.pointer ?? 0;
+            u32[(block >>> 2) + 3] = history ?? 0;
+            const out = heap.scratch;
+            const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
+            if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {
+                const local = components.find((c) => !c.replicate);
+                if (local) {
+                    throw new TesseraError('INVALID_ARGUMENT', operation, 'the component is defined with replicate: false', {
+                        component: local.name,
+                    });
+                }
+            }
+            world.check(result, operation);
+            this.pointer = heap.u32At(out);
+        } catch (error) {
+            this.scope?.close();
+            throw error;
+        }
+    }
+
+    /**
+     * Encodes the changes since `baseline`, a tick a replica acknowledged ({@link Delta.tick}
+     * of the last delta it applied); a keyframe when the baseline is 0 (a new replica) or
+     * older than the history. Like a system run, it advances the world's change tick. Not
+     * inside a loop over the world.
+     */
+    encode(baseline = 0): Delta {
+        const operation = 'replicator.encode';
+        this.live(operation);
+        if (!(Number.isSafeInteger(baseline) && baseline >= 0)) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`);
+        }
+        if (this.world.liveIterations > 0) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+        }
+        const heap = this.world.heap;
+        const out = heap.scratch;
+        this.world.check(heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
+        const pointer = heap.u32At(out), size = heap.u32At(out + 4), tick = heap.u64At(out + 8);
+        const generation = ++this.encodes;
+        const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
+        const owner = this;
+        return {
+            get bytes(): Uint8Array {
+                if (owner.encodes !== generation || owner.pointer === 0) {
+                    throw new TesseraError('VIEW_DETACHED', 'delta.bytes', 'the replicator encoded again (or closed): copy a delta\'s bytes before the next encode');
+                }
+                return new Uint8Array(heap.memory.buffer, pointer, size);
+            },
+            tick,
+            keyframe,
+        };
+    }
+
+    /**
+     * A replica's bookkeeping: it encodes against the newest tick the replica acknowledged,
+     * so a lost delta is covered by the next one, and a replica that fell behind the history
+     * gets a keyframe.
+     */
+    peer(): Peer {
+        this.live('replicator.peer');
+        return new Peer(this);
+    }
+
+    /** Stops the change tracking the replicator asked for. Idempotent. */
+    close(): void {
+        if (this.pointer === 0) return;
+        if (!this.world.destroyed) this.world.heap.exports.tes_replicator_destroy(this.pointer);
+        this.pointer = 0;
+        this.scope?.close();
+    }
+
+    /** True after {@link Replicator.close} (or when its world was destroyed). */
+    get closed(): boolean {
+        return this.pointer === 0 || this.world.destroyed;
+    }
+
+    private live(operation: string): number {
+        const world = this.world.live(operation);
+        if (this.pointer === 0) throw new TesseraError('DESTROYED', operation, 'the replicator was closed');
+        return world;
+    }
+}
+
+/** One replica as the sending side sees it: the newest tick it acknowledged. */
+export class Peer {
+    /** The replicator it encodes with. */
+    readonly replicator: Replicator;
+    private ackedTick = 0;
+
+    /** @internal Use `replicator.peer()`. */
+    constructor(replicator: Replicator) {
+        this.replicator = replicator;
+    }
+
+    /** The newest tick the replica acknowledged (0: none yet, so the next encode is a keyframe). */
+    get acked(): number {
+        return this.ackedTick;
+    }
+
+    /**
+     * Records that the replica applied the delta of `tick`. Acknowledgements may arrive late
+     * or out of order: only a newer tick counts.
+     */
+    ack(tick: number): void {
+        if (!(Number.isSafeInteger(tick) && tick >= 0)) {
+            throw new TesseraError('INVALID_ARGUMENT', 'peer.ack', `tick must be a non-negative integer, got ${describeValue(tick)}`);
+        }
+        if (tick > this.ackedTick) this.ackedTick = tick;
+    }
+
+    /** Forgets the acknowledgements (a replica that restarted): the next encode is a keyframe. */
+    reset(): void {
+        this.ackedTick = 0;
+    }
+
+    /** The delta since the acknowledged tick (a keyframe when it is 0 or too old). */
+    encode(): Delta {
+        return this.replicator.encode(this.ackedTick);
+    }
+}

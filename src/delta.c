@@ -1,0 +1,1046 @@
+/* Deltas (docs/format.md, "Deltas"): a replicator encodes what changed in its world since a
+ * baseline tick by walking the dirty lists, removal logs, pair event logs and the spawn/despawn
+ * stamps of entity indices; a replica applies it after checking it whole.
+ *
+ * A replicator is a consumer like any query: it owns one internal query per component it watches
+ * (each replicated component, and each component its scope query tests), whose first filter
+ * makes the component dirty-tracked and whose removed (and pair_changes) terms keep its logs.
+ * Those queries never run; their last_run is held at the oldest baseline the replicator still
+ * serves (the tick of its `history`-th latest encode), so pruning drops everything older and a
+ * replica that fell further behind gets a keyframe instead. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+#define DELTA_MAGIC     0x544C4454u /* "TDLT" little-endian */
+#define DELTA_VERSION   1u
+#define KEYFRAME        1u /* header flag: the whole state; what it lacks is despawned */
+#define HEADER_BYTES    16u
+#define VALUES          0x80000000u /* on a record's component id: its values follow */
+#define DATA            0x100u      /* on a pair event's kind: the pair's data follows */
+/* A delta's TES_PAIR_MOVED event moves the source to the end of the target's sources: a target
+ * whose sources were reordered gets one per source, in order, at the end of the section. */
+#define DEFAULT_HISTORY 64u
+
+/* Marks on entity indices while an encode collects them. */
+#define TOUCHED 1u
+#define WHOLE   2u /* every value goes: the entity was spawned, or may have entered the scope */
+#define PRESENT 4u /* alive and in scope now: a record, else a gone entry */
+#define ORDERED 8u /* a target whose sources' order goes (a moved event) */
+
+struct tes_replicator_t {
+    tes_world_t *world;
+    tes_component_t *components; /* replicated, ascending */
+    uint32_t component_count;
+    /* Without a list of components: every one without TES_COMPONENT_LOCAL, those registered
+     * later too (adopted by the next encode, which is then a keyframe for every replica). */
+    bool every;
+    uint32_t seen; /* components looked at so far */
+    tes_query_t *scope;
+    /* One consumer query per watched component (replicated or a scope term). */
+    tes_component_t *watched;
+    uint8_t *is_term; /* per watched component: the scope tests it */
+    tes_query_t **consumers;
+    uint32_t watched_count;
+    uint64_t *history; /* ticks of the latest encodes, a ring of `history_slots` */
+    uint32_t history_slots;
+    uint32_t history_count;
+    uint32_t history_next;
+    uint64_t created; /* the change tick when tracking started */
+    uint8_t *bytes;   /* the latest delta */
+    uint32_t byte_slots;
+    uint32_t *ids;  /* a record's component ids while it is written */
+    uint8_t *marks; /* by entity index */
+    uint32_t mark_slots;
+    uint32_t *touched; /* indices marked TOUCHED, each once */
+    uint32_t touched_slots;
+    uint32_t touched_count;
+    tes_entity_t *ordered; /* targets marked ORDERED */
+    uint32_t ordered_slots;
+    /* The replicated components' schemas as a keyframe writes them, and the CRC every delta
+     * carries (of the ids and these bytes): a replica maps ids by name once, at a keyframe. */
+    uint8_t *schema;
+    uint32_t schema_size;
+    uint32_t schema_slots;
+    uint32_t schema_crc;
+};
+
+/* ---- the replicator --------------------------------------------------------------------- */
+
+/* The oldest baseline a delta can start from: older changes may be pruned. */
+static uint64_t floor_of(const tes_replicator_t *rep) {
+    if (!rep->history_count) return rep->created;
+    uint32_t oldest = rep->history_count < rep->history_slots ? 0 : rep->history_next;
+    return rep->history[oldest];
+}
+
+uint64_t tesi_replicators_floor(const tes_world_t *world) {
+    uint64_t min = UINT64_MAX;
+    for (uint32_t i = 0; i < world->replicator_count; i++) {
+        uint64_t f = floor_of(world->replicators[i]);
+        if (f < min) min = f;
+    }
+    return min;
+}
+
+static void replicator_free(tes_replicator_t *rep) {
+    tes_world_t *world = rep->world;
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tes_query_destroy(world, rep->consumers[i]);
+    uint32_t n = TES_MAX_COMPONENTS;
+    tesi_free(world, rep->components, n * sizeof *rep->components);
+    tesi_free(world, rep->watched, n * sizeof *rep->watched);
+    tesi_free(world, rep->is_term, n);
+    tesi_free(world, rep->consumers, n * sizeof *rep->consumers);
+    tesi_free(world, rep->ids, n * sizeof *rep->ids);
+    tesi_free(world, rep->history, rep->history_slots * sizeof *rep->history);
+    tesi_free(world, rep->bytes, rep->byte_slots);
+    tesi_free(world, rep->marks, rep->mark_slots);
+    tesi_free(world, rep->touched, rep->touched_slots * sizeof *rep->touched);
+    tesi_free(world, rep->ordered, rep->ordered_slots * sizeof *rep->ordered);
+    tesi_free(world, rep->schema, rep->schema_slots);
+    tesi_free(world, rep, sizeof *rep);
+}
+
+/* Watches component c (once): a consumer query that keeps it dirty-tracked and logged. */
+static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
+    for (uint32_t i = 0; i < rep->watched_count; i++) {
+        if (rep->watched[i] == c) {
+            rep->is_term[i] |= term;
+            return TES_OK;
+        }
+    }
+    tes_world_t *world = rep->world;
+    bool relation = tesi_is_relation(&world->components[c]);
+    tes_query_desc_t desc = {.changed = &c,
+                             .changed_count = 1,
+                             .removed = &c,
+                             .removed_count = 1,
+                             .pair_changes = &c,
+                             .pair_change_count = relation};
+    tes_query_t *q;
+    tes_result_t result = tes_query_create(world, &desc, &q);
+    if (result != TES_OK) return result;
+    tesi_query_hold(q, rep->created);
+    rep->watched[rep->watched_count] = c;
+    rep->is_term[rep->watched_count] = term;
+    rep->consumers[rep->watched_count++] = q;
+    return TES_OK;
+}
+
+/* The schema section of keyframes, and the CRC every delta carries. */
+static tes_result_t write_schema(tes_replicator_t *rep) {
+    tesi_writer_t w = {rep->world, &rep->schema, &rep->schema_slots, 0, TES_OK};
+    tesi_put(&w, rep->components, rep->component_count * sizeof *rep->components);
+    for (uint32_t i = 0; i < rep->component_count; i++)
+        tesi_put_schema(&w, &rep->world->components[rep->components[i]]);
+    if (w.result != TES_OK) return w.result;
+    rep->schema_size = w.size;
+    rep->schema_crc = w.size ? tesi_crc32(rep->schema, w.size) : 0;
+    return TES_OK;
+}
+
+/* Replicates the components registered since it last looked (without TES_COMPONENT_LOCAL). */
+static tes_result_t adopt(tes_replicator_t *rep) {
+    const tes_world_t *world = rep->world;
+    tes_result_t result = TES_OK;
+    while (rep->seen < world->component_count && result == TES_OK) {
+        tes_component_t c = rep->seen;
+        bool local = world->components[c].flags & TES_COMPONENT_LOCAL;
+        if (!local) result = watch(rep, c, false);
+        if (result != TES_OK) break; /* the next encode tries again */
+        if (!local) rep->components[rep->component_count++] = c;
+        rep->seen++;
+    }
+    return result == TES_OK ? write_schema(rep) : result;
+}
+
+tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
+                                   tes_replicator_t **out_replicator) {
+    if (!world || !desc || !out_replicator) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    if (desc->component_count && !desc->components) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t n = world->component_count;
+    for (uint32_t i = 0; i < desc->component_count; i++) {
+        if (desc->components[i] >= n) return TES_ERR_UNKNOWN_COMPONENT;
+        if (world->components[desc->components[i]].flags & TES_COMPONENT_LOCAL) {
+            return TES_ERR_INVALID_ARGUMENT;
+        }
+    }
+    uint32_t history = desc->history ? desc->history : DEFAULT_HISTORY;
+    tes_result_t result =
+        tesi_reserve(world, (void **)&world->replicators, &world->replicator_slots,
+                     world->replicator_count + 1, sizeof *world->replicators, 4);
+    if (result != TES_OK) return result;
+    tes_replicator_t *rep = tesi_alloc(world, sizeof *rep);
+    if (!rep) return TES_ERR_OUT_OF_MEMORY;
+    *rep = (tes_replicator_t){.world = world, .scope = desc->scope, .created = world->change_tick};
+    /* Per-component arrays with room for every id: components may come later. */
+    uint32_t slots = TES_MAX_COMPONENTS;
+    bool ok = (rep->components = tesi_alloc(world, slots * sizeof *rep->components)) &&
+              (rep->watched = tesi_alloc(world, slots * sizeof *rep->watched)) &&
+              (rep->is_term = tesi_alloc(world, slots)) &&
+              (rep->consumers = tesi_alloc(world, slots * sizeof *rep->consumers)) &&
+              (rep->ids = tesi_alloc(world, slots * sizeof *rep->ids));
+    if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
+        rep->history_slots = history;
+    }
+    if (!ok || !rep->history) {
+        replicator_free(rep);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    rep->every = !desc->components;
+    if (!rep->every) {
+        /* The replicated set, ascending and without duplicates. */
+        uint8_t *chosen = (uint8_t *)rep->ids; /* (free until the first encode) */
+        memset(chosen, 0, n);
+        for (uint32_t i = 0; i < desc->component_count; i++)
+            chosen[desc->components[i]] = 1;
+        for (uint32_t c = 0; c < n; c++) {
+            if (chosen[c]) rep->components[rep->component_count++] = c;
+        }
+        for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++)
+            result = watch(rep, rep->components[i], false);
+        rep->seen = n;
+        if (result == TES_OK) result = write_schema(rep);
+    } else {
+        result = adopt(rep);
+    }
+    if (rep->scope && result == TES_OK) {
+        uint32_t count = tesi_query_terms(rep->scope, NULL, 0);
+        tes_component_t *terms = tesi_alloc(world, count * sizeof *terms);
+        if (!terms && count) result = TES_ERR_OUT_OF_MEMORY;
+        if (terms) tesi_query_terms(rep->scope, terms, count);
+        for (uint32_t i = 0; i < count && result == TES_OK; i++)
+            result = watch(rep, terms[i], true);
+        tesi_free(world, terms, count * sizeof *terms);
+    }
+    if (result == TES_OK) result = tesi_index_ticks(world, true);
+    if (result != TES_OK) {
+        replicator_free(rep);
+        if (!world->replicator_count) tesi_index_ticks(world, false);
+        return result;
+    }
+    world->replicators[world->replicator_count++] = rep;
+    *out_replicator = rep;
+    return TES_OK;
+}
+
+void tes_replicator_destroy(tes_replicator_t *rep) {
+    if (!rep) return;
+    tes_world_t *world = rep->world;
+    for (uint32_t i = 0; i < world->replicator_count; i++) {
+        if (world->replicators[i] == rep) {
+            world->replicators[i] = world->replicators[--world->replicator_count];
+            break;
+        }
+    }
+    replicator_free(rep);
+    if (!world->replicator_count) tesi_index_ticks(world, false);
+}
+
+void tesi_replicators_fini(tes_world_t *world) {
+    while (world->replicator_count)
+        tes_replicator_destroy(world->replicators[0]);
+    tesi_free(world, world->replicators, world->replicator_slots * sizeof *world->replicators);
+}
+
+/* ---- encoding: what changed ------------------------------------------------------------- */
+
+static void touch(tes_replicator_t *rep, uint32_t index, uint8_t how) {
+    uint8_t *mark = &rep->marks[index];
+    if (!*mark) rep->touched[rep->touched_count++] = index;
+    *mark |= TOUCHED | how;
+}
+
+/* Every index touched since `baseline` through watched component k. */
+static void collect_component(tes_replicator_t *rep, uint32_t k, uint64_t baseline) {
+    const tes_world_t *world = rep->world;
+    const tesi_component_t *c = &world->components[rep->watched[k]];
+    bool term = rep->is_term[k];
+    /* A relation's membership matters only to the scope; its pairs go as events. */
+    if (tesi_is_relation(c) && !term) return;
+    if (tesi_is_sparse(c)) {
+        const tesi_sparse_t *s = &c->sparse;
+        for (uint32_t i = 0; i < s->dirty_count; i++) {
+            uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
+            if (!slot1) continue; /* removed: in the removal log */
+            bool added = s->added[slot1 - 1] > baseline;
+            if (added || s->changed[slot1 - 1] > baseline) {
+                touch(rep, s->dirty[i], term && added ? WHOLE : 0);
+            }
+        }
+    } else {
+        for (uint32_t t = 0; t < c->dirty_set_count; t++) {
+            const tesi_tracker_t *tracker = c->dirty_set[t];
+            const tesi_chunk_t *chunk = tracker->chunk;
+            for (uint32_t i = 0; i < tracker->dirty_count; i++) {
+                uint32_t row = tracker->dirty[i];
+                if (row >= chunk->count) continue; /* vacated */
+                bool added = tracker->added[row] > baseline;
+                if (added || tracker->changed[row] > baseline) {
+                    touch(rep, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK,
+                          term && added ? WHOLE : 0);
+                }
+            }
+        }
+    }
+    const tesi_removal_log_t *log = &c->log;
+    for (uint32_t i = tesi_log_after(log->ticks, log->count, baseline); i < log->count; i++)
+        touch(rep, log->entities[i] & TESI_INDEX_MASK, term ? WHOLE : 0);
+}
+
+static int compare_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether the live entity is in the replicator's scope. */
+static tes_result_t in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out) {
+    if (!rep->scope) {
+        *out = true;
+        return TES_OK;
+    }
+    return tesi_query_matches(rep->world, rep->scope, e, out);
+}
+
+/* The touched indices, sorted, each marked PRESENT when it holds a live entity in scope. */
+static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
+    tes_world_t *world = rep->world;
+    for (uint32_t k = 0; k < rep->watched_count; k++)
+        collect_component(rep, k, baseline);
+    for (uint32_t i = 0; i < world->index_dirty_count; i++) {
+        uint32_t index = world->index_dirty[i];
+        if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
+    }
+    qsort(rep->touched, rep->touched_count, sizeof *rep->touched, compare_u32);
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        const tesi_record_t *record = &world->records[index];
+        if (!record->chunk) continue;
+        bool present;
+        tes_result_t result = in_scope(rep, tesi_make_handle(index, record->generation), &present);
+        if (result != TES_OK) return result;
+        if (present) rep->marks[index] |= PRESENT;
+    }
+    return TES_OK;
+}
+
+/* ---- encoding: writing ------------------------------------------------------------------ */
+
+static void put_u64(tesi_writer_t *w, uint64_t v) {
+    tesi_put(w, &v, 8);
+}
+
+/* A live entity's record: its replicated components, and the values of those added or changed
+ * since the baseline (all of them when `whole`). */
+static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity_t e,
+                       uint64_t baseline, bool whole) {
+    const tes_world_t *world = rep->world;
+    const tesi_record_t *record = tesi_record_of(world, e);
+    const tesi_chunk_t *chunk = record->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    uint32_t index = e & TESI_INDEX_MASK;
+    uint32_t *ids = rep->ids, n = 0;
+    for (uint32_t i = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c)) continue;
+        uint64_t added, changed;
+        if (tesi_is_sparse(c)) {
+            uint32_t slot1 = tesi_sparse_slot(&c->sparse, index);
+            if (!slot1) continue;
+            added = c->sparse.added[slot1 - 1];
+            changed = c->sparse.changed[slot1 - 1];
+        } else {
+            uint32_t type = tesi_type_index(a, id);
+            if (type == TESI_NO_TYPE) continue;
+            const tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
+            added = t ? t->added[record->row] : UINT64_MAX;
+            changed = t ? t->changed[record->row] : UINT64_MAX;
+        }
+        bool values = c->field_count && (whole || added > baseline || changed > baseline);
+        ids[n++] = id | (values ? VALUES : 0);
+    }
+    tesi_put_u32(w, e);
+    tesi_put_u32(w, n);
+    tesi_put(w, ids, n * sizeof *ids);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(ids[i] & VALUES)) continue;
+        tes_component_t id = ids[i] & ~VALUES;
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_sparse(c)) {
+            uint32_t slot = tesi_sparse_slot(&c->sparse, index) - 1;
+            tesi_put_row(w, c, tesi_row_at(c->sparse.data, slot, c->stride));
+            continue;
+        }
+        uint32_t type = tesi_type_index(a, id);
+        for (uint32_t f = 0; f < c->field_count; f++) {
+            const tesi_column_t *column = tesi_column_of(a, type, f);
+            tesi_put(w, tesi_cell(chunk, column, record->row), column->bytes);
+        }
+    }
+}
+
+/* Both ends alive and in scope: a pair the replica holds. */
+static tes_result_t pair_in_scope(tes_replicator_t *rep, tes_entity_t source, tes_entity_t target,
+                                  bool *out) {
+    *out = false;
+    if (!tesi_record_of(rep->world, source) || !tesi_record_of(rep->world, target)) return TES_OK;
+    tes_result_t result = in_scope(rep, source, out);
+    if (result == TES_OK && *out) result = in_scope(rep, target, out);
+    return result;
+}
+
+static tes_result_t put_event(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              uint32_t kind, tes_entity_t source, tes_entity_t target, uint32_t age,
+                              uint32_t *count) {
+    bool both;
+    tes_result_t result = pair_in_scope(rep, source, target, &both);
+    if (result != TES_OK || !both) return result;
+    const tesi_component_t *c = &rep->world->components[relation];
+    uint32_t id = 0;
+    if (c->field_count && (kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED)) {
+        id = tesi_pair_find(rep->world, relation, source, target);
+    }
+    uint32_t head[4] = {kind | (id ? DATA : 0), source, target, age};
+    tesi_put(w, head, sizeof head);
+    if (id) tesi_put_row(w, c, tesi_row_at(c->relation.data, id - 1, c->stride));
+    ++*count;
+    return TES_OK;
+}
+
+/* The order of a target's sources: a moved event for each, in order. */
+static tes_result_t put_order(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              tes_entity_t target, uint32_t *count) {
+    const tesi_relation_t *r = &rep->world->components[relation].relation;
+    tes_result_t result = TES_OK;
+    for (uint32_t id = tesi_list_of(r, TESI_IN, target)->first; id && result == TES_OK;
+         id = r->pairs[id - 1].next[TESI_IN]) {
+        result =
+            put_event(w, rep, relation, TES_PAIR_MOVED, r->pairs[id - 1].source, target, 0, count);
+    }
+    return result;
+}
+
+/* A relation's section: its events since the baseline, then the order of the targets whose
+ * sources were moved; or (keyframe) every pair in scope as an added event, then the order of
+ * every target with several sources. */
+static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                                 uint64_t baseline, uint64_t now, bool keyframe) {
+    const tesi_component_t *c = &rep->world->components[relation];
+    const tesi_relation_t *r = &c->relation;
+    uint32_t at = w->size, count = 0;
+    tesi_put_u32(w, 0); /* the count, written at the end */
+    tes_result_t result = TES_OK;
+    if (!keyframe) {
+        uint32_t ordered = 0;
+        for (uint32_t i = tesi_log_after(r->event_ticks, r->event_count, baseline);
+             i < r->event_count && result == TES_OK; i++) {
+            const tes_pair_event_t *e = &r->events[i];
+            if (e->kind != TES_PAIR_MOVED) {
+                result = put_event(w, rep, relation, e->kind, e->source, e->target,
+                                   (uint32_t)(now - r->event_ticks[i]), &count);
+                continue;
+            }
+            uint8_t *mark = &rep->marks[e->target & TESI_INDEX_MASK];
+            if ((*mark & ORDERED) || !tesi_record_of(rep->world, e->target)) continue;
+            result = tesi_reserve(rep->world, (void **)&rep->ordered, &rep->ordered_slots,
+                                  ordered + 1, sizeof *rep->ordered, 16);
+            if (result != TES_OK) break;
+            *mark |= ORDERED;
+            rep->ordered[ordered++] = e->target;
+        }
+        for (uint32_t i = 0; i < ordered; i++) {
+            if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
+            rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
+        }
+    } else {
+        for (uint32_t m = 0; m < c->sparse.count && result == TES_OK; m++) {
+            tes_entity_t source = c->sparse.entities[m];
+            for (uint32_t id = tesi_list_of(r, TESI_OUT, source)->first; id && result == TES_OK;
+                 id = r->pairs[id - 1].next[TESI_OUT]) {
+                result = put_event(w, rep, relation, TES_PAIR_ADDED, source,
+                                   r->pairs[id - 1].target, 0, &count);
+            }
+        }
+        for (uint32_t index = 1; index < r->list_slots && result == TES_OK; index++) {
+            const tesi_list_t *in = &r->lists[TESI_IN][index];
+            if (in->count > 1) {
+                result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
+            }
+        }
+    }
+    if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
+    return result;
+}
+static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
+                                uint64_t now, bool keyframe) {
+    tes_world_t *world = rep->world;
+    uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
+    tesi_put(w, header, sizeof header);
+    put_u64(w, keyframe ? 0 : baseline);
+    put_u64(w, now);
+    tesi_put_u32(w, rep->schema_crc);
+    tesi_put_u32(w, rep->component_count);
+    tesi_put(w, rep->components, rep->component_count * sizeof *rep->components);
+    /* A keyframe names the components, for a replica to map them to its own ids. */
+    if (keyframe) {
+        tesi_put(w, rep->schema + rep->component_count * sizeof *rep->components,
+                 rep->schema_size - rep->component_count * sizeof *rep->components);
+    }
+    tes_result_t result = TES_OK;
+    if (keyframe) {
+        tesi_put_u32(w, 0); /* nothing gone: the replica drops what the records lack */
+        uint32_t at = w->size, count = 0;
+        tesi_put_u32(w, 0);
+        for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
+            const tesi_record_t *record = &world->records[index];
+            if (!record->chunk) continue;
+            tes_entity_t e = tesi_make_handle(index, record->generation);
+            bool present;
+            result = in_scope(rep, e, &present);
+            if (result != TES_OK || !present) continue;
+            put_record(w, rep, e, 0, true);
+            count++;
+        }
+        if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
+    } else {
+        uint32_t gone = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++)
+            gone += !(rep->marks[rep->touched[i]] & PRESENT);
+        tesi_put_u32(w, gone);
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            if (!(rep->marks[rep->touched[i]] & PRESENT)) tesi_put_u32(w, rep->touched[i]);
+        }
+        tesi_put_u32(w, rep->touched_count - gone);
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            uint32_t index = rep->touched[i];
+            uint8_t mark = rep->marks[index];
+            if (!(mark & PRESENT)) continue;
+            tes_entity_t e = tesi_make_handle(index, world->records[index].generation);
+            put_record(w, rep, e, baseline, mark & WHOLE);
+        }
+    }
+    for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
+        if (tesi_is_relation(&world->components[rep->components[i]])) {
+            result = put_relation(w, rep, rep->components[i], baseline, now, keyframe);
+        }
+    }
+    return result != TES_OK ? result : w->result;
+}
+
+tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const uint8_t **out_bytes,
+                              uint32_t *out_size, uint64_t *out_tick) {
+    if (!rep || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+    tes_world_t *world = rep->world;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    uint64_t now = world->change_tick;
+    uint64_t newest =
+        rep->history_count
+            ? rep->history[(rep->history_next + rep->history_slots - 1) % rep->history_slots]
+            : 0;
+    /* A baseline this replicator can serve: one of its ticks, not pruned since, and close enough
+     * for the events' 32-bit ages. */
+    bool keyframe = baseline == 0 || baseline < floor_of(rep) || baseline > newest ||
+                    now - baseline > UINT32_MAX;
+    tes_result_t result = TES_OK;
+    if (rep->every && rep->seen < world->component_count) {
+        /* New components: the replicas need them whole, so every baseline is too old now. */
+        result = adopt(rep);
+        if (result != TES_OK) return result;
+        rep->history_count = rep->history_next = 0;
+        rep->created = now;
+        keyframe = true;
+    }
+    rep->touched_count = 0;
+    if (!keyframe) {
+        uint32_t old = rep->mark_slots;
+        result = tesi_reserve(world, (void **)&rep->marks, &rep->mark_slots, world->record_count, 1,
+                              1024);
+        if (result == TES_OK) {
+            memset(rep->marks + old, 0, rep->mark_slots - old);
+            result = tesi_reserve(world, (void **)&rep->touched, &rep->touched_slots,
+                                  world->record_count, sizeof *rep->touched, 1024);
+        }
+        if (result == TES_OK) result = collect(rep, baseline);
+    }
+    tesi_writer_t w = {world, &rep->bytes, &rep->byte_slots, 0, TES_OK};
+    if (result == TES_OK) result = write_delta(&w, rep, baseline, now, keyframe);
+    for (uint32_t i = 0; i < rep->touched_count; i++)
+        rep->marks[rep->touched[i]] = 0;
+    if (result != TES_OK) return result;
+    uint32_t crc = tesi_crc32(rep->bytes + HEADER_BYTES, w.size - HEADER_BYTES);
+    memcpy(rep->bytes + 8, &w.size, 4);
+    memcpy(rep->bytes + 12, &crc, 4);
+    /* Like a consumer run: later writes carry a newer tick than the delta's. */
+    world->change_tick++;
+    rep->history[rep->history_next] = now;
+    rep->history_next = (rep->history_next + 1) % rep->history_slots;
+    if (rep->history_count < rep->history_slots) rep->history_count++;
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tesi_query_hold(rep->consumers[i], floor_of(rep));
+    *out_bytes = rep->bytes;
+    *out_size = w.size;
+    if (out_tick) *out_tick = now;
+    return TES_OK;
+}
+
+/* ---- applying --------------------------------------------------------------------------- */
+
+/* A replicated component as the delta names it. */
+typedef struct replicated_t {
+    tes_component_t source; /* the source's id, used in the bytes */
+    tes_component_t local;  /* the replica's id (UINT32_MAX: registered when applying) */
+    uint32_t flags, field_count, row_bytes;
+    uint32_t schema_at;  /* keyframe: where its schema is in the bytes */
+    const uint8_t *name; /* keyframe: its name in the bytes */
+    uint32_t name_length;
+} replicated_t;
+
+/* What the checking pass learns, for the applying pass. Allocated with room for `count`
+ * replicated components and a record's worth of scratch. */
+typedef struct delta_t {
+    uint64_t from, to;
+    bool keyframe;
+    uint32_t schema_crc;
+    uint32_t count;
+    replicated_t *comps;
+    uint16_t position[TES_MAX_COMPONENTS]; /* by source id: its place in comps + 1 (0: none) */
+    uint32_t body;                         /* offset of the gone section */
+    /* The record being read: positions in comps, values, whether they are initial. */
+    uint32_t *ids;
+    const uint8_t **values;
+    bool *init;
+} delta_t;
+
+static uint64_t get_u64(tesi_reader_t *r) {
+    uint64_t v = 0;
+    tesi_take(r, &v, 8);
+    return v;
+}
+
+static bool well_formed(tes_entity_t e) {
+    return (e & TESI_INDEX_MASK) != 0 && (e >> (TES_INDEX_BITS + TES_GENERATION_BITS)) == 0;
+}
+
+static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
+    size_t bytes =
+        sizeof(delta_t) + count * (sizeof(replicated_t) + sizeof(uint32_t) + sizeof(void *) + 1);
+    delta_t *d = tesi_alloc(world, bytes);
+    if (!d) return NULL;
+    memset(d, 0, bytes);
+    d->count = count;
+    d->comps = (replicated_t *)(void *)(d + 1);
+    d->values = (const uint8_t **)(void *)(d->comps + count);
+    d->ids = (uint32_t *)(void *)(d->values + count);
+    d->init = (bool *)(d->ids + count);
+    return d;
+}
+
+static void delta_free(tes_world_t *world, delta_t *d) {
+    if (!d) return;
+    tesi_free(world, d,
+              sizeof(delta_t) +
+                  d->count * (sizeof(replicated_t) + sizeof(uint32_t) + sizeof(void *) + 1));
+}
+
+/* A keyframe's component schemas: each matched by name to the replica's component (which must
+ * have the same schema), or to be registered. */
+static void read_schemas(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
+    tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
+    if (!schema) {
+        tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        return;
+    }
+    uint32_t missing = 0;
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        replicated_t *c = &d->comps[i];
+        c->schema_at = r->at;
+        tesi_get_schema(r, schema);
+        if (r->result != TES_OK) break;
+        const tes_component_desc_t *desc = &schema->desc;
+        c->flags = desc->flags;
+        c->field_count = desc->field_count;
+        for (uint32_t f = 0; f < desc->field_count; f++)
+            c->row_bytes += tes_type_size(desc->fields[f].type) * desc->fields[f].length;
+        c->name = r->bytes + c->schema_at + 8;
+        c->name_length = (uint32_t)strlen(desc->name);
+        /* What registration would refuse is a bad delta: applying registers the missing ones
+         * before anything else, and must not fail then for a reason the bytes show. */
+        if (tesi_check_schema(desc) != TES_OK || (c->flags & TES_COMPONENT_LOCAL)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        c->local = UINT32_MAX;
+        if (tes_component_lookup(world, desc->name, &c->local) == TES_OK) {
+            if (!tesi_schema_equal(&world->components[c->local], desc)) {
+                tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+            }
+        } else if (++missing + world->component_count > TES_MAX_COMPONENTS) {
+            tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+        }
+        for (uint32_t j = 0; j < i && r->result == TES_OK; j++) {
+            /* Two components of one name: not what a world writes. */
+            if (d->comps[j].name_length == c->name_length &&
+                !memcmp(d->comps[j].name, c->name, c->name_length)) {
+                tesi_fail(r, TES_ERR_BAD_DELTA);
+            }
+        }
+    }
+    tesi_free(world, schema, sizeof *schema);
+}
+
+/* The header and the components; the replica's tick decides DELTA_BASELINE first. */
+static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
+    uint32_t header[4];
+    tesi_take(r, header, sizeof header);
+    if (r->result != TES_OK || header[0] != DELTA_MAGIC) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return NULL;
+    }
+    if ((header[1] & 0xFFFFu) != DELTA_VERSION) {
+        tesi_fail(r, TES_ERR_SNAPSHOT_VERSION);
+        return NULL;
+    }
+    uint32_t flags = header[1] >> 16;
+    if ((flags & ~KEYFRAME) || header[2] != r->size ||
+        header[3] != tesi_crc32(r->bytes + HEADER_BYTES, r->size - HEADER_BYTES)) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return NULL;
+    }
+    bool keyframe = flags & KEYFRAME;
+    uint64_t from = get_u64(r), to = get_u64(r);
+    uint32_t schema_crc = tesi_get_u32(r), count = tesi_get_u32(r);
+    if (to == 0 || (keyframe ? from != 0 : from >= to) || count > TES_MAX_COMPONENTS) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+    }
+    if (r->result == TES_OK && !keyframe && from > world->replica_tick) {
+        tesi_fail(r, TES_ERR_DELTA_BASELINE);
+    }
+    const uint8_t *ids = tesi_span(r, r->result == TES_OK ? count : 0, 4);
+    if (r->result != TES_OK) return NULL;
+    delta_t *d = delta_alloc(world, count);
+    if (!d) {
+        tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        return NULL;
+    }
+    *d = (delta_t){from, to, keyframe, schema_crc, count,  d->comps,
+                   {0},  0,  d->ids,   d->values,  d->init};
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        tes_component_t id;
+        memcpy(&id, ids + (size_t)i * 4, 4);
+        if (id >= TES_MAX_COMPONENTS || (i && id <= d->comps[i - 1].source)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        d->comps[i].source = id;
+        d->position[id] = (uint16_t)(i + 1);
+    }
+    if (r->result == TES_OK && keyframe) {
+        read_schemas(r, world, d);
+        uint32_t crc = tesi_crc32(ids, r->at - (uint32_t)(ids - r->bytes));
+        if (r->result == TES_OK && crc != schema_crc) tesi_fail(r, TES_ERR_BAD_DELTA);
+    } else if (r->result == TES_OK) {
+        /* The components the last keyframe mapped, unchanged since. */
+        if (schema_crc != world->replica_schema) tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+        for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+            replicated_t *c = &d->comps[i];
+            c->local =
+                c->source < world->replica_id_count ? world->replica_ids[c->source] : UINT32_MAX;
+            if (c->local == UINT32_MAX) {
+                tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+                break;
+            }
+            const tesi_component_t *local = &world->components[c->local];
+            c->flags = local->flags;
+            c->field_count = local->field_count;
+            c->row_bytes = local->row_bytes;
+        }
+    }
+    d->body = r->at;
+    if (r->result == TES_OK) return d;
+    delta_free(world, d);
+    return NULL;
+}
+
+/* A keyframe registers the components the replica lacks and remembers the mapping. */
+static tes_result_t map_components(tes_world_t *world, delta_t *d, const uint8_t *bytes,
+                                   uint32_t size) {
+    uint32_t slots = d->count ? d->comps[d->count - 1].source + 1 : 0;
+    uint32_t *ids = slots ? tesi_alloc(world, slots * sizeof *ids) : NULL;
+    tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
+    tes_result_t result = (slots && !ids) || !schema ? TES_ERR_OUT_OF_MEMORY : TES_OK;
+    for (uint32_t i = 0; i < d->count && result == TES_OK; i++) {
+        replicated_t *c = &d->comps[i];
+        if (c->local != UINT32_MAX) continue;
+        tesi_reader_t r = {bytes, size, c->schema_at, TES_OK, TES_ERR_BAD_DELTA};
+        tesi_get_schema(&r, schema);
+        result = tes_component_register(world, &schema->desc, &c->local);
+    }
+    if (result == TES_OK) {
+        for (uint32_t k = 0; k < slots; k++)
+            ids[k] = d->position[k] ? d->comps[d->position[k] - 1].local : UINT32_MAX;
+        tesi_free(world, world->replica_ids, world->replica_id_count * sizeof *ids);
+        world->replica_ids = ids;
+        world->replica_id_count = slots;
+        world->replica_schema = d->schema_crc;
+        ids = NULL;
+    }
+    tesi_free(world, ids, slots * sizeof *ids);
+    tesi_free(world, schema, sizeof *schema);
+    return result;
+}
+
+void tesi_replica_fini(tes_world_t *world) {
+    tesi_free(world, world->replica_ids, world->replica_id_count * sizeof *world->replica_ids);
+}
+
+/* Applying, step by step; any failure leaves the replica valid, at replica tick 0. */
+typedef struct applier_t {
+    tes_world_t *world;
+    uint64_t old_tick; /* the replica's tick before */
+    tes_entity_t *doomed;
+    uint32_t doomed_count;
+    uint32_t doomed_slots;
+    tes_result_t result;
+} applier_t;
+
+/* The handle the replica has at an index, or 0. */
+static tes_entity_t live_at(const tes_world_t *world, uint32_t index) {
+    if (index >= world->record_count || !world->records[index].chunk) return 0;
+    return tesi_make_handle(index, world->records[index].generation);
+}
+
+static void doom(applier_t *ap, tes_entity_t e) {
+    if (ap->result != TES_OK) return;
+    ap->result = tesi_reserve(ap->world, (void **)&ap->doomed, &ap->doomed_slots,
+                              ap->doomed_count + 1, sizeof *ap->doomed, 64);
+    if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
+}
+
+/* Places a record's entity (new, or replacing what had its index) with its components (local
+ * ids). */
+static tes_result_t place(tes_world_t *world, tes_entity_t e, const tes_component_t *ids,
+                          uint32_t n) {
+    tes_component_t chunk_ids[TES_MAX_COMPONENTS];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!tesi_is_sparse(&world->components[ids[i]])) chunk_ids[k++] = ids[i];
+    }
+    tesi_archetype_t *a;
+    tes_result_t result = tesi_sort_set(world, chunk_ids, k);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, k, &a);
+    uint32_t limit = (e & TESI_INDEX_MASK) + 1;
+    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
+        if (tesi_is_sparse(&world->components[ids[i]])) {
+            result = tesi_sparse_reserve(world, ids[i], 1, limit);
+        }
+    }
+    if (result == TES_OK) result = tesi_spawn_at(world, e, a);
+    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
+        if (tesi_is_sparse(&world->components[ids[i]])) tesi_sparse_insert(world, ids[i], e);
+    }
+    return result;
+}
+
+/* One record: checked, and applied when `ap` is not NULL. */
+static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_t *out_handle) {
+    tes_entity_t e = tesi_get_u32(r);
+    uint32_t n = tesi_get_u32(r);
+    *out_handle = e;
+    if (!well_formed(e) || n > d->count) tesi_fail(r, TES_ERR_BAD_DELTA);
+    const uint8_t *raw = tesi_span(r, r->result == TES_OK ? n : 0, 4);
+    for (uint32_t i = 0; i < n && r->result == TES_OK; i++) {
+        uint32_t word;
+        memcpy(&word, raw + (size_t)i * 4, 4);
+        tes_component_t id = word & ~VALUES;
+        uint32_t at = id < TES_MAX_COMPONENTS ? d->position[id] : 0;
+        const replicated_t *c = at ? &d->comps[at - 1] : NULL;
+        /* Listed once each in id order, no relations (their pairs are events), values only for
+         * components with fields. */
+        if (!c || (c->flags & TES_COMPONENT_RELATION) || (i && at - 1 <= d->ids[i - 1]) ||
+            ((word & VALUES) && !c->field_count)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            return;
+        }
+        d->ids[i] = at - 1;
+        d->values[i] = word & VALUES ? tesi_span(r, 1, c->row_bytes) : NULL;
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    tes_component_t local[TES_MAX_COMPONENTS];
+    for (uint32_t i = 0; i < n; i++)
+        local[i] = d->comps[d->ids[i]].local;
+    bool fresh = !tesi_record_of(w, e);
+    for (uint32_t i = 0; i < n; i++)
+        d->init[i] = fresh;
+    if (fresh) ap->result = place(w, e, local, n);
+    /* An entity the replica had: its replicated components become the listed ones. */
+    for (uint32_t i = 0, j = 0; !fresh && i < d->count && ap->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (c->flags & TES_COMPONENT_RELATION) continue;
+        bool listed = j < n && d->ids[j] == i;
+        bool has = false;
+        tes_has(w, e, c->local, &has);
+        if (has && !listed) ap->result = tes_remove(w, e, c->local);
+        if (!has && listed) {
+            ap->result = tes_add(w, e, c->local);
+            d->init[j] = true;
+        }
+        j += listed;
+    }
+    /* Values: a component the entity just got starts with them (an init), others change. */
+    for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
+        if (!d->values[i]) continue;
+        const tesi_component_t *c = &w->components[local[i]];
+        const uint8_t *at = d->values[i];
+        for (uint32_t f = 0; f < c->field_count && ap->result == TES_OK; f++) {
+            uint32_t bytes = c->fields[f].bytes;
+            ap->result = d->init[i] ? tes_init(w, e, local[i], f, at, bytes)
+                                    : tes_set(w, e, local[i], f, at, bytes);
+            at += bytes;
+        }
+    }
+}
+
+/* The gone indices and the records: checked (ascending, disjoint, well formed), and applied when
+ * `ap` is not NULL: first every despawn (gone entities, entities a record replaces, and for a
+ * keyframe every entity it lacks), then the records. */
+static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    uint32_t gone = tesi_get_u32(r);
+    if (d->keyframe && gone) tesi_fail(r, TES_ERR_BAD_DELTA);
+    const uint8_t *indices = tesi_span(r, r->result == TES_OK ? gone : 0, 4);
+    uint32_t previous = 0;
+    for (uint32_t i = 0; i < gone && r->result == TES_OK; i++) {
+        uint32_t index;
+        memcpy(&index, indices + (size_t)i * 4, 4);
+        if (index <= previous || index > TESI_INDEX_MASK) tesi_fail(r, TES_ERR_BAD_DELTA);
+        previous = index;
+        if (ap && live_at(world, index)) doom(ap, live_at(world, index));
+    }
+    uint32_t records = tesi_get_u32(r);
+    uint32_t start = r->at;
+    /* First pass: check, and find what the records replace (an index in the gone list is not
+     * a record's too: the two lists merge in index order). */
+    uint32_t g = 0, kept = 1; /* keyframe: live indices below `kept` were looked at */
+    previous = 0;
+    for (uint32_t i = 0; i < records && r->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, d, NULL, &e);
+        uint32_t index = e & TESI_INDEX_MASK;
+        if (r->result != TES_OK) break;
+        if (index <= previous) tesi_fail(r, TES_ERR_BAD_DELTA);
+        previous = index;
+        for (; g < gone; g++) {
+            uint32_t gi;
+            memcpy(&gi, indices + (size_t)g * 4, 4);
+            if (gi >= index) {
+                if (gi == index) tesi_fail(r, TES_ERR_BAD_DELTA);
+                break;
+            }
+        }
+        if (!ap) continue;
+        tes_entity_t there = live_at(world, index);
+        if (there && there != e) doom(ap, there);
+        for (; d->keyframe && kept < index && kept < world->record_count; kept++) {
+            if (live_at(world, kept)) doom(ap, live_at(world, kept));
+        }
+        kept = index + 1;
+    }
+    for (; ap && d->keyframe && kept < world->record_count; kept++) {
+        if (live_at(world, kept)) doom(ap, live_at(world, kept));
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    /* The delta lists every despawn itself: no cascade here. */
+    ap->result = tesi_despawn_all(w, ap->doomed, ap->doomed_count, false);
+    /* A keyframe brings every pair again. */
+    for (uint32_t i = 0; d->keyframe && i < d->count && ap->result == TES_OK; i++) {
+        tes_component_t id = d->comps[i].local;
+        tesi_component_t *c = &w->components[id];
+        while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
+            ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
+    }
+    uint32_t end = r->at;
+    r->at = start;
+    for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, d, ap, &e);
+    }
+    r->at = end;
+}
+
+/* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the
+ * replica's tick, between entities it has). */
+static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
+                          applier_t *ap) {
+    uint32_t count = tesi_get_u32(r);
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t head[4];
+        tesi_take(r, head, sizeof head);
+        uint32_t kind = head[0] & ~DATA, age = head[3];
+        tes_entity_t source = head[1], target = head[2];
+        bool data = head[0] & DATA;
+        bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
+        bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
+                  well_formed(target) && (!data || (writes && c->field_count)) &&
+                  (d->keyframe ? age == 0 : age < d->to - d->from);
+        if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
+        const uint8_t *row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
+        if (!ap || r->result != TES_OK || ap->result != TES_OK) continue;
+        tes_world_t *w = ap->world;
+        tes_component_t relation = c->local;
+        if (!d->keyframe && d->to - age <= ap->old_tick) continue; /* the replica has it */
+        if (!tesi_record_of(w, source) || !tesi_record_of(w, target)) continue; /* gone since */
+        uint32_t id = tesi_pair_find(w, relation, source, target);
+        if (kind == TES_PAIR_ADDED && !id) {
+            ap->result = tes_pair_add(w, source, relation, target);
+            id = ap->result == TES_OK ? tesi_pair_find(w, relation, source, target) : 0;
+            if (id && row) ap->result = tesi_pair_write(w, relation, id, row, true);
+        } else if (kind == TES_PAIR_REMOVED && id) {
+            ap->result = tes_pair_remove(w, source, relation, target);
+        } else if (writes && id && row) {
+            ap->result = tesi_pair_write(w, relation, id, row, false);
+        } else if (kind == TES_PAIR_MOVED && id) {
+            ap->result = tes_pair_place(w, source, relation, target, 0);
+        }
+    }
+}
+
+/* The whole delta after its head: checked, or applied. */
+static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    r->at = d->body;
+    read_entities(r, world, d, ap);
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        if (d->comps[i].flags & TES_COMPONENT_RELATION) read_relation(r, d, &d->comps[i], ap);
+    }
+    if (r->result == TES_OK && r->at != r->size) tesi_fail(r, TES_ERR_BAD_DELTA);
+}
+
+tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
+                             bool *out_applied) {
+    if (out_applied) *out_applied = false;
+    if (!world || (size && !bytes)) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_DELTA};
+    delta_t *d = read_head(&r, world);
+    if (d) read_body(&r, world, d, NULL);
+    if (r.result != TES_OK || d->to <= world->replica_tick) { /* bad, or nothing new */
+        delta_free(world, d);
+        return r.result;
+    }
+    applier_t ap = {world, world->replica_tick, NULL, 0, 0, TES_OK};
+    world->replica_tick = 0; /* until it all went in */
+    if (d->keyframe) ap.result = map_components(world, d, bytes, size);
+    if (ap.result == TES_OK) read_body(&r, world, d, &ap);
+    tesi_free(world, ap.doomed, ap.doomed_slots * sizeof *ap.doomed);
+    if (ap.result == TES_OK) world->replica_tick = d->to;
+    delta_free(world, d);
+    if (out_applied) *out_applied = ap.result == TES_OK;
+    return ap.result;
+}
+
+uint64_t tes_replica_tick(const tes_world_t *world) {
+    return world ? world->replica_tick : 0;
+}

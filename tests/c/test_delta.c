@@ -1,0 +1,623 @@
+/* Deltas: a replica that applies a keyframe and then a delta per tick equals the source after
+ * every tick (randomized worlds with chunk, sparse and local components, relations with data,
+ * ChildOf with cascades and reordered children); lost, late and reordered deltas follow the
+ * baseline rules; a replica older than the history gets a keyframe and never pins the source's
+ * logs; a scope query limits the entities; a delta costs what changed; bad bytes are refused
+ * with the replica untouched; out of memory leaves a valid replica that a keyframe repairs. */
+#include "../crc32_reference.h"
+#include "fixtures.h"
+
+static const tes_field_desc_t body_fields[] = {
+    {"x", TES_F32, 0}, {"hp", TES_I16, 0}, {"tags", TES_U8, 3}, {"mass", TES_F64, 0}};
+static const tes_field_desc_t weight_fields[] = {{"w", TES_F64, 0}, {"k", TES_U8, 0}};
+
+typedef struct world_t {
+    tes_world_t *world;
+    tes_component_t body, vel, tag, sparse, marker, likes, child, local;
+} world_t;
+
+static world_t make_with(const tes_world_desc_t *desc) {
+    world_t w;
+    w.world = fx_world(desc);
+    w.body = fx_component(w.world, "Body", body_fields, 4);
+    w.vel = fx_component(w.world, "Vel", body_fields, 1);
+    w.tag = fx_tag(w.world, "Tag");
+    w.sparse = fx_sparse(w.world, "Sparse", weight_fields, 2);
+    w.marker = fx_sparse(w.world, "Marker", NULL, 0);
+    w.likes = fx_relation(w.world, "Likes", weight_fields, 2, 0);
+    w.child = fx_relation(w.world, "ChildOf", NULL, 0,
+                          TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE);
+    tes_component_desc_t local = {"Local", weight_fields, 1, TES_COMPONENT_LOCAL};
+    CHECK_OK(tes_component_register(w.world, &local, &w.local));
+    return w;
+}
+
+static world_t make(void) {
+    return make_with(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 8});
+}
+
+typedef struct live_t {
+    tes_entity_t e[512];
+    uint32_t n;
+} live_t;
+
+/* One random change to the world: spawns, despawns (cascading), adds and removes, values, sparse
+ * members, local values, pairs with data, ChildOf links and reordered children. */
+static void random_change(const world_t *w, fx_rng_t *rng, live_t *live, uint32_t step) {
+    uint32_t op = fx_rng_below(rng, 14);
+    tes_entity_t e = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
+    tes_entity_t f = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
+    if (op < 3 || live->n < 4) {
+        if (live->n == 512) return;
+        const tes_component_t set[] = {w->body, w->vel, w->tag, w->sparse, w->marker, w->local};
+        uint32_t mask = fx_rng_below(rng, 64), count = 0;
+        tes_component_t chosen[6];
+        for (uint32_t k = 0; k < 6; k++) {
+            if (mask & (1u << k)) chosen[count++] = set[k];
+        }
+        CHECK_OK(tes_spawn(w->world, chosen, count, &live->e[live->n]));
+        e = live->e[live->n++];
+        if (fx_has(w->world, e, w->body)) {
+            CHECK_OK(tes_init_number(w->world, e, w->body, 0, 0, (double)step * 0.5));
+            CHECK_OK(tes_init_number(w->world, e, w->body, 2, step % 3, step % 256));
+        }
+    } else if (op == 3) {
+        CHECK_OK(tes_despawn(w->world, e));
+    } else if (op == 4) {
+        CHECK_OK(tes_add(w->world, e, fx_rng_chance(rng, 50) ? w->vel : w->tag));
+    } else if (op == 5) {
+        CHECK_OK(tes_remove(w->world, e, fx_rng_chance(rng, 50) ? w->body : w->tag));
+    } else if (op == 6) {
+        tes_component_t s = fx_rng_chance(rng, 50) ? w->sparse : w->marker;
+        if (fx_rng_chance(rng, 70)) {
+            CHECK_OK(tes_add(w->world, e, s));
+            if (s == w->sparse) CHECK_OK(tes_set_number(w->world, e, s, 0, 0, step + 0.25));
+        } else {
+            CHECK_OK(tes_remove(w->world, e, s));
+        }
+    } else if (op == 7 || op == 8) {
+        CHECK_OK(tes_pair_add(w->world, e, w->likes, f));
+        CHECK_OK(tes_pair_set_number(w->world, e, w->likes, f, 0, 0, step * 1.5));
+    } else if (op == 9) {
+        tes_result_t r = tes_pair_add(w->world, e, w->child, f);
+        CHECK(r == TES_OK || r == TES_ERR_CYCLE);
+    } else if (op == 10) {
+        tes_entity_t parent = 0, siblings[512];
+        CHECK_OK(tes_pair_target(w->world, e, w->child, &parent));
+        uint32_t count = 0;
+        if (parent) CHECK_OK(tes_pair_sources(w->world, w->child, parent, siblings, 512, &count));
+        if (count) CHECK_OK(tes_pair_place(w->world, e, w->child, parent, siblings[0]));
+    } else if (op == 11) {
+        CHECK_OK(tes_pair_remove(w->world, e, w->likes, f));
+    } else if (op == 12) {
+        if (fx_has(w->world, e, w->local)) {
+            CHECK_OK(tes_set_number(w->world, e, w->local, 0, 0, step));
+        }
+    } else if (fx_has(w->world, e, w->body)) {
+        CHECK_OK(tes_set_number(w->world, e, w->body, 1, 0, (double)(step % 1000)));
+        CHECK_OK(tes_set_number(w->world, e, w->body, 3, 0, -(double)step));
+    }
+    uint32_t kept = 0; /* despawns cascade: keep the live handles */
+    for (uint32_t i = 0; i < live->n; i++) {
+        if (tes_is_alive(w->world, live->e[i])) live->e[kept++] = live->e[i];
+    }
+    live->n = kept;
+}
+
+static int compare_index(const void *a, const void *b) {
+    uint32_t x = *(const tes_entity_t *)a & 0x1FFFFFu, y = *(const tes_entity_t *)b & 0x1FFFFFu;
+    return (x > y) - (x < y);
+}
+
+static void put_values(fx_snapshot_t *s, tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    tes_component_info_t info;
+    CHECK_OK(tes_component_info(world, c, &info));
+    for (uint32_t f = 0; f < info.field_count; f++) {
+        unsigned char value[64];
+        tes_field_info_t field;
+        CHECK_OK(tes_field_info(world, c, f, &field));
+        CHECK_OK(tes_get(world, e, c, f, value, field.bytes));
+        fx_snapshot_put(s, value, field.bytes);
+    }
+}
+
+/* The replicated state, independent of storage order: live entities by index with their handles,
+ * replicated components and values, and every pair list in order with the pairs' data (`local`
+ * values are left out: they are not replicated). */
+static fx_snapshot_t *dump(const world_t *w) {
+    tes_world_t *world = w->world;
+    /* Not released with the case: the caller deletes it (tests keep many). */
+    fx_snapshot_t *s = (fx_snapshot_t *)calloc(1, sizeof *s);
+    tes_world_stats_t stats = fx_stats(world);
+    tes_entity_t *all = (tes_entity_t *)malloc((stats.entity_count + 1) * sizeof *all);
+    CHECK(s != NULL && all != NULL);
+    uint32_t n = 0;
+    for (tes_archetype_t a = 0; a < stats.archetype_count; a++) {
+        tes_archetype_info_t info = fx_archetype(world, a);
+        for (uint32_t k = 0; k < info.chunk_count; k++) {
+            tes_chunk_info_t chunk;
+            CHECK_OK(tes_chunk_info(world, a, k, &chunk));
+            memcpy(all + n, chunk.entities, chunk.count * sizeof *all);
+            n += chunk.count;
+        }
+    }
+    CHECK_EQ(n, stats.entity_count);
+    qsort(all, n, sizeof *all, compare_index);
+    const tes_component_t comps[] = {w->body, w->vel, w->tag, w->sparse, w->marker};
+    for (uint32_t i = 0; i < n; i++) {
+        tes_entity_t e = all[i];
+        fx_snapshot_put_u32(s, e);
+        for (uint32_t k = 0; k < 5; k++) {
+            bool has = fx_has(world, e, comps[k]);
+            fx_snapshot_put_u32(s, has);
+            if (has) put_values(s, world, e, comps[k]);
+        }
+        tes_entity_t list[512];
+        uint32_t count = 0;
+        CHECK_OK(tes_pair_targets(world, e, w->likes, list, 512, &count));
+        fx_snapshot_put_u32(s, count);
+        for (uint32_t k = 0; k < count; k++) {
+            double v = 0;
+            fx_snapshot_put_u32(s, list[k]);
+            CHECK_OK(tes_pair_get_number(world, e, w->likes, list[k], 0, 0, &v));
+            fx_snapshot_put(s, &v, sizeof v);
+            CHECK_OK(tes_pair_get_number(world, e, w->likes, list[k], 1, 0, &v));
+            fx_snapshot_put(s, &v, sizeof v);
+        }
+        CHECK_OK(tes_pair_sources(world, w->likes, e, list, 512, &count));
+        fx_snapshot_put_u32(s, count);
+        fx_snapshot_put(s, list, count * sizeof *list);
+        tes_entity_t parent = 0;
+        CHECK_OK(tes_pair_target(world, e, w->child, &parent));
+        fx_snapshot_put_u32(s, parent);
+        CHECK_OK(tes_pair_sources(world, w->child, e, list, 512, &count));
+        fx_snapshot_put_u32(s, count);
+        fx_snapshot_put(s, list, count * sizeof *list);
+    }
+    free(all);
+    return s;
+}
+
+static void check_equal_dumps(fx_snapshot_t *a, fx_snapshot_t *b, const char *what, uint32_t at) {
+    char message[160];
+    if (!fx_snapshot_equal(a, b, message, sizeof message)) {
+        harness_fail(__FILE__, __LINE__, "%s (step %u): %s", what, (unsigned)at, message);
+    }
+}
+
+static void check_same(const world_t *source, const world_t *replica, uint32_t at) {
+    fx_snapshot_t *a = dump(source), *b = dump(replica);
+    check_equal_dumps(a, b, "replica differs from the source", at);
+    fx_snapshot_delete(a);
+    fx_snapshot_delete(b);
+    CHECK_OK(tes_world_validate(replica->world));
+}
+
+typedef struct delta_copy_t {
+    uint8_t *bytes;
+    uint32_t size;
+    uint64_t tick;
+} delta_copy_t;
+
+/* Encodes since `baseline` and copies the bytes (the replicator reuses its buffer). */
+static delta_copy_t encode(tes_replicator_t *rep, uint64_t baseline) {
+    const uint8_t *bytes = NULL;
+    delta_copy_t d = {NULL, 0, 0};
+    CHECK_OK(tes_delta_encode(rep, baseline, &bytes, &d.size, &d.tick));
+    d.bytes = (uint8_t *)malloc(d.size); /* the caller frees it */
+    CHECK(d.bytes != NULL);
+    memcpy(d.bytes, bytes, d.size);
+    return d;
+}
+
+static bool is_keyframe(const delta_copy_t *d) {
+    return (d->bytes[6] & 1) != 0;
+}
+
+static tes_replicator_t *replicator(tes_world_t *world, tes_query_t *scope, uint32_t history) {
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {.scope = scope, .history = history};
+    CHECK_OK(tes_replicator_create(world, &desc, &rep));
+    return rep;
+}
+
+static void apply(const world_t *replica, const delta_copy_t *d, bool expect_applied) {
+    bool applied = !expect_applied;
+    CHECK_OK(tes_delta_apply(replica->world, d->bytes, d->size, &applied));
+    CHECK_EQ(applied, expect_applied);
+    if (expect_applied) CHECK_EQ(tes_replica_tick(replica->world), d->tick);
+}
+
+TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        world_t source = make(), replica = make();
+        tes_replicator_t *rep = replicator(source.world, NULL, 0);
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        for (uint32_t i = 0; i < 40; i++)
+            random_change(&source, &rng, &live, i);
+        delta_copy_t key = encode(rep, 0);
+        CHECK(is_keyframe(&key));
+        apply(&replica, &key, true);
+        check_same(&source, &replica, 0);
+        free(key.bytes);
+        for (uint32_t tick = 1; tick <= 60; tick++) {
+            uint32_t changes = 1 + fx_rng_below(&rng, 8);
+            for (uint32_t k = 0; k < changes; k++)
+                random_change(&source, &rng, &live, tick * 10 + k);
+            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+            CHECK(!is_keyframe(&d));
+            apply(&replica, &d, true);
+            check_same(&source, &replica, tick);
+            free(d.bytes);
+            CHECK_OK(tes_tick(source.world)); /* pruning runs between deltas */
+        }
+        CHECK_OK(tes_world_validate(source.world));
+    }
+}
+
+TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
+    enum { TICKS = 80, LAG = 3 };
+    for (uint64_t seed = 11; seed <= 14; seed++) {
+        world_t source = make(), replica = make();
+        tes_replicator_t *rep = replicator(source.world, NULL, 32);
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        delta_copy_t sent[TICKS];
+        fx_snapshot_t *states[TICKS];
+        uint64_t acked[TICKS]; /* what the source had heard back when it encoded */
+        for (uint32_t t = 0; t < TICKS; t++) {
+            for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 6); k < n; k++)
+                random_change(&source, &rng, &live, t * 10 + k);
+            /* Acknowledgements come back LAG ticks late. */
+            acked[t] = t >= LAG ? acked[t - 1] : 0;
+            if (t >= LAG && tes_replica_tick(replica.world) > acked[t]) {
+                acked[t] = tes_replica_tick(replica.world);
+            }
+            sent[t] = encode(rep, acked[t]);
+            states[t] = dump(&source);
+            CHECK_OK(tes_tick(source.world));
+            /* The channel: a third are lost, the rest arrive now or swapped with the next. */
+            uint32_t fate = fx_rng_below(&rng, 3);
+            if (fate == 0) continue;
+            uint32_t deliver[2], count = 0;
+            if (fate == 1 || t == 0) {
+                deliver[count++] = t;
+            } else {
+                deliver[count++] = t;
+                deliver[count++] = t - 1; /* the earlier one arrives late */
+            }
+            for (uint32_t i = 0; i < count; i++) {
+                const delta_copy_t *d = &sent[deliver[i]];
+                uint64_t before = tes_replica_tick(replica.world);
+                bool applied = false;
+                tes_result_t r = tes_delta_apply(replica.world, d->bytes, d->size, &applied);
+                if (d->tick <= before) {
+                    CHECK_OK(r);
+                    CHECK(!applied); /* late: nothing new */
+                } else if (!is_keyframe(d) && acked[deliver[i]] > before) {
+                    CHECK_ERR(r, TES_ERR_DELTA_BASELINE);
+                } else {
+                    CHECK_OK(r);
+                    CHECK(applied);
+                    CHECK_EQ(tes_replica_tick(replica.world), d->tick);
+                    fx_snapshot_t *now = dump(&replica);
+                    check_equal_dumps(states[deliver[i]], now, "replica differs", deliver[i]);
+                    fx_snapshot_delete(now);
+                }
+            }
+        }
+        for (uint32_t t = 0; t < TICKS; t++) {
+            free(sent[t].bytes);
+            fx_snapshot_delete(states[t]);
+        }
+        CHECK_OK(tes_world_validate(replica.world));
+    }
+}
+
+TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 4);
+    fx_rng_t rng = {7};
+    live_t live = {.n = 0};
+    for (uint32_t i = 0; i < 30; i++)
+        random_change(&source, &rng, &live, i);
+    delta_copy_t first = encode(rep, 0);
+    apply(&replica, &first, true);
+    uint64_t baseline = first.tick;
+    free(first.bytes);
+    for (uint32_t t = 0; t < 3; t++) {
+        random_change(&source, &rng, &live, 100 + t);
+        delta_copy_t d = encode(rep, baseline);
+        CHECK(!is_keyframe(&d)); /* still within the history of 4 */
+        free(d.bytes);
+    }
+    for (uint32_t t = 0; t < 6; t++) {
+        random_change(&source, &rng, &live, 200 + t);
+        free(encode(rep, baseline).bytes);
+        CHECK_OK(tes_tick(source.world));
+    }
+    delta_copy_t late = encode(rep, baseline);
+    CHECK(is_keyframe(&late));
+    apply(&replica, &late, true);
+    check_same(&source, &replica, 0);
+    free(late.bytes);
+    /* A baseline the replicator never handed out (in the future) is a keyframe too. */
+    delta_copy_t future = encode(rep, UINT64_MAX / 2);
+    CHECK(is_keyframe(&future));
+    free(future.bytes);
+}
+
+TEST(a_lost_replica_never_pins_the_logs_of_the_source) {
+    world_t source = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 8);
+    free(encode(rep, 0).bytes);
+    uint64_t settled = 0;
+    for (uint32_t t = 0; t < 600; t++) {
+        /* Churn that fills every log: spawns, pair events, despawns. */
+        tes_entity_t a, b;
+        tes_component_t set[] = {source.body, source.sparse};
+        CHECK_OK(tes_spawn(source.world, set, 2, &a));
+        CHECK_OK(tes_spawn(source.world, set, 1, &b));
+        CHECK_OK(tes_pair_add(source.world, a, source.likes, b));
+        CHECK_OK(tes_pair_set_number(source.world, a, source.likes, b, 0, 0, t));
+        CHECK_OK(tes_despawn(source.world, b));
+        CHECK_OK(tes_despawn(source.world, a));
+        free(encode(rep, 1).bytes); /* nobody ever acknowledges */
+        CHECK_OK(tes_tick(source.world));
+        if (t == 100) settled = fx_stats(source.world).bytes_allocated;
+    }
+    /* Memory stays flat: what is older than the history is pruned. */
+    CHECK(fx_stats(source.world).bytes_allocated <= settled + 4096);
+    tes_replicator_destroy(rep);
+    CHECK_OK(tes_world_validate(source.world));
+}
+
+TEST(a_delta_costs_what_changed) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_component_t set[] = {source.body, source.vel};
+    tes_entity_t *all = (tes_entity_t *)fx_malloc(20000 * sizeof *all);
+    CHECK_OK(tes_spawn_batch(source.world, set, 2, 20000, all));
+    delta_copy_t key = encode(rep, 0);
+    CHECK(key.size > 20000u * 30);
+    apply(&replica, &key, true);
+    free(key.bytes);
+    for (uint32_t i = 0; i < 10; i++)
+        CHECK_OK(tes_set_number(source.world, all[i * 1999], source.body, 0, 0, i + 0.5));
+    delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+    /* 10 records of handle, two ids and Body's 17 bytes, and the fixed parts. */
+    CHECK(d.size <= 60 + 4 * 7 + 8 + 10 * (4 + 4 + 8 + 17) + 8);
+    apply(&replica, &d, true);
+    check_same(&source, &replica, 0);
+    free(d.bytes);
+    /* Nothing changed: no records at all. */
+    delta_copy_t none = encode(rep, tes_replica_tick(replica.world));
+    CHECK(none.size <= 60 + 4 * 7 + 8 + 8);
+    free(none.bytes);
+}
+
+TEST(local_components_stay_out_and_the_replicas_own_components_stay) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_entity_t e;
+    tes_component_t set[] = {source.body, source.local};
+    CHECK_OK(tes_spawn(source.world, set, 2, &e));
+    CHECK_OK(tes_set_number(source.world, e, source.local, 0, 0, 42));
+    delta_copy_t key = encode(rep, 0);
+    apply(&replica, &key, true);
+    CHECK(fx_has(replica.world, e, replica.body));
+    CHECK(!fx_has(replica.world, e, replica.local));
+    /* The replica's own component on a replicated entity survives later deltas. */
+    CHECK_OK(tes_add(replica.world, e, replica.local));
+    CHECK_OK(tes_set_number(replica.world, e, replica.local, 0, 0, 7));
+    CHECK_OK(tes_set_number(source.world, e, source.body, 0, 0, 3));
+    CHECK_OK(tes_set_number(source.world, e, source.local, 0, 0, 43));
+    delta_copy_t d = encode(rep, key.tick);
+    apply(&replica, &d, true);
+    CHECK_EQ(fx_get_number(replica.world, e, replica.body, 0, 0), 3);
+    CHECK_EQ(fx_get_number(replica.world, e, replica.local, 0, 0), 7);
+    free(key.bytes);
+    free(d.bytes);
+    /* Naming a local component is refused. */
+    tes_replicator_t *bad = NULL;
+    tes_replicator_desc_t desc = {.components = &source.local, .component_count = 1};
+    CHECK_ERR(tes_replicator_create(source.world, &desc, &bad), TES_ERR_INVALID_ARGUMENT);
+    /* A chosen subset: only Vel travels. */
+    tes_replicator_t *only = NULL;
+    desc = (tes_replicator_desc_t){.components = &source.vel, .component_count = 1};
+    CHECK_OK(tes_replicator_create(source.world, &desc, &only));
+    world_t other = make();
+    CHECK_OK(tes_add(source.world, e, source.vel));
+    delta_copy_t k2 = encode(only, 0);
+    apply(&other, &k2, true);
+    CHECK(fx_has(other.world, e, other.vel) && !fx_has(other.world, e, other.body));
+    free(k2.bytes);
+}
+
+TEST(a_scope_query_limits_the_entities_and_entering_ones_arrive_whole) {
+    world_t source = make(), replica = make();
+    tes_query_t *scope = NULL;
+    tes_query_desc_t qd = {.all = &source.vel, .all_count = 1};
+    CHECK_OK(tes_query_create(source.world, &qd, &scope));
+    tes_replicator_t *rep = replicator(source.world, scope, 0);
+    tes_entity_t in, out;
+    tes_component_t with[] = {source.body, source.vel}, without[] = {source.body};
+    CHECK_OK(tes_spawn(source.world, with, 2, &in));
+    CHECK_OK(tes_spawn(source.world, without, 1, &out));
+    CHECK_OK(tes_add(source.world, out, source.sparse));
+    CHECK_OK(tes_set_number(source.world, out, source.sparse, 0, 0, 9.5));
+    CHECK_OK(tes_set_number(source.world, out, source.body, 1, 0, 77));
+    CHECK_OK(tes_pair_add(source.world, in, source.likes, out)); /* out of scope: not sent */
+    delta_copy_t key = encode(rep, 0);
+    apply(&replica, &key, true);
+    CHECK(tes_is_alive(replica.world, in) && !tes_is_alive(replica.world, out));
+    /* `out` enters the scope: it arrives with every value, even those set long ago. */
+    CHECK_OK(tes_add(source.world, out, source.vel));
+    delta_copy_t d1 = encode(rep, key.tick);
+    apply(&replica, &d1, true);
+    CHECK(tes_is_alive(replica.world, out));
+    CHECK_EQ(fx_get_number(replica.world, out, replica.sparse, 0, 0), 9.5);
+    CHECK_EQ(fx_get_number(replica.world, out, replica.body, 1, 0), 77);
+    /* `in` leaves it: despawned on the replica. */
+    CHECK_OK(tes_remove(source.world, in, source.vel));
+    delta_copy_t d2 = encode(rep, d1.tick);
+    apply(&replica, &d2, true);
+    CHECK(!tes_is_alive(replica.world, in) && tes_is_alive(replica.world, out));
+    free(key.bytes);
+    free(d1.bytes);
+    free(d2.bytes);
+    tes_replicator_destroy(rep);
+    tes_query_destroy(source.world, scope);
+}
+
+/* Applying must fail with a checked error and leave the replica exactly as it was. */
+static void check_refused(const world_t *replica, const uint8_t *bytes, uint32_t size,
+                          const fx_snapshot_t *before, uint64_t tick) {
+    bool applied = true;
+    tes_result_t r = tes_delta_apply(replica->world, bytes, size, &applied);
+    CHECK(r == TES_ERR_BAD_DELTA || r == TES_ERR_SNAPSHOT_VERSION || r == TES_ERR_DELTA_SCHEMA ||
+          r == TES_ERR_DELTA_BASELINE);
+    CHECK(!applied);
+    CHECK_EQ(tes_replica_tick(replica->world), tick);
+    FX_CHECK_UNCHANGED_FULL(before, replica->world);
+}
+
+static void reseal(uint8_t *bytes, uint32_t size) {
+    uint32_t crc = crc32_reference(bytes + 16, size - 16);
+    memcpy(bytes + 12, &crc, 4);
+}
+
+TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    fx_rng_t rng = {21};
+    live_t live = {.n = 0};
+    for (uint32_t i = 0; i < 30; i++)
+        random_change(&source, &rng, &live, i);
+    delta_copy_t key = encode(rep, 0);
+    apply(&replica, &key, true);
+    for (uint32_t i = 0; i < 12; i++)
+        random_change(&source, &rng, &live, 100 + i);
+    delta_copy_t d = encode(rep, key.tick);
+    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
+    for (uint32_t n = 0; n < d.size; n++)
+        check_refused(&replica, d.bytes, n, before, key.tick); /* every truncation */
+    uint8_t *copy = (uint8_t *)fx_malloc(d.size);
+    for (uint32_t bit = 0; bit < d.size * 8; bit++) { /* every flipped bit */
+        memcpy(copy, d.bytes, d.size);
+        copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        check_refused(&replica, copy, d.size, before, key.tick);
+    }
+    /* Random corruption behind a valid checksum: refused, or applied to a valid world. */
+    for (uint32_t round = 0; round < 3000; round++) {
+        memcpy(copy, d.bytes, d.size);
+        for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 4); k < n; k++)
+            copy[16 + fx_rng_below(&rng, d.size - 16)] = (uint8_t)fx_rng_next(&rng);
+        reseal(copy, d.size);
+        world_t probe = make();
+        CHECK_OK(tes_delta_apply(probe.world, key.bytes, key.size, NULL));
+        fx_snapshot_t *probe_before = fx_snapshot_full_of(probe.world);
+        bool applied = false;
+        tes_result_t r = tes_delta_apply(probe.world, copy, d.size, &applied);
+        if (r == TES_OK || r == TES_ERR_CYCLE) {
+            CHECK_OK(tes_world_validate(probe.world));
+        } else {
+            check_refused(&probe, copy, d.size, probe_before, key.tick);
+        }
+        fx_world_destroy_now(probe.world);
+    }
+    /* Another version, another schema, a baseline the replica lacks. */
+    memcpy(copy, d.bytes, d.size);
+    copy[4] = 2;
+    reseal(copy, d.size);
+    CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
+    world_t fresh = make();
+    CHECK_ERR(tes_delta_apply(fresh.world, d.bytes, d.size, NULL), TES_ERR_DELTA_BASELINE);
+    tes_world_t *stranger = fx_world(NULL);
+    fx_component(stranger, "Body", weight_fields, 2);
+    CHECK_ERR(tes_delta_apply(stranger, key.bytes, key.size, NULL), TES_ERR_DELTA_SCHEMA);
+    FX_CHECK_UNCHANGED_FULL(before, replica.world);
+    /* The real thing still applies, once. */
+    apply(&replica, &d, true);
+    check_same(&source, &replica, 0);
+    apply(&replica, &d, false);
+    free(key.bytes);
+    free(d.bytes);
+}
+
+TEST(no_encode_or_apply_inside_a_live_iteration) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_entity_t e;
+    CHECK_OK(tes_spawn(source.world, &source.body, 1, &e));
+    delta_copy_t key = encode(rep, 0);
+    tes_query_t *q = NULL;
+    tes_query_desc_t qd = {.all = &source.body, .all_count = 1};
+    CHECK_OK(tes_query_create(source.world, &qd, &q));
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(source.world, q, &it));
+    const uint8_t *bytes;
+    uint32_t size;
+    CHECK_ERR(tes_delta_encode(rep, 0, &bytes, &size, NULL), TES_ERR_INVALID_ARGUMENT);
+    while (tes_iter_next(&it)) {
+    }
+    tes_query_t *rq = NULL;
+    qd = (tes_query_desc_t){.all = &replica.body, .all_count = 1};
+    CHECK_OK(tes_query_create(replica.world, &qd, &rq));
+    CHECK_OK(tes_spawn(replica.world, &replica.body, 1, &e));
+    CHECK_OK(tes_query_iter(replica.world, rq, &it));
+    CHECK_ERR(tes_delta_apply(replica.world, key.bytes, key.size, NULL), TES_ERR_INVALID_ARGUMENT);
+    while (tes_iter_next(&it)) {
+    }
+    apply(&replica, &key, true); /* and the keyframe replaced the replica's own entity */
+    check_same(&source, &replica, 0);
+    free(key.bytes);
+}
+
+TEST(out_of_memory_leaves_a_valid_replica_that_a_keyframe_repairs) {
+    world_t source = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    fx_rng_t rng = {31};
+    live_t live = {.n = 0};
+    for (uint32_t i = 0; i < 40; i++)
+        random_change(&source, &rng, &live, i);
+    delta_copy_t key = encode(rep, 0);
+    for (uint32_t i = 0; i < 20; i++)
+        random_change(&source, &rng, &live, 100 + i);
+    delta_copy_t d = encode(rep, key.tick);
+    for (int64_t fail = 0;; fail++) {
+        fx_alloc_t *alloc = fx_alloc_new();
+        world_t replica = make_with(&(tes_world_desc_t){.allocator = fx_allocator(alloc)});
+        CHECK_OK(tes_delta_apply(replica.world, key.bytes, key.size, NULL));
+        alloc->fail_after = (int64_t)alloc->allocs + fail;
+        alloc->fail_once = true;
+        tes_result_t r = tes_delta_apply(replica.world, d.bytes, d.size, NULL);
+        bool failed = alloc->failures > 0;
+        CHECK_OK(tes_world_validate(replica.world));
+        if (r != TES_OK && tes_replica_tick(replica.world) == key.tick) {
+            /* Failed before changing anything (while checking): the delta still applies. */
+            CHECK_ERR(r, TES_ERR_OUT_OF_MEMORY);
+            CHECK_OK(tes_delta_apply(replica.world, d.bytes, d.size, NULL));
+            check_same(&source, &replica, (uint32_t)fail);
+        } else if (r != TES_OK) {
+            CHECK_ERR(r, TES_ERR_OUT_OF_MEMORY);
+            CHECK_EQ(tes_replica_tick(replica.world), 0);
+            /* Only a keyframe applies now, and it brings the replica back. */
+            CHECK_ERR(tes_delta_apply(replica.world, d.bytes, d.size, NULL),
+                      TES_ERR_DELTA_BASELINE);
+            delta_copy_t again = encode(rep, 0);
+            CHECK_OK(tes_delta_apply(replica.world, again.bytes, again.size, NULL));
+            check_same(&source, &replica, (uint32_t)fail);
+            free(again.bytes);
+        } else {
+            check_same(&source, &replica, (uint32_t)fail);
+        }
+        fx_world_destroy_now(replica.world);
+        FX_CHECK_ALLOC_CLEAN(alloc);
+        if (!failed) break;
+    }
+    /* Encoding out of memory fails without consuming anything. */
+    free(key.bytes);
+    free(d.bytes);
+}

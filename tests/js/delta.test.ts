@@ -1,0 +1,341 @@
+// Deltas from JS: a replica fed by world.replicator() deltas equals the source after every tick
+// (randomized worlds: spawns, despawns with cascades, components, sparse components, pairs with
+// data, reordered children); lost, late and reordered deltas follow the baseline rules through a
+// Peer; `replicate: false` components stay out and the replica's own stay; a scope limits the
+// entities; the replica's subscriptions see the changes; bad bytes are refused and change
+// nothing; the delta's bytes are a view that a later encode invalidates.
+import { describe, expect, test } from 'vitest';
+
+import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
+import { expectError, snapshot, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Body = component('DeltaBody', { x: 'f32', hp: 'i16', tags: ['u8', 3], mass: 'f64' });
+const Vel = component('DeltaVel', { x: 'f32' });
+const Frozen = tag('DeltaFrozen');
+const Weight = component('DeltaWeight', { w: 'f64' }, { storage: 'sparse' });
+const Marked = tag('DeltaMarked', { storage: 'sparse' });
+const Likes = relation('DeltaLikes', { amount: 'f32' });
+const Sprite = component('DeltaSprite', { frame: 'u16' }, { replicate: false });
+
+const components = [Body, Vel, Frozen, Weight, Marked];
+
+/** A small deterministic PRNG (mulberry32). */
+function rng(seed: number): (n: number) => number {
+    let a = seed >>> 0;
+    return (n) => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+    };
+}
+
+/** A random history on the source: the handles it ever handed out go to `all`. */
+function randomSteps(world: World, below: (n: number) => number, steps: number, all: Entity[], live: Entity[], step0: number): Entity[] {
+    for (let step = step0; step < step0 + steps; step++) {
+        const op = below(11);
+        const e = live.length ? live[below(live.length)]! : 0;
+        const f = live.length ? live[below(live.length)]! : 0;
+        if (op < 3 || live.length < 4) {
+            const items = [...components, Sprite].filter(() => below(2) === 0);
+            const entity = world.spawn(...items);
+            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
+            if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
+            all.push(entity);
+            live.push(entity);
+        } else if (op === 3) {
+            world.despawn(e); // ChildOf takes the subtree along
+        } else if (op === 4) {
+            world.add(e, below(2) ? Marked : Frozen);
+        } else if (op === 5) {
+            world.remove(e, below(2) ? Marked : Vel);
+        } else if (op === 6) {
+            world.addPair(e, Likes, f, { amount: step });
+        } else if (op === 7) {
+            try {
+                world.setParent(e, f);
+            } catch (error) {
+                expect((error as { code: string }).code).toBe('CYCLE');
+            }
+        } else if (op === 8) {
+            const parent = world.parentOf(e);
+            if (parent !== undefined) world.setParent(e, parent, world.childrenOf(parent)[0]);
+        } else if (op === 9 && world.has(e, Body)) {
+            world.set(e, Body, { hp: step % 1000 });
+        } else {
+            world.removePair(e, Likes, f);
+        }
+        live.splice(0, live.length, ...live.filter((x) => world.isAlive(x)));
+    }
+    return all;
+}
+
+/** Everything replicated about the handles: components, values, pairs, child order. */
+function observe(world: World, handles: readonly Entity[]): unknown {
+    return {
+        base: snapshot(world, handles, components),
+        pairs: handles.map((e) =>
+            world.isAlive(e)
+                ? {
+                      likes: world.targets(e, Likes).map((t) => [t, world.getPair(e, Likes, t)]),
+                      likedBy: world.sources(Likes, e),
+                      parent: world.parentOf(e),
+                      children: world.childrenOf(e),
+                  }
+                : 'dead',
+        ),
+    };
+}
+
+describe('deltas', () => {
+    test('a replica fed a delta per tick equals the source after every tick', async () => {
+        for (const seed of [1, 2, 3]) {
+            const source = await newWorld({ minFreeIndices: 8 });
+            const replica = await newWorld();
+            const below = rng(seed);
+            const all: Entity[] = [];
+            const live: Entity[] = [];
+            randomSteps(source, below, 80, all, live, 0);
+            const peer = source.replicator().peer();
+            for (let tick = 0; tick < 40; tick++) {
+                if (tick > 0) randomSteps(source, below, 1 + below(6), all, live, tick * 10);
+                const delta = peer.encode();
+                expect(delta.keyframe).toBe(tick === 0);
+                expect(replica.applyDelta(delta.bytes)).toBe(true);
+                expect(replica.replicaTick).toBe(delta.tick);
+                peer.ack(replica.replicaTick);
+                expect(observe(replica, all)).toEqual(observe(source, all));
+                source.tick();
+            }
+            replica.validate();
+        }
+    });
+
+    test('lost, late and reordered deltas: the replica equals the source at the tick it applied', async () => {
+        const source = await newWorld({ minFreeIndices: 8 });
+        const replica = await newWorld();
+        const below = rng(9);
+        const all: Entity[] = [];
+        const live: Entity[] = [];
+        const peer = source.replicator({ history: 16 }).peer();
+        const sent: { bytes: Uint8Array; tick: number; state: unknown }[] = [];
+        const acks: number[] = []; // acknowledgements in flight, two ticks late
+        let applied = 0;
+        let late = 0;
+        for (let t = 0; t < 60; t++) {
+            randomSteps(source, below, 1 + below(5), all, live, t * 10);
+            if (acks.length > 2) peer.ack(acks.shift()!);
+            const delta = peer.encode();
+            sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, state: observe(source, all) });
+            source.tick();
+            const fate = below(3); // lost, delivered, or delivered after the next one
+            if (fate === 0) continue;
+            const order = fate === 2 && t > 0 ? [t, t - 1] : [t];
+            for (const i of order) {
+                const message = sent[i]!;
+                const before = replica.replicaTick;
+                if (message.tick <= before) {
+                    expect(replica.applyDelta(message.bytes)).toBe(false);
+                    late++;
+                    continue;
+                }
+                try {
+                    expect(replica.applyDelta(message.bytes)).toBe(true);
+                } catch (error) {
+                    // Encoded against an acknowledgement the replica had not reached: refused whole.
+                    expect((error as { code: string }).code).toBe('DELTA_BASELINE');
+                    expect(replica.replicaTick).toBe(before);
+                    continue;
+                }
+                applied++;
+                expect(observe(replica, all)).toEqual(message.state);
+                acks.push(replica.replicaTick);
+            }
+        }
+        expect(applied).toBeGreaterThan(20);
+        expect(late).toBeGreaterThan(0);
+    });
+
+    test('a replica that never acknowledges gets a keyframe once it is older than the history', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const e = source.spawn(Body({ x: 1 }));
+        const peer = source.replicator({ history: 4 }).peer();
+        const first = peer.encode();
+        expect(first.keyframe).toBe(true);
+        replica.applyDelta(first.bytes);
+        peer.ack(first.tick);
+        const replicator = peer.replicator;
+        const kinds: boolean[] = [];
+        for (let i = 0; i < 6; i++) {
+            source.set(e, Body, { x: i + 2 });
+            kinds.push(replicator.encode(first.tick).keyframe);
+        }
+        expect(kinds).toEqual([false, false, false, false, true, true]);
+        expect(replica.applyDelta(replicator.encode(first.tick).bytes)).toBe(true);
+        expect(replica.get(e, Body).x).toBe(7);
+    });
+
+    test('a delta costs what changed', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const entities = source.spawnMany(10_000, Body, Vel);
+        const peer = source.replicator().peer();
+        const keyframe = peer.encode();
+        const keyframeSize = keyframe.bytes.length;
+        replica.applyDelta(keyframe.bytes);
+        peer.ack(keyframe.tick);
+        for (let i = 0; i < 10; i++) source.set(entities[i * 997]!, Body, { x: i });
+        const delta = peer.encode();
+        expect(delta.keyframe).toBe(false);
+        // Ten records: handle, count, two ids, Body's 17 bytes; plus the fixed parts.
+        expect(delta.bytes.length).toBeLessThan(600);
+        expect(keyframeSize).toBeGreaterThan(10_000 * 30);
+        replica.applyDelta(delta.bytes);
+        expect(replica.get(entities[9 * 997]!, Body).x).toBe(9);
+    });
+
+    test('the replica sees the changes through its own subscriptions', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const [a, b, c] = source.spawnMany(3, Body);
+        const peer = source.replicator().peer();
+        replica.applyDelta(peer.encode().bytes);
+        peer.ack(replica.replicaTick);
+        const changes = replica.subscribe({ changed: [Body], removed: [Body] });
+        changes.drain();
+        source.set(b!, Body, { x: 5 });
+        source.despawn(c!);
+        replica.applyDelta(peer.encode().bytes);
+        const seen = changes.drain();
+        expect([...seen.entities]).toEqual([b]);
+        expect([...seen.removedOf(Body)]).toEqual([c]);
+        expect(replica.get(a!, Body).x).toBe(0);
+    });
+
+    test('replicate: false stays out; the replica keeps its own components', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const e = source.spawn(Body({ x: 1 }), Sprite({ frame: 3 }));
+        const peer = source.replicator().peer();
+        replica.applyDelta(peer.encode().bytes);
+        peer.ack(replica.replicaTick);
+        expect(replica.has(e, Body)).toBe(true);
+        expect(replica.has(e, Sprite)).toBe(false);
+        replica.add(e, Sprite({ frame: 9 }));
+        source.set(e, Body, { x: 2 });
+        source.set(e, Sprite, { frame: 4 });
+        replica.applyDelta(peer.encode().bytes);
+        expect(replica.get(e, Body).x).toBe(2);
+        expect(replica.get(e, Sprite).frame).toBe(9);
+        expectError(() => source.replicator({ components: [Sprite] }), 'INVALID_ARGUMENT', { component: 'DeltaSprite' });
+        // Components first used after the replicator was made travel too (a keyframe brings them).
+        const Late = component('DeltaLate', { v: 'u32' });
+        source.add(e, Late({ v: 42 }));
+        const delta = peer.encode();
+        expect(delta.keyframe).toBe(true);
+        replica.applyDelta(delta.bytes);
+        expect(replica.get(e, Late).v).toBe(42);
+    });
+
+    test('a scope limits the entities; one entering it arrives whole, one leaving it goes', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const inside = source.spawn(Body({ x: 1 }), Vel);
+        const outside = source.spawn(Body({ x: 2, hp: 7 }), Weight({ w: 3.5 }));
+        const peer = source.replicator({ scope: { all: [Vel] } }).peer();
+        const sync = () => {
+            expect(replica.applyDelta(peer.encode().bytes)).toBe(true);
+            peer.ack(replica.replicaTick);
+        };
+        sync();
+        expect(replica.isAlive(inside)).toBe(true);
+        expect(replica.isAlive(outside)).toBe(false);
+        source.add(outside, Vel);
+        sync();
+        expect(replica.get(outside, Body)).toMatchObject({ x: 2, hp: 7 });
+        expect(replica.get(outside, Weight).w).toBe(3.5);
+        source.remove(inside, Vel);
+        sync();
+        expect(replica.isAlive(inside)).toBe(false);
+    });
+
+    test('bad bytes are refused and change nothing', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const below = rng(5);
+        const all: Entity[] = [];
+        const live: Entity[] = [];
+        randomSteps(source, below, 60, all, live, 0);
+        const peer = source.replicator().peer();
+        const keyframe = peer.encode();
+        replica.applyDelta(keyframe.bytes);
+        const keyBytes = keyframe.bytes.slice();
+        peer.ack(replica.replicaTick);
+        randomSteps(source, below, 10, all, live, 1000);
+        const delta = peer.encode().bytes.slice();
+        const before = observe(replica, all);
+        const tick = replica.replicaTick;
+        for (const n of [0, 10, 16, 40, delta.length - 1]) {
+            expectError(() => replica.applyDelta(delta.subarray(0, n)), 'BAD_DELTA', { operation: 'world.applyDelta' });
+        }
+        const flipped = delta.slice();
+        flipped[delta.length >> 1]! ^= 4;
+        expectError(() => replica.applyDelta(flipped), 'BAD_DELTA');
+        const version = delta.slice();
+        version[4] = 9;
+        expectError(() => replica.applyDelta(version), 'SNAPSHOT_VERSION');
+        expect(observe(replica, all)).toEqual(before);
+        expect(replica.replicaTick).toBe(tick);
+        // A fresh world lacks the baseline; a world with another DeltaBody is another schema.
+        const fresh = await newWorld();
+        expectError(() => fresh.applyDelta(delta), 'DELTA_BASELINE');
+        const stranger = await newWorld();
+        stranger.spawn(component('DeltaBody', { y: 'f64' }));
+        expectError(() => stranger.applyDelta(keyBytes), 'DELTA_SCHEMA');
+        expectError(() => replica.applyDelta('nope' as unknown as Uint8Array), 'INVALID_ARGUMENT');
+        expect(replica.applyDelta(delta)).toBe(true);
+        expect(replica.applyDelta(delta)).toBe(false); // repeated: nothing new
+        expect(observe(replica, all)).toEqual(observe(source, all));
+    });
+
+    test("reordering children is a 'moved' pair event, and the order travels", async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const parent = source.spawn();
+        const [a, b, c] = source.spawnMany(3);
+        for (const child of [a!, b!, c!]) source.setParent(child, parent);
+        const peer = source.replicator().peer();
+        replica.applyDelta(peer.encode().bytes);
+        peer.ack(replica.replicaTick);
+        const events = source.subscribe({ pairs: [ChildOf] });
+        events.drain();
+        source.setParent(c!, parent, a!);
+        expect(events.drain().pairEvents.map((e) => [e.kind, e.source, e.target])).toEqual([['moved', c, parent]]);
+        replica.applyDelta(peer.encode().bytes);
+        expect(replica.childrenOf(parent)).toEqual([c, a, b]);
+    });
+
+    test("a delta's bytes are a view until the next encode; not inside a loop", async () => {
+        const source = await newWorld();
+        source.spawn(Body);
+        const replicator = source.replicator();
+        const first = replicator.encode();
+        // A view into wasm memory, not a copy.
+        expect(first.bytes.byteOffset).toBeGreaterThan(0);
+        expect(first.bytes.buffer.byteLength).toBeGreaterThan(first.bytes.length);
+        replicator.encode(first.tick);
+        expectError(() => first.bytes, 'VIEW_DETACHED');
+        for (const _ of source.query({ all: [Body] })) {
+            expectError(() => replicator.encode(), 'INVALID_ARGUMENT', { operation: 'replicator.encode' });
+            expectError(() => source.applyDelta(new Uint8Array(4)), 'INVALID_ARGUMENT');
+        }
+        replicator.close();
+        expectError(() => replicator.encode(), 'DESTROYED');
+        expect(replicator.closed).toBe(true);
+        expectError(() => source.replicator({ history: 0 }), 'INVALID_ARGUMENT');
+    });
+});
