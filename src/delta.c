@@ -1018,6 +1018,132 @@ static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, ap
     if (r->result == TES_OK && r->at != r->size) tesi_fail(r, TES_ERR_BAD_DELTA);
 }
 
+/* ---- acyclic relations: a pair the replica would refuse is found before anything changes -- */
+
+/* The replica as it will be once the delta's entities are applied, and the parents (targets of
+ * an acyclic, so exclusive, relation) that its replayed events give: an open-addressing map by
+ * source handle. */
+typedef struct after_t {
+    const tes_world_t *world;
+    const delta_t *d;
+    const uint8_t *gone; /* ascending indices, in the bytes */
+    uint32_t gone_count;
+    tes_entity_t *records; /* the records' handles, ascending by index */
+    uint32_t record_count;
+    tes_component_t relation;
+    tes_entity_t *keys, *parents; /* parents[k]: 0 for none */
+    uint32_t slots;               /* a power of two */
+} after_t;
+
+static bool alive_after(const after_t *a, tes_entity_t e) {
+    uint32_t index = e & TESI_INDEX_MASK, lo = 0, hi = a->record_count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        uint32_t at = a->records[mid] & TESI_INDEX_MASK;
+        if (at == index) return a->records[mid] == e;
+        if (at < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (a->d->keyframe) return false;
+    for (lo = 0, hi = a->gone_count; lo < hi;) {
+        uint32_t mid = (lo + hi) / 2, at;
+        memcpy(&at, a->gone + (size_t)mid * 4, 4);
+        if (at == index) return false;
+        if (at < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return tesi_record_of(a->world, e) != NULL;
+}
+
+static tes_entity_t *parent_slot(after_t *a, tes_entity_t source) {
+    uint32_t h = (source * 2654435761u) & (a->slots - 1);
+    while (a->keys[h] && a->keys[h] != source)
+        h = (h + 1) & (a->slots - 1);
+    return &a->parents[h];
+}
+
+static tes_entity_t parent_after(after_t *a, tes_entity_t e) {
+    tes_entity_t *slot = parent_slot(a, e);
+    if (a->keys[slot - a->parents]) return *slot;
+    if (a->d->keyframe) return 0; /* a keyframe's pairs replace all of them */
+    const tesi_relation_t *r = &a->world->components[a->relation].relation;
+    const tesi_list_t *out = tesi_list_of(r, TESI_OUT, e);
+    tes_entity_t target = out->count ? r->pairs[out->first - 1].target : 0;
+    return target && alive_after(a, target) ? target : 0;
+}
+
+static void set_parent(after_t *a, tes_entity_t source, tes_entity_t target) {
+    tes_entity_t *slot = parent_slot(a, source);
+    a->keys[slot - a->parents] = source;
+    *slot = target;
+}
+
+/* Replays the acyclic relations' events on parents alone: an added pair whose target has its
+ * source among its ancestors then is a bad delta (a source never writes one). */
+static void check_cycles(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
+    bool any = false;
+    for (uint32_t i = 0; i < d->count; i++)
+        any |= (d->comps[i].flags & TES_RELATION_ACYCLIC) != 0;
+    if (!any) return;
+    after_t a = {.world = world, .d = d};
+    r->at = d->body;
+    a.gone_count = tesi_get_u32(r);
+    a.gone = tesi_span(r, a.gone_count, 4);
+    uint32_t records = tesi_get_u32(r);
+    a.records = tesi_alloc(world, (size_t)records * sizeof *a.records + 1);
+    if (!a.records) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+    for (uint32_t i = 0; i < records && r->result == TES_OK; i++)
+        read_record(r, d, NULL, &a.records[a.record_count++]);
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (!(c->flags & TES_COMPONENT_RELATION)) continue;
+        uint32_t count = tesi_get_u32(r);
+        bool acyclic = c->flags & TES_RELATION_ACYCLIC;
+        if (acyclic) {
+            a.relation = c->local;
+            for (a.slots = 16; a.slots < 2 * (uint64_t)count;)
+                a.slots *= 2;
+            a.keys = tesi_alloc(world, 2 * (size_t)a.slots * sizeof *a.keys);
+            if (!a.keys) {
+                tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+                break;
+            }
+            memset(a.keys, 0, 2 * (size_t)a.slots * sizeof *a.keys);
+            a.parents = a.keys + a.slots;
+        }
+        for (uint32_t k = 0; k < count && r->result == TES_OK; k++) {
+            uint32_t head[4];
+            tesi_take(r, head, sizeof head);
+            if (head[0] & DATA) tesi_span(r, 1, c->row_bytes);
+            uint32_t kind = head[0] & ~DATA;
+            tes_entity_t source = head[1], target = head[2];
+            if (!acyclic || (!d->keyframe && d->to - head[3] <= world->replica_tick) ||
+                !alive_after(&a, source) || !alive_after(&a, target)) {
+                continue; /* as the replay will skip it */
+            }
+            if (kind == TES_PAIR_REMOVED && parent_after(&a, source) == target) {
+                set_parent(&a, source, 0);
+            } else if (kind == TES_PAIR_ADDED && parent_after(&a, source) != target) {
+                /* Bounded: every entity once, even if the replica's own links were corrupt. */
+                uint64_t steps = (uint64_t)world->entity_count + records + 1;
+                for (tes_entity_t e = target; e && steps--; e = parent_after(&a, e)) {
+                    if (e == source) {
+                        tesi_fail(r, TES_ERR_BAD_DELTA);
+                        break;
+                    }
+                }
+                set_parent(&a, source, target);
+            }
+        }
+        if (acyclic) tesi_free(world, a.keys, 2 * (size_t)a.slots * sizeof *a.keys);
+    }
+    tesi_free(world, a.records, (size_t)records * sizeof *a.records + 1);
+}
+
 tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
                              bool *out_applied) {
     if (out_applied) *out_applied = false;
@@ -1026,6 +1152,7 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_DELTA};
     delta_t *d = read_head(&r, world);
     if (d) read_body(&r, world, d, NULL);
+    if (r.result == TES_OK && d->to > world->replica_tick) check_cycles(&r, world, d);
     if (r.result != TES_OK || d->to <= world->replica_tick) { /* bad, or nothing new */
         delta_free(world, d);
         return r.result;

@@ -906,10 +906,11 @@ TES_API tes_result_t tes_delta_encode(tes_replicator_t *replicator, uint64_t bas
  * TES_ERR_SNAPSHOT_VERSION, components other than the delta's TES_ERR_DELTA_SCHEMA, a baseline
  * newer than the replica's tick TES_ERR_DELTA_BASELINE; then the world is as it was. A delta not
  * newer than the replica's tick changes nothing (*out_applied false). Entities are placed at the
- * delta's handles, replacing whatever the replica has at those indices. Applying can still fail
- * with TES_ERR_OUT_OF_MEMORY or a pair the replica's relation refuses (TES_ERR_CYCLE): the world
- * is then valid but partway, and its replica tick goes back to 0 so that only a keyframe applies
- * next. Not while an iteration is live. out_applied may be NULL. */
+ * delta's handles, replacing whatever the replica has at those indices. (Pairs an acyclic
+ * relation would refuse are found in the checking pass: TES_ERR_BAD_DELTA.) Applying can still
+ * run out of memory (TES_ERR_OUT_OF_MEMORY): the world is then valid but partway, and its replica
+ * tick goes back to 0 so that only a keyframe applies next. Not while an iteration is live.
+ * out_applied may be NULL. */
 TES_API tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
                                      bool *out_applied);
 /* The source tick of the last delta applied to the world (0: none, or a failed apply). */
