@@ -455,6 +455,21 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
             if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
             rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
         }
+        /* An entity that may have entered the scope brings its pairs from before the baseline
+         * (those of the window came above; adding one the replica has only writes its data). */
+        for (uint32_t i = 0; rep->scope && i < rep->touched_count && result == TES_OK; i++) {
+            uint32_t index = rep->touched[i];
+            if ((rep->marks[index] & (WHOLE | PRESENT)) != (WHOLE | PRESENT)) continue;
+            tes_entity_t e = tesi_make_handle(index, rep->world->records[index].generation);
+            for (int side = TESI_OUT; side <= TESI_IN; side++) {
+                for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
+                     id = r->pairs[id - 1].next[side]) {
+                    const tesi_pair_t *p = &r->pairs[id - 1];
+                    result = put_event(w, rep, relation, TES_PAIR_ADDED, p->source, p->target, 0,
+                                       &count);
+                }
+            }
+        }
     } else {
         for (uint32_t m = 0; m < c->sparse.count && result == TES_OK; m++) {
             tes_entity_t source = c->sparse.entities[m];

@@ -449,6 +449,7 @@ TEST(a_scope_query_limits_the_entities_and_entering_ones_arrive_whole) {
     CHECK_OK(tes_set_number(source.world, out, source.sparse, 0, 0, 9.5));
     CHECK_OK(tes_set_number(source.world, out, source.body, 1, 0, 77));
     CHECK_OK(tes_pair_add(source.world, in, source.likes, out)); /* out of scope: not sent */
+    CHECK_OK(tes_pair_set_number(source.world, in, source.likes, out, 0, 0, 2.5));
     delta_copy_t key = encode(rep, 0);
     apply(&replica, &key, true);
     CHECK(tes_is_alive(replica.world, in) && !tes_is_alive(replica.world, out));
@@ -459,6 +460,13 @@ TEST(a_scope_query_limits_the_entities_and_entering_ones_arrive_whole) {
     CHECK(tes_is_alive(replica.world, out));
     CHECK_EQ(fx_get_number(replica.world, out, replica.sparse, 0, 0), 9.5);
     CHECK_EQ(fx_get_number(replica.world, out, replica.body, 1, 0), 77);
+    /* ... and with its pairs to entities in scope, added before it entered. */
+    bool has = false;
+    CHECK_OK(tes_pair_has(replica.world, in, replica.likes, out, &has));
+    CHECK(has);
+    double amount = 0;
+    CHECK_OK(tes_pair_get_number(replica.world, in, replica.likes, out, 0, 0, &amount));
+    CHECK_EQ(amount, 2.5);
     /* `in` leaves it: despawned on the replica. */
     CHECK_OK(tes_remove(source.world, in, source.vel));
     delta_copy_t d2 = encode(rep, d1.tick);
@@ -469,6 +477,98 @@ TEST(a_scope_query_limits_the_entities_and_entering_ones_arrive_whole) {
     free(d2.bytes);
     tes_replicator_destroy(rep);
     tes_query_destroy(source.world, scope);
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* What a replica limited to the entities with Vel holds: those entities with their replicated
+ * components and values, and the pairs between them (as a sorted set: an entity entering the
+ * scope brings its pairs after the others). */
+static fx_snapshot_t *dump_scoped(const world_t *w) {
+    tes_world_t *world = w->world;
+    fx_snapshot_t *s = (fx_snapshot_t *)calloc(1, sizeof *s);
+    tes_world_stats_t stats = fx_stats(world);
+    tes_entity_t *in = (tes_entity_t *)malloc((stats.entity_count + 1) * sizeof *in);
+    uint64_t *pairs = (uint64_t *)malloc((stats.entity_count * 4 + 1) * sizeof *pairs);
+    CHECK(s && in && pairs);
+    uint32_t n = 0, pair_count = 0;
+    for (tes_archetype_t a = 0; a < stats.archetype_count; a++) {
+        tes_archetype_info_t info = fx_archetype(world, a);
+        for (uint32_t k = 0; k < info.chunk_count; k++) {
+            tes_chunk_info_t chunk;
+            CHECK_OK(tes_chunk_info(world, a, k, &chunk));
+            for (uint32_t row = 0; row < chunk.count; row++) {
+                if (fx_has(world, chunk.entities[row], w->vel)) in[n++] = chunk.entities[row];
+            }
+        }
+    }
+    qsort(in, n, sizeof *in, compare_index);
+    const tes_component_t comps[] = {w->body, w->vel, w->tag, w->sparse, w->marker};
+    for (uint32_t i = 0; i < n; i++) {
+        fx_snapshot_put_u32(s, in[i]);
+        for (uint32_t k = 0; k < 5; k++) {
+            bool has = fx_has(world, in[i], comps[k]);
+            fx_snapshot_put_u32(s, has);
+            if (has) put_values(s, world, in[i], comps[k]);
+        }
+        tes_entity_t targets[512];
+        uint32_t count = 0;
+        for (int rel = 0; rel < 2; rel++) {
+            tes_component_t r = rel ? w->child : w->likes;
+            CHECK_OK(tes_pair_targets(world, in[i], r, targets, 512, &count));
+            for (uint32_t k = 0; k < count; k++) {
+                if (fx_has(world, targets[k], w->vel)) {
+                    pairs[pair_count++] = (uint64_t)rel << 63 | (uint64_t)in[i] << 32 | targets[k];
+                }
+            }
+        }
+    }
+    qsort(pairs, pair_count, sizeof *pairs, compare_u64);
+    fx_snapshot_put_u32(s, pair_count);
+    if (pair_count) fx_snapshot_put(s, pairs, pair_count * sizeof *pairs);
+    free(in);
+    free(pairs);
+    return s;
+}
+
+TEST(a_scoped_replica_holds_exactly_the_entities_in_scope_after_every_tick) {
+    for (uint64_t seed = 41; seed <= 44; seed++) {
+        world_t source = make(), replica = make();
+        tes_query_t *scope = NULL;
+        tes_query_desc_t qd = {.all = &source.vel, .all_count = 1};
+        CHECK_OK(tes_query_create(source.world, &qd, &scope));
+        tes_replicator_t *rep = replicator(source.world, scope, 0);
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        for (uint32_t tick = 0; tick < 60; tick++) {
+            for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 8); k < n; k++)
+                random_change(&source, &rng, &live, tick * 10 + k);
+            /* Vel comes and goes: entities enter and leave the scope. */
+            if (live.n) {
+                tes_entity_t e = live.e[fx_rng_below(&rng, live.n)];
+                if (fx_rng_chance(&rng, 50)) {
+                    CHECK_OK(tes_add(source.world, e, source.vel));
+                } else {
+                    CHECK_OK(tes_remove(source.world, e, source.vel));
+                }
+            }
+            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+            apply(&replica, &d, true);
+            free(d.bytes);
+            fx_snapshot_t *a = dump_scoped(&source), *b = dump_scoped(&replica);
+            check_equal_dumps(a, b, "scoped replica differs", tick);
+            fx_snapshot_delete(a);
+            fx_snapshot_delete(b);
+            /* And it holds nothing else. */
+            CHECK_EQ(fx_stats(replica.world).entity_count,
+                     (uint32_t)fx_run_count(source.world, scope));
+            CHECK_OK(tes_world_validate(replica.world));
+            CHECK_OK(tes_tick(source.world));
+        }
+    }
 }
 
 /* Applying must fail with a checked error and leave the replica exactly as it was. */
