@@ -231,6 +231,8 @@ export interface TesseraExports {
      * *out_size, uint64_t *out_tick)`: the bytes belong to the replicator until its next encode.
      */
     tes_delta_encode(replicator: Pointer, baseline: bigint, outBytes: Pointer, outSize: Pointer, outTick: Pointer): number;
+    /** `tes_replicator_release(replicator, uint64_t tick)`: no replica needs an older baseline. */
+    tes_replicator_release(replicator: Pointer, tick: bigint): number;
     /** `tes_delta_apply(world, const uint8_t *bytes, uint32_t size, bool *out_applied)`. */
     tes_delta_apply(world: Pointer, bytes: Pointer, size: number, outApplied: Pointer): number;
     /** `uint64_t tes_replica_tick(world)`: a BigInt. */

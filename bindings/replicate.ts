@@ -53,6 +53,8 @@ export class Replicator {
     pointer: number;
     private readonly scope: Query | undefined;
     private encodes = 0;
+    /** @internal Its open peers: the oldest acknowledgement among them is released. */
+    readonly peers = new Set<Peer>();
 
     /** @internal Use `world.replicator()`. */
     constructor(world: World, options: ReplicatorOptions) {
@@ -144,7 +146,23 @@ export class Replicator {
      */
     peer(): Peer {
         this.live('replicator.peer');
-        return new Peer(this);
+        const peer = new Peer(this);
+        this.peers.add(peer);
+        return peer;
+    }
+
+    /**
+     * @internal Before a peer encodes: no open peer that acknowledged anything needs changes
+     * older than the oldest of their acknowledgements, so the world may prune them (a peer
+     * that acknowledged nothing gets a keyframe anyway). Then an encode walks what changed
+     * since then, not the whole history.
+     */
+    releaseAcknowledged(): void {
+        let oldest = Infinity;
+        for (const peer of this.peers) if (peer.acked > 0 && peer.acked < oldest) oldest = peer.acked;
+        if (oldest !== Infinity) {
+            this.world.check(this.world.heap.exports.tes_replicator_release(this.pointer, BigInt(oldest)), 'replicator.encode');
+        }
     }
 
     /** Stops the change tracking the replicator asked for. Idempotent. */
@@ -172,6 +190,7 @@ export class Peer {
     /** The replicator it encodes with. */
     readonly replicator: Replicator;
     private ackedTick = 0;
+    private closed = false;
 
     /** @internal Use `replicator.peer()`. */
     constructor(replicator: Replicator) {
@@ -201,6 +220,17 @@ export class Peer {
 
     /** The delta since the acknowledged tick (a keyframe when it is 0 or too old). */
     encode(): Delta {
+        if (this.closed) throw new TesseraError('DESTROYED', 'peer.encode', 'the peer was closed');
+        this.replicator.releaseAcknowledged();
         return this.replicator.encode(this.ackedTick);
+    }
+
+    /**
+     * Forgets the replica (it disconnected): its acknowledgements stop holding back the
+     * replicator's history. Idempotent.
+     */
+    close(): void {
+        this.replicator.peers.delete(this);
+        this.closed = true;
     }
 }

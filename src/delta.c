@@ -46,8 +46,9 @@ struct tes_replicator_t {
     uint32_t history_slots;
     uint32_t history_count;
     uint32_t history_next;
-    uint64_t created; /* the change tick when tracking started */
-    uint8_t *bytes;   /* the latest delta */
+    uint64_t created;  /* the change tick when tracking started */
+    uint64_t released; /* no replica needs a baseline before it (tes_replicator_release) */
+    uint8_t *bytes;    /* the latest delta */
     uint32_t byte_slots;
     uint32_t *ids;  /* a record's component ids while it is written */
     uint8_t *marks; /* by entity index */
@@ -67,11 +68,34 @@ struct tes_replicator_t {
 
 /* ---- the replicator --------------------------------------------------------------------- */
 
+/* The tick of the latest encode (0: none yet). */
+static uint64_t newest_of(const tes_replicator_t *rep) {
+    if (!rep->history_count) return 0;
+    return rep->history[(rep->history_next + rep->history_slots - 1) % rep->history_slots];
+}
+
 /* The oldest baseline a delta can start from: older changes may be pruned. */
 static uint64_t floor_of(const tes_replicator_t *rep) {
     if (!rep->history_count) return rep->created;
     uint32_t oldest = rep->history_count < rep->history_slots ? 0 : rep->history_next;
-    return rep->history[oldest];
+    uint64_t floor = rep->history[oldest];
+    return rep->released > floor ? rep->released : floor;
+}
+
+/* Holds the consumer queries at the floor: what pruning may drop. */
+static void hold(tes_replicator_t *rep) {
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tesi_query_hold(rep->consumers[i], floor_of(rep));
+}
+
+tes_result_t tes_replicator_release(tes_replicator_t *rep, uint64_t tick) {
+    if (!rep) return TES_ERR_INVALID_ARGUMENT;
+    uint64_t newest = newest_of(rep);
+    /* Never past the newest encode: its baseline is what the next delta starts from. */
+    if (tick > newest) tick = newest;
+    if (tick > rep->released) rep->released = tick;
+    hold(rep);
+    return TES_OK;
 }
 
 uint64_t tesi_replicators_floor(const tes_world_t *world) {
@@ -551,10 +575,7 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
     tes_world_t *world = rep->world;
     if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
     uint64_t now = world->change_tick;
-    uint64_t newest =
-        rep->history_count
-            ? rep->history[(rep->history_next + rep->history_slots - 1) % rep->history_slots]
-            : 0;
+    uint64_t newest = newest_of(rep);
     /* A baseline this replicator can serve: one of its ticks, not pruned since, and close enough
      * for the events' 32-bit ages. */
     bool keyframe = baseline == 0 || baseline < floor_of(rep) || baseline > newest ||
@@ -593,8 +614,7 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
     rep->history[rep->history_next] = now;
     rep->history_next = (rep->history_next + 1) % rep->history_slots;
     if (rep->history_count < rep->history_slots) rep->history_count++;
-    for (uint32_t i = 0; i < rep->watched_count; i++)
-        tesi_query_hold(rep->consumers[i], floor_of(rep));
+    hold(rep);
     *out_bytes = rep->bytes;
     *out_size = w.size;
     if (out_tick) *out_tick = now;

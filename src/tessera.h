@@ -901,6 +901,11 @@ TES_API void tes_replicator_destroy(tes_replicator_t *replicator);
 TES_API tes_result_t tes_delta_encode(tes_replicator_t *replicator, uint64_t baseline,
                                       const uint8_t **out_bytes, uint32_t *out_size,
                                       uint64_t *out_tick);
+/* Tells the replicator that no replica will ask for a delta from a baseline before `tick` (the
+ * oldest tick its replicas acknowledged): the changes before it may be pruned at the next
+ * tes_tick, so encoding walks only what changed since then, not its whole history. A baseline
+ * before it gets a keyframe. Ticks past the latest encode count as that encode's. */
+TES_API tes_result_t tes_replicator_release(tes_replicator_t *replicator, uint64_t tick);
 /* Applies a delta to a replica world. Checked whole before anything changes: bytes that are not a
  * delta (magic, size, checksum, structure) are TES_ERR_BAD_DELTA, another format version
  * TES_ERR_SNAPSHOT_VERSION, components other than the delta's TES_ERR_DELTA_SCHEMA, a baseline

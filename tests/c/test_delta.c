@@ -342,6 +342,17 @@ TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica)
     apply(&replica, &late, true);
     check_same(&source, &replica, 0);
     free(late.bytes);
+    /* Released: no replica needs a baseline before the latest encode, so older ones get a
+     * keyframe although they are within the history. */
+    delta_copy_t a = encode(rep, late.tick), b = encode(rep, a.tick);
+    CHECK(!is_keyframe(&a) && !is_keyframe(&b));
+    CHECK_OK(tes_replicator_release(rep, b.tick));
+    delta_copy_t older = encode(rep, a.tick), newest = encode(rep, b.tick);
+    CHECK(is_keyframe(&older) && !is_keyframe(&newest));
+    free(a.bytes);
+    free(b.bytes);
+    free(older.bytes);
+    free(newest.bytes);
     /* A baseline the replicator never handed out (in the future) is a keyframe too. */
     delta_copy_t future = encode(rep, UINT64_MAX / 2);
     CHECK(is_keyframe(&future));

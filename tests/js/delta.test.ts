@@ -179,6 +179,29 @@ describe('deltas', () => {
         expect(replica.get(e, Body).x).toBe(7);
     });
 
+    test("peers release what every replica has: the slowest peer's baseline still gets deltas", async () => {
+        const source = await newWorld();
+        const e = source.spawn(Body({ x: 1 }));
+        const replicator = source.replicator();
+        const fast = replicator.peer(), slow = replicator.peer();
+        const first = fast.encode();
+        fast.ack(first.tick);
+        slow.ack(first.tick);
+        for (let i = 0; i < 5; i++) {
+            source.set(e, Body, { x: i });
+            fast.ack(fast.encode().tick);
+            source.tick();
+        }
+        expect(slow.encode().keyframe).toBe(false); // its acknowledgement held the history
+        slow.close();
+        source.set(e, Body, { x: 9 });
+        fast.ack(fast.encode().tick);
+        source.tick();
+        // Nobody needs the first baseline any more: a replica still at it gets a keyframe.
+        expect(replicator.encode(first.tick).keyframe).toBe(true);
+        expectError(() => slow.encode(), 'DESTROYED', { operation: 'peer.encode' });
+    });
+
     test('a delta costs what changed', async () => {
         const source = await newWorld();
         const replica = await newWorld();
