@@ -589,6 +589,11 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
         rep->created = now;
         keyframe = true;
     }
+    /* What every consumer has seen goes first, as tes_tick would drop it: a world that never
+     * ticks must not make each encode walk (and keep) every change since the first one. */
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tesi_prune_component(world, rep->watched[i]);
+    if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
     rep->touched_count = 0;
     if (!keyframe) {
         uint32_t old = rep->mark_slots;

@@ -588,6 +588,8 @@ void tesi_log_removal(tes_world_t *world, tes_component_t component, tes_entity_
 /* Consumers came or went: recompute the component's tracking level and apply it. */
 tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component, bool reseed);
 void tesi_prune(tes_world_t *world);
+/* The part of tesi_prune for one component (its dirty lists and logs). */
+void tesi_prune_component(tes_world_t *world, tes_component_t component);
 tes_result_t tesi_trackers_validate(const tes_world_t *world, const tesi_chunk_t *chunk);
 void tesi_logs_fini(tes_world_t *world);
 

@@ -379,29 +379,32 @@ static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min) {
     t->dirty_count = kept;
 }
 
+void tesi_prune_component(tes_world_t *world, tes_component_t c) {
+    tesi_component_t *comp = &world->components[c];
+    if (comp->removal_consumers) {
+        tesi_ticked_prune(comp->log.entities, sizeof *comp->log.entities, comp->log.ticks,
+                          &comp->log.count, tesi_min_last_run(world, c, TESI_REMOVED));
+    }
+    if (comp->relation.event_consumers) {
+        tesi_relation_prune(world, c, tesi_min_last_run(world, c, TESI_PAIR_CHANGES));
+    }
+    if (tesi_is_sparse(comp) && comp->level == TES_TRACK_DIRTY && comp->sparse.dirty_count) {
+        tesi_sparse_prune(world, c, tesi_min_last_run(world, c, TESI_FIRST_FILTER));
+    }
+    if (comp->level != TES_TRACK_DIRTY || !comp->dirty_set_count) return;
+    uint64_t min = tesi_min_last_run(world, c, TESI_FIRST_FILTER);
+    /* Backwards: a tracker that empties is swapped out with the set's last one. */
+    for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
+        tesi_tracker_t *t = comp->dirty_set[i];
+        prune_tracker(t, t->chunk->count, min);
+        if (!t->dirty_count) unlist(world, t);
+    }
+}
+
 void tesi_prune(tes_world_t *world) {
     if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
-    for (tes_component_t c = 0; c < world->component_count; c++) {
-        tesi_component_t *comp = &world->components[c];
-        if (comp->removal_consumers) {
-            tesi_ticked_prune(comp->log.entities, sizeof *comp->log.entities, comp->log.ticks,
-                              &comp->log.count, tesi_min_last_run(world, c, TESI_REMOVED));
-        }
-        if (comp->relation.event_consumers) {
-            tesi_relation_prune(world, c, tesi_min_last_run(world, c, TESI_PAIR_CHANGES));
-        }
-        if (tesi_is_sparse(comp) && comp->level == TES_TRACK_DIRTY && comp->sparse.dirty_count) {
-            tesi_sparse_prune(world, c, tesi_min_last_run(world, c, TESI_FIRST_FILTER));
-        }
-        if (comp->level != TES_TRACK_DIRTY || !comp->dirty_set_count) continue;
-        uint64_t min = tesi_min_last_run(world, c, TESI_FIRST_FILTER);
-        /* Backwards: a tracker that empties is swapped out with the set's last one. */
-        for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
-            tesi_tracker_t *t = comp->dirty_set[i];
-            prune_tracker(t, t->chunk->count, min);
-            if (!t->dirty_count) unlist(world, t);
-        }
-    }
+    for (tes_component_t c = 0; c < world->component_count; c++)
+        tesi_prune_component(world, c);
 }
 
 /* ---- checks ---------------------------------------------------------------------------- */
