@@ -337,7 +337,15 @@ static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
         uint32_t index = world->index_dirty[i];
         if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
     }
-    qsort(rep->touched, rep->touched_count, sizeof *rep->touched, compare_u32);
+    if (rep->touched_count > world->record_count / 16) {
+        /* Much of the world changed (every particle moved): one pass over the marks sorts. */
+        uint32_t n = 0;
+        for (uint32_t index = 1; index < world->record_count; index++) {
+            if (rep->marks[index]) rep->touched[n++] = index;
+        }
+    } else {
+        qsort(rep->touched, rep->touched_count, sizeof *rep->touched, compare_u32);
+    }
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
         const tesi_record_t *record = &world->records[index];
@@ -365,7 +373,7 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
     const tesi_chunk_t *chunk = record->chunk;
     const tesi_archetype_t *a = chunk->archetype;
     uint32_t index = e & TESI_INDEX_MASK;
-    uint32_t *ids = rep->ids, n = 0;
+    uint32_t *ids = rep->ids, n = 0, bytes = 8;
     for (uint32_t i = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
@@ -385,23 +393,32 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
         }
         bool values = c->field_count && (whole || added > baseline || changed > baseline);
         ids[n++] = id | (values ? VALUES : 0);
+        bytes += 4 + (values ? c->row_bytes : 0);
     }
-    tesi_put_u32(w, e);
-    tesi_put_u32(w, n);
-    tesi_put(w, ids, n * sizeof *ids);
+    /* Room for the whole record first, then plain copies: a record is on the hot path when most
+     * of the world changes every tick. */
+    uint8_t *out = tesi_room(w, bytes);
+    if (!out) return;
+    uint32_t head[2] = {e, n};
+    memcpy(out, head, 8);
+    memcpy(out + 8, ids, n * sizeof *ids);
+    out += 8 + n * sizeof *ids;
     for (uint32_t i = 0; i < n; i++) {
         if (!(ids[i] & VALUES)) continue;
         tes_component_t id = ids[i] & ~VALUES;
         const tesi_component_t *c = &world->components[id];
+        const uint8_t *row = NULL;
+        uint32_t type = TESI_NO_TYPE;
         if (tesi_is_sparse(c)) {
-            uint32_t slot = tesi_sparse_slot(&c->sparse, index) - 1;
-            tesi_put_row(w, c, tesi_row_at(c->sparse.data, slot, c->stride));
-            continue;
+            row = tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+        } else {
+            type = tesi_type_index(a, id);
         }
-        uint32_t type = tesi_type_index(a, id);
         for (uint32_t f = 0; f < c->field_count; f++) {
-            const tesi_column_t *column = tesi_column_of(a, type, f);
-            tesi_put(w, tesi_cell(chunk, column, record->row), column->bytes);
+            const uint8_t *from = row ? row + c->fields[f].offset
+                                      : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
+            memcpy(out, from, c->fields[f].bytes);
+            out += c->fields[f].bytes;
         }
     }
 }
@@ -884,6 +901,41 @@ static tes_result_t place(tes_world_t *world, tes_entity_t e, const tes_componen
     return result;
 }
 
+/* Writes a component's packed values into the live entity's storage. As tes_set, a write
+ * stamps it changed, unless it is its initial value (`init`) or the values were there already
+ * (sent again for a replica ahead of the delta's baseline): the replica's own change detection
+ * sees what changed for it. */
+static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t component,
+                         const uint8_t *packed, bool init) {
+    const tesi_component_t *c = &world->components[component];
+    const tesi_record_t *record = tesi_record_of(world, e);
+    uint8_t *row = NULL;
+    uint32_t type = TESI_NO_TYPE, slot = 0;
+    if (tesi_is_sparse(c)) {
+        slot = tesi_sparse_slot(&c->sparse, e & TESI_INDEX_MASK) - 1;
+        row = tesi_row_at(c->sparse.data, slot, c->stride);
+    } else {
+        type = tesi_type_index(record->chunk->archetype, component);
+    }
+    bool differs = false;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        uint8_t *to =
+            row ? row + c->fields[f].offset
+                : tesi_cell(record->chunk, tesi_column_of(record->chunk->archetype, type, f),
+                            record->row);
+        uint32_t bytes = c->fields[f].bytes;
+        differs = differs || memcmp(to, packed, bytes) != 0;
+        memcpy(to, packed, bytes);
+        packed += bytes;
+    }
+    if (init || !differs) return;
+    if (row) {
+        tesi_sparse_mark(world, component, slot);
+    } else if (record->chunk->trackers) {
+        tesi_mark_changed(world, record->chunk, type, record->row);
+    }
+}
+
 /* One record: checked, and applied when `ap` is not NULL. */
 static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_t *out_handle) {
     tes_entity_t e = tesi_get_u32(r);
@@ -932,15 +984,7 @@ static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_
     }
     /* Values: a component the entity just got starts with them (an init), others change. */
     for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
-        if (!d->values[i]) continue;
-        const tesi_component_t *c = &w->components[local[i]];
-        const uint8_t *at = d->values[i];
-        for (uint32_t f = 0; f < c->field_count && ap->result == TES_OK; f++) {
-            uint32_t bytes = c->fields[f].bytes;
-            ap->result = d->init[i] ? tes_init(w, e, local[i], f, at, bytes)
-                                    : tes_set(w, e, local[i], f, at, bytes);
-            at += bytes;
-        }
+        if (d->values[i]) write_packed(w, e, local[i], d->values[i], d->init[i]);
     }
 }
 

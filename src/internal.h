@@ -750,6 +750,9 @@ typedef struct tesi_writer_t {
 } tesi_writer_t;
 void tesi_put(tesi_writer_t *w, const void *bytes, size_t n);
 void tesi_put_u32(tesi_writer_t *w, uint32_t v);
+/* Room for n bytes at the end, to be filled by the caller: NULL (and `result` set) when the
+ * buffer cannot grow. */
+uint8_t *tesi_room(tesi_writer_t *w, uint32_t n);
 /* Reading one: every read checks the bytes left; the first problem is kept in `result` (`bad`
  * for bytes that end early) and every read after it returns zeros. */
 typedef struct tesi_reader_t {

@@ -75,6 +75,21 @@ void tesi_put(tesi_writer_t *w, const void *bytes, size_t n) {
     w->size += (uint32_t)n;
 }
 
+uint8_t *tesi_room(tesi_writer_t *w, uint32_t n) {
+    if (w->size + (uint64_t)n > *w->slots) {
+        if (w->result != TES_OK) return NULL;
+        if ((uint64_t)w->size + n > UINT32_MAX / 2) {
+            w->result = TES_ERR_OUT_OF_MEMORY;
+            return NULL;
+        }
+        w->result = tesi_reserve(w->world, (void **)w->buffer, w->slots, w->size + n, 1, 4096);
+        if (w->result != TES_OK) return NULL;
+    }
+    uint8_t *at = *w->buffer + w->size;
+    w->size += n;
+    return at;
+}
+
 /* Integers are little-endian in the format, and copied as they are: wasm is little-endian, and
  * so is every native target the tests run on (a big-endian host would need byte swaps here). */
 void tesi_put_u32(tesi_writer_t *w, uint32_t v) {
