@@ -239,6 +239,25 @@ describe('deltas', () => {
         expect(replica.get(a!, Body).x).toBe(0);
     });
 
+    test('a delta from a late acknowledgement re-sends values without faking changes on the replica', async () => {
+        const source = await newWorld();
+        const replica = await newWorld();
+        const [a, b] = source.spawnMany(2, Body);
+        const replicator = source.replicator();
+        const first = replicator.encode();
+        replica.applyDelta(first.bytes);
+        source.set(a!, Body, { x: 1 });
+        replica.applyDelta(replicator.encode(first.tick).bytes);
+        const changes = replica.subscribe({ changed: [Body] });
+        changes.drain();
+        source.set(b!, Body, { x: 2 });
+        // The acknowledgement of the second delta has not arrived: still from the first baseline.
+        const late = replicator.encode(first.tick);
+        expect(replica.applyDelta(late.bytes)).toBe(true);
+        expect([...changes.drain().entities]).toEqual([b]); // a came again, unchanged
+        expect(replica.get(a!, Body).x).toBe(1);
+    });
+
     test('replicate: false stays out; the replica keeps its own components', async () => {
         const source = await newWorld();
         const replica = await newWorld();
