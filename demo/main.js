@@ -1,11 +1,13 @@
 // @ts-check
 // The demo page: loads tessera, builds the particle scenario, runs one tick and draws one
-// frame per requestAnimationFrame, and publishes `window.demo` (the contract the browser test
-// and demo/measure.mjs drive the page through; see demo/README.md).
+// frame per requestAnimationFrame, sends each tick's delta to the mirror (a replica world in a
+// worker, drawn on the second canvas), and publishes `window.demo` (the contract the browser
+// test and demo/measure.mjs drive the page through; see demo/README.md).
 import { init } from '../dist/index.js';
+import { Mirror } from './mirror.js';
 import { RENDER_PATHS, Renderer } from './render.js';
 import { Scenario } from './scenario.js';
-import { Controls, StatsView, showError } from './ui.js';
+import { Controls, MIRROR_FORMATS, StatsView, showError } from './ui.js';
 
 /**
  * @typedef {object} DemoSettings
@@ -13,6 +15,7 @@ import { Controls, StatsView, showError } from './ui.js';
  * @property {number} emitRate particles expiring and respawning per tick, on average
  * @property {import('./scenario.js').Mode} mode 'js' loops or 'wasm' kernels
  * @property {boolean} paused
+ * @property {boolean} mirror the second canvas mirrors the world through deltas
  */
 
 /**
@@ -22,7 +25,8 @@ import { Controls, StatsView, showError } from './ui.js';
  * @property {number} fps frames ticked and drawn in the last second
  * @property {number} simMs the tick: every system plus world.tick()
  * @property {number} renderMs plotting the particles and handing the pixels to the canvas
- * @property {number} frameMs all the work of the frame: tick, render and the page update
+ * @property {number} frameMs all the work of the frame: tick, mirror encode, render and the
+ *   page update
  * @property {number} entities live entities (world.stats().entityCount)
  * @property {number} targetCount
  * @property {number} emitRate
@@ -34,6 +38,7 @@ import { Controls, StatsView, showError } from './ui.js';
  * @property {number} changedThisTick entities the Bounce subscription reported in the latest tick
  * @property {number} frame ticks so far (world.frame)
  * @property {import('./render.js').RenderPath} renderPath
+ * @property {import('./mirror.js').MirrorStats} mirror the mirror's latest delta and replica
  */
 
 const MAX_COUNT = 2_000_000;
@@ -48,6 +53,7 @@ const settings = {
     emitRate: integerParam('emit', 100, 0, MAX_COUNT),
     mode: params.get('mode') === 'js' ? 'js' : 'wasm',
     paused: params.get('paused') === '1',
+    mirror: params.get('mirror') !== '0',
 };
 const renderParam = params.get('render');
 /** @type {import('./render.js').RenderPath} */
@@ -99,6 +105,8 @@ ready.catch(() => {});
 let scenario;
 /** @type {Renderer | undefined} */
 let renderer;
+/** @type {Mirror | undefined} */
+let mirror;
 /** @type {import('../dist/index.js').TesseraModule | undefined} */
 let tessera;
 /** @type {Partial<DemoSettings>} changes waiting for the next tick */
@@ -111,10 +119,13 @@ let failed = false;
 let controls;
 /** @type {StatsView | undefined} */
 let statsView;
+/** @type {StatsView | undefined} */
+let mirrorView;
 let lastShown = 0;
 
 /**
- * Changes settings: count, rate and mode take effect at the next tick, `paused` at once.
+ * Changes settings: count, rate and mode take effect at the next tick, `paused` and `mirror`
+ * at once.
  * @param {Partial<DemoSettings>} changes
  */
 function configure(changes) {
@@ -127,6 +138,11 @@ function configure(changes) {
     if (next.paused !== undefined) {
         settings.paused = Boolean(next.paused);
         delete next.paused;
+    }
+    if (next.mirror !== undefined) {
+        settings.mirror = Boolean(next.mirror);
+        delete next.mirror;
+        mirror?.setEnabled(settings.mirror);
     }
     pending = { ...pending, ...next };
     Object.assign(settings, next);
@@ -142,21 +158,28 @@ function clampCount(value, name) {
     return Math.min(MAX_COUNT, Math.round(value));
 }
 
-/** One tick (with the pending settings applied first) and the frame drawn after it. */
+/**
+ * One tick (with the pending settings applied first), its delta sent to the mirror, and the
+ * frame drawn after it.
+ */
 function tickAndDraw() {
     if (!scenario || !renderer) throw new Error('the demo is not ready yet: await window.demo.ready');
     const started = performance.now();
     if (Object.keys(pending).length > 0) {
         scenario.configure(pending);
+        mirror?.holdAbove(scenario.count);
         pending = {};
     }
     const report = scenario.tick();
     const ticked = performance.now();
+    // Before the render, so that the worker applies and draws while this thread draws.
+    mirror?.send();
+    const sent = performance.now();
     renderer.draw(scenario.visible, scenario.count, scenario.sparks, scenario.sparkCount);
     const drawn = performance.now();
     times.sim.push(ticked - started);
     times.motion.push(report.motionMs);
-    times.render.push(drawn - ticked);
+    times.render.push(drawn - sent);
     frameTimes.push(drawn);
     showStats(false);
     times.frame.push(performance.now() - started);
@@ -185,16 +208,26 @@ function stats() {
         changedThisTick: scenario?.report.changed ?? 0,
         frame: world?.frame ?? 0,
         renderPath: renderer?.path ?? initialPath,
+        mirror: mirror?.stats() ?? NO_MIRROR,
     };
     return result;
 }
 
+/** @type {import('./mirror.js').MirrorStats} */
+const NO_MIRROR = {
+    enabled: false, wanted: false, held: false, available: false, deltaBytes: 0, deltaBytesAvg: 0, snapshotBytes: 0, deltas: 0, keyframes: 0,
+    skipped: 0, sourceTick: 0, sourceFrame: -1, replicaTick: 0, replicaEntities: 0, acked: 0, inFlight: 0,
+    encodeMs: 0, applyMs: 0, renderMs: 0,
+};
+
 /**
- * Refreshes the on-page statistics (medians), at most four times a second unless forced.
+ * Refreshes the on-page statistics: the mirror's at every call (every frame), the others
+ * (medians) at most four times a second unless forced.
  * @param {boolean} force
  */
 function showStats(force) {
     if (!statsView || !scenario) return;
+    if (mirror) mirrorView?.show(mirror.stats());
     const now = performance.now();
     if (!force && now - lastShown < 250) return;
     lastShown = now;
@@ -245,6 +278,15 @@ const demo = {
         return stats();
     },
     stats,
+    /**
+     * Positions of `count` entities in the source and in the mirror's replica at the same
+     * tick (waits until the worker has caught up); see demo/mirror.js.
+     * @param {number} count
+     */
+    mirrorSample(count) {
+        if (!mirror) return Promise.reject(new Error('the demo is not ready yet: await window.demo.ready'));
+        return mirror.sample(count);
+    },
     /** The latest tick's report: each step's time (ms) and counts. */
     tickReport() {
         return scenario ? { ...scenario.report } : undefined;
@@ -255,6 +297,7 @@ const demo = {
             throw new TypeError(`render path must be one of ${RENDER_PATHS.join(', ')}`);
         }
         renderer?.setPath(path);
+        mirror?.setPath(path);
         controls?.show(settings, path);
         showStats(true);
     },
@@ -271,9 +314,15 @@ async function start() {
     const canvas = document.getElementById('view');
     if (!(canvas instanceof HTMLCanvasElement)) throw new Error('the page has no canvas#view');
     renderer = new Renderer(canvas, initialPath);
+    const mirrorCanvas = document.getElementById('mirror-view');
+    if (!(mirrorCanvas instanceof HTMLCanvasElement)) throw new Error('the page has no canvas#mirror-view');
+    // It starts sending once its worker has loaded tessera: until then ticks are not mirrored.
+    mirror = new Mirror(world, mirrorCanvas, { enabled: settings.mirror, path: initialPath, onError: fail });
+    mirror.holdAbove(settings.count);
     controls = new Controls({ configure, step: () => demo.step(), setRenderPath: demo.setRenderPath });
     controls.show(settings, initialPath);
-    statsView = new StatsView();
+    statsView = new StatsView('#stats');
+    mirrorView = new StatsView('.mirror-stats', MIRROR_FORMATS);
     // The first tick populates the world; the first frame shows it.
     tickAndDraw();
     showStats(true);

@@ -23,22 +23,28 @@ const FADE_STYLE = 'rgba(0, 0, 0, 0.16)';
 
 export class Renderer {
     /**
-     * @param {HTMLCanvasElement} canvas sized WIDTH x HEIGHT
+     * @param {HTMLCanvasElement | OffscreenCanvas} canvas sized WIDTH x HEIGHT (an
+     *   OffscreenCanvas in the mirror's worker, demo/replica-worker.js)
      * @param {RenderPath} path
      */
     constructor(canvas, path) {
         canvas.width = WIDTH;
         canvas.height = HEIGHT;
-        const context = canvas.getContext('2d', { alpha: false });
+        const context = /** @type {CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D | null} */ (
+            canvas.getContext('2d', { alpha: false })
+        );
         if (!context) throw new Error('this browser has no 2D canvas');
         this.context = context;
         this.image = new ImageData(WIDTH, HEIGHT);
         /** The image's pixels, one u32 (0xAABBGGRR) each. */
         this.pixels = new Uint32Array(this.image.data.buffer);
-        this.layer = document.createElement('canvas');
+        // A worker has no document; the page keeps the element it was measured with.
+        this.layer = typeof document === 'undefined' ? new OffscreenCanvas(WIDTH, HEIGHT) : document.createElement('canvas');
         this.layer.width = WIDTH;
         this.layer.height = HEIGHT;
-        const layerContext = this.layer.getContext('2d');
+        const layerContext = /** @type {CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D | null} */ (
+            this.layer.getContext('2d')
+        );
         if (!layerContext) throw new Error('this browser has no 2D canvas');
         this.layerContext = layerContext;
         /** @type {RenderPath} */

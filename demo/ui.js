@@ -1,6 +1,8 @@
 // @ts-check
 // The page's controls and live statistics. The controls only call the demo's API
-// (configure, step); the statistics are refreshed a few times a second from `stats()`.
+// (configure, step); the statistics are refreshed a few times a second from `stats()`, the
+// mirror's every frame from `stats().mirror`.
+import { MIRROR_MAX_COUNT } from './mirror.js';
 
 /** @typedef {import('./main.js').DemoStats} DemoStats */
 /** @typedef {import('./main.js').DemoSettings} DemoSettings */
@@ -42,7 +44,7 @@ function choose(select, value, label) {
     select.value = value;
 }
 
-/** The page's controls: #count, #emit, #mode, #render, #pause, #step, and keyboard keys. */
+/** The page's controls: #count, #emit, #mode, #render, #mirror, #pause, #step, and keyboard keys. */
 export class Controls {
     /** @param {ControlActions} actions */
     constructor(actions) {
@@ -50,6 +52,7 @@ export class Controls {
         this.emit = element('emit', HTMLSelectElement);
         this.mode = element('mode', HTMLSelectElement);
         this.render = element('render', HTMLSelectElement);
+        this.mirror = element('mirror', HTMLSelectElement);
         this.pause = element('pause', HTMLButtonElement);
         this.stepButton = element('step', HTMLButtonElement);
         this.count.addEventListener('change', () => actions.configure({ count: Number(this.count.value) }));
@@ -60,6 +63,7 @@ export class Controls {
         this.render.addEventListener('change', () =>
             actions.setRenderPath(/** @type {RenderPath} */ (this.render.value)),
         );
+        this.mirror.addEventListener('change', () => actions.configure({ mirror: this.mirror.value === 'on' }));
         this.pause.addEventListener('click', () =>
             actions.configure({ paused: this.pause.getAttribute('aria-pressed') !== 'true' }),
         );
@@ -92,6 +96,7 @@ export class Controls {
         choose(this.emit, String(settings.emitRate), settings.emitRate.toLocaleString('en-US'));
         this.mode.value = settings.mode;
         this.render.value = renderPath;
+        this.mirror.value = settings.mirror ? 'on' : 'off';
         this.pause.setAttribute('aria-pressed', String(settings.paused));
         this.pause.textContent = settings.paused ? 'Resume' : 'Pause';
     }
@@ -105,6 +110,16 @@ function mebibytes(bytes) {
     return `${(bytes / 1048576).toFixed(1)} MiB`;
 }
 
+/**
+ * A byte count: whole bytes below 10 KiB, then KiB, then MiB.
+ * @param {number} bytes
+ */
+function byteSize(bytes) {
+    if (bytes < 10 * 1024) return `${integer.format(Math.round(bytes))} B`;
+    if (bytes < 10 * 1048576) return `${(bytes / 1024).toFixed(1)} KiB`;
+    return mebibytes(bytes);
+}
+
 /** @param {number} ms */
 function milliseconds(ms) {
     return `${decimal.format(ms)} ms`;
@@ -112,7 +127,7 @@ function milliseconds(ms) {
 
 /**
  * How each statistic reads on the page; the keys are the `data-stat` names.
- * @type {Record<string, (stats: DemoStats & Record<string, unknown>) => string>}
+ * @type {Record<string, (stats: any) => string>}
  */
 const FORMATS = {
     fps: (s) => integer.format(Math.round(s.fps)),
@@ -134,19 +149,54 @@ const FORMATS = {
     renderPath: (s) => s.renderPath,
 };
 
-/** The `<dl id="stats">` on the page: one `<dd data-stat="...">` per statistic. */
+/**
+ * The mirror's statistics (`stats().mirror`, see demo/mirror.js), under their own `data-stat`
+ * names in the mirror's parts of the page.
+ * @type {Record<string, (stats: import('./mirror.js').MirrorStats) => string>}
+ */
+export const MIRROR_FORMATS = {
+    mirrorState: (s) => {
+        if (!s.available) return 'unavailable in this browser';
+        if (s.enabled) return 'on';
+        if (s.wanted && s.held) return `held above ${integer.format(MIRROR_MAX_COUNT)} particles`;
+        return s.wanted ? 'starting' : 'off';
+    },
+    deltaBytes: (s) => byteSize(s.deltaBytes),
+    deltaBytesAvg: (s) => byteSize(s.deltaBytesAvg),
+    snapshotBytes: (s) => byteSize(s.snapshotBytes),
+    deltaShare: (s) => (s.snapshotBytes ? `${Math.round((100 * s.deltaBytesAvg) / s.snapshotBytes)}%` : '–'),
+    keyframes: (s) => integer.format(s.keyframes),
+    deltas: (s) => integer.format(s.deltas),
+    skipped: (s) => integer.format(s.skipped),
+    sourceTick: (s) => integer.format(s.sourceTick),
+    replicaTick: (s) => integer.format(s.replicaTick),
+    replicaEntities: (s) => integer.format(s.replicaEntities),
+    inFlight: (s) => integer.format(s.inFlight),
+    encodeMs: (s) => milliseconds(s.encodeMs),
+    applyMs: (s) => milliseconds(s.applyMs),
+};
+
+/**
+ * Statistics on the page: every element with a `data-stat` inside the elements `scope`
+ * selects (`#stats`, the `<dl>` of the panel; `.mirror-stats`, the mirror's list and the
+ * caption under its canvas), formatted by `formats`.
+ */
 export class StatsView {
-    constructor() {
-        const list = element('stats', HTMLElement);
-        /** @type {[HTMLElement, (stats: DemoStats & Record<string, unknown>) => string][]} */
+    /**
+     * @param {string} scope a CSS selector
+     * @param {Record<string, (stats: any) => string>} [formats]
+     */
+    constructor(scope, formats = FORMATS) {
+        /** @type {[HTMLElement, (stats: any) => string][]} */
         this.fields = [];
-        for (const cell of list.querySelectorAll('[data-stat]')) {
-            const format = FORMATS[/** @type {HTMLElement} */ (cell).dataset.stat ?? ''];
+        for (const cell of document.querySelectorAll(`${scope} [data-stat]`)) {
+            const format = formats[/** @type {HTMLElement} */ (cell).dataset.stat ?? ''];
             if (format && cell instanceof HTMLElement) this.fields.push([cell, format]);
         }
+        if (this.fields.length === 0) throw new Error(`the page has no statistics in ${scope}`);
     }
 
-    /** @param {DemoStats & Record<string, unknown>} stats */
+    /** @param {object} stats */
     show(stats) {
         for (const [cell, format] of this.fields) {
             const text = format(stats);

@@ -1,6 +1,7 @@
 // The particle demo (demo/) in headless Chromium, served from the repository like `npm start`
-// serves it: it draws, it moves, its stats say what it runs, its controls work, and nothing is
-// logged as an error or warning. A screenshot is kept in test-results/demo.png (not committed).
+// serves it: it draws, it moves, its stats say what it runs, its controls work, its mirror (a
+// replica world in a worker, fed by deltas only) equals the world, and nothing is logged as an
+// error or warning. A screenshot is kept in test-results/demo.png (not committed).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,38 @@ interface PageWatch {
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = path.join(repo, 'test-results');
 
+/** What `window.demo.stats().mirror` holds (demo/mirror.js). */
+interface MirrorStats {
+    enabled: boolean;
+    wanted: boolean;
+    held: boolean;
+    available: boolean;
+    deltaBytes: number;
+    deltaBytesAvg: number;
+    snapshotBytes: number;
+    deltas: number;
+    keyframes: number;
+    skipped: number;
+    sourceTick: number;
+    sourceFrame: number;
+    replicaTick: number;
+    replicaEntities: number;
+    acked: number;
+    inFlight: number;
+    encodeMs: number;
+    applyMs: number;
+    renderMs: number;
+}
+
+/** What `window.demo.mirrorSample(n)` resolves to: x, y pairs of the same handles. */
+interface MirrorSample {
+    tick: number;
+    replicaTick: number;
+    handles: number[];
+    source: number[];
+    replica: number[];
+}
+
 /** What `window.demo.stats()` returns (demo/README.md). */
 interface DemoStats {
     fps: number;
@@ -39,13 +72,17 @@ interface DemoStats {
     changedThisTick: number;
     frame: number;
     renderPath: string;
+    mirror: MirrorStats;
 }
 
 interface DemoHandle {
     ready: Promise<void>;
-    configure(options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean }>): void;
+    configure(
+        options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean; mirror: boolean }>,
+    ): void;
     step(): void;
     stats(): DemoStats;
+    mirrorSample(count: number): Promise<MirrorSample>;
 }
 
 declare global {
@@ -97,10 +134,29 @@ async function frames(page: Page, watch: PageWatch, count: number): Promise<Demo
     return stats(page);
 }
 
-/** The visible canvas as pixels: how many are lit, and a hash to tell two frames apart. */
-async function canvasPixels(page: Page): Promise<{ lit: number; total: number; hash: number }> {
-    return page.evaluate(() => {
-        const canvas = document.querySelector('canvas')!;
+/** Waits until `predicate(stats)` holds in the page (or fails at the first page error). */
+async function until(page: Page, watch: PageWatch, predicate: string): Promise<DemoStats> {
+    const done = page.waitForFunction(
+        (body) => new Function('s', `return ${body}`)(window.demo!.stats()) as boolean,
+        predicate,
+        { timeout: 30_000, polling: 50 },
+    );
+    await Promise.race([done, watch.failed]);
+    return stats(page);
+}
+
+/** A byte count as the page shows it ("812 B", "469.6 KiB", "31.5 MiB"). */
+function parseBytes(text: string): number {
+    const match = /^([\d,.]+) (B|KiB|MiB)$/.exec(text.trim());
+    if (!match) throw new Error(`not a byte count: ${JSON.stringify(text)}`);
+    const scale = { B: 1, KiB: 1024, MiB: 1048576 }[match[2] as 'B' | 'KiB' | 'MiB'];
+    return Number(match[1]!.replace(/,/g, '')) * scale;
+}
+
+/** A canvas (the first: the world) as pixels: how many are lit, and a hash to tell two frames apart. */
+async function canvasPixels(page: Page, selector = 'canvas'): Promise<{ lit: number; total: number; hash: number }> {
+    return page.evaluate((selector) => {
+        const canvas = document.querySelector<HTMLCanvasElement>(selector)!;
         const copy = document.createElement('canvas');
         copy.width = canvas.width;
         copy.height = canvas.height;
@@ -114,7 +170,7 @@ async function canvasPixels(page: Page): Promise<{ lit: number; total: number; h
             hash = Math.imul(hash ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16)), 16777619);
         }
         return { lit, total: data.length / 4, hash };
-    });
+    }, selector);
 }
 
 describe('the particle demo', () => {
@@ -208,6 +264,75 @@ describe('the particle demo', () => {
             await page.click('#pause'); // the button resumes
             const running = await frames(page, watch, 5);
             expect(running.paused).toBe(false);
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
+    test('the mirror: a worker rebuilds the world from deltas alone, and the page shows what they cost', async () => {
+        const { page, watch } = await open('count=20000');
+        try {
+            await until(page, watch, 's.mirror.deltas >= 30');
+            await page.evaluate(() => window.demo!.configure({ paused: true }));
+            // Waits until the worker acknowledged the latest tick, then reads both worlds.
+            const sample = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            const held = await stats(page);
+            const mirror = held.mirror;
+            expect(mirror).toMatchObject({ enabled: true, available: true, keyframes: 1, inFlight: 0 });
+            expect(mirror.sourceFrame).toBe(held.frame); // the latest tick was sent...
+            expect(mirror.replicaTick).toBe(mirror.sourceTick); // ...and applied
+            expect(mirror.replicaEntities).toBe(held.entities);
+            expect(sample.replicaTick).toBe(sample.tick);
+            expect(sample.handles).toHaveLength(64);
+            expect(new Set(sample.handles).size).toBe(64);
+            expect(sample.replica).toEqual(sample.source); // f32 values, copied bit for bit
+            // Every particle moves every tick, so a delta carries every position: smaller than
+            // the snapshot (Position and Color only, no Velocity, Lifetime, Bounce), not tiny.
+            expect(mirror.deltaBytes).toBeGreaterThan(20_000 * 8);
+            expect(mirror.deltaBytes).toBeLessThan(mirror.snapshotBytes);
+            expect(mirror.deltaBytesAvg).toBeGreaterThan(0);
+            // The page shows the same numbers.
+            const shown = async (stat: string) =>
+                page.$eval(`#mirror-stats [data-stat="${stat}"]`, (element) => element.textContent ?? '');
+            const bytesShown = parseBytes(await shown('deltaBytes'));
+            expect(bytesShown).toBeGreaterThan(0);
+            expect(bytesShown).toBeLessThan(parseBytes(await shown('snapshotBytes')));
+            expect(Number((await shown('keyframes')).replace(/[^0-9]/g, ''))).toBe(1);
+            expect(Number((await shown('replicaEntities')).replace(/[^0-9]/g, ''))).toBe(held.entities);
+            // The second canvas draws the replica.
+            const drawn = await canvasPixels(page, '#mirror-view');
+            expect(drawn.lit).toBeGreaterThan(drawn.total * 0.01);
+
+            // One step: one more delta, not a keyframe, and the replica follows exactly.
+            await page.evaluate(() => window.demo!.step());
+            const next = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            expect(next.tick).toBeGreaterThan(sample.tick);
+            expect(next.replica).toEqual(next.source);
+            expect(next.source).not.toEqual(sample.source);
+            expect((await stats(page)).mirror).toMatchObject({ keyframes: 1, deltas: mirror.deltas + 1 });
+
+            // Off closes the replicator; on again starts over with a keyframe.
+            await page.selectOption('#mirror', 'off'); // the control in the page
+            const off = await stats(page);
+            expect(off.mirror).toMatchObject({ enabled: false, deltaBytes: 0 });
+            await page.evaluate(() => window.demo!.step());
+            expect((await stats(page)).mirror.deltas).toBe(off.mirror.deltas);
+            await page.evaluate(() => window.demo!.configure({ mirror: true, paused: false }));
+            const again = await until(page, watch, 's.mirror.keyframes === 2 && s.mirror.deltas > ' + (off.mirror.deltas + 10));
+            expect(again.mirror.enabled).toBe(true);
+            await page.evaluate(() => window.demo!.configure({ paused: true }));
+            const resumed = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            expect(resumed.replica).toEqual(resumed.source);
+            expect((await stats(page)).mirror.replicaEntities).toBe((await stats(page)).entities);
+
+            // Above 50,000 particles the mirror holds (a delta would carry every position).
+            await page.evaluate(() => window.demo!.configure({ count: 100_000 }));
+            await page.evaluate(() => window.demo!.step());
+            expect((await stats(page)).mirror).toMatchObject({ enabled: false, wanted: true, held: true });
+            await page.evaluate(() => window.demo!.configure({ count: 20_000 }));
+            await page.evaluate(() => window.demo!.step());
+            expect((await stats(page)).mirror).toMatchObject({ enabled: true, held: false });
             expect(watch.errors).toEqual([]);
         } finally {
             await page.close();
