@@ -18,7 +18,7 @@ tes_build asan
 step "native asan: ctest"
 ctest --preset asan | tee "$logs/asan.txt"
 
-step "fuzz: the snapshot decoder over its corpus, then for 20 s (libFuzzer, ASan + UBSan)"
+step "fuzz: the snapshot and delta decoders over their corpora, then for 20 s each (libFuzzer, ASan + UBSan)"
 tes_build fuzz
 ctest --preset fuzz | tee "$logs/fuzz.txt"
 

@@ -114,15 +114,16 @@ static inline void copy_cell(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
  * every key matches and the walk never searches. */
 static void copy_columns(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
                          uint32_t src_row, uint32_t n) {
+    /* By index: an archetype without columns (tags only) has a NULL column array, and even
+     * NULL + 0 is undefined behaviour. */
     const tesi_archetype_t *da = dst->archetype, *sa = src->archetype;
-    const tesi_column_t *sc = sa->columns, *send = sa->columns + sa->column_count;
-    const tesi_column_t *dc = da->columns, *dend = da->columns + da->column_count;
-    for (; dc < dend; dc++) {
-        while (sc < send && sc->key < dc->key)
-            sc++;
+    for (uint32_t d = 0, s = 0; d < da->column_count; d++) {
+        const tesi_column_t *dc = &da->columns[d];
+        while (s < sa->column_count && sa->columns[s].key < dc->key)
+            s++;
         uint8_t *cell = tesi_cell(dst, dc, dst_row);
-        if (sc < send && sc->key == dc->key) {
-            const uint8_t *from = tesi_cell(src, sc, src_row);
+        if (s < sa->column_count && sa->columns[s].key == dc->key) {
+            const uint8_t *from = tesi_cell(src, &sa->columns[s], src_row);
             if (n == 1) {
                 copy_cell(cell, from, dc->bytes);
             } else {
@@ -143,7 +144,8 @@ void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
     } else {
         tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
         const tesi_archetype_t *a = dst->archetype;
-        for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
+        for (uint32_t i = 0; i < a->column_count; i++) {
+            const tesi_column_t *c = &a->columns[i];
             copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
         }
     }
@@ -171,7 +173,8 @@ void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, cons
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
     const tesi_archetype_t *a = chunk->archetype;
-    for (const tesi_column_t *c = a->columns, *end = c + a->column_count; c < end; c++) {
+    for (uint32_t i = 0; i < a->column_count; i++) {
+        const tesi_column_t *c = &a->columns[i];
         uint8_t *cell = tesi_cell(chunk, c, row);
         if (n == 1 && c->bytes == 4) {
             memset(cell, 0, 4); /* one store: the common single spawn of a 4-byte field */

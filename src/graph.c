@@ -78,13 +78,14 @@ static tesi_move_t *plan_moves(tes_world_t *world, const tesi_archetype_t *dst,
     if (!dst->column_count) return NULL;
     tesi_move_t *moves = tesi_alloc(world, dst->column_count * sizeof *moves);
     if (!moves) return NULL;
-    const tesi_column_t *sc = src->columns, *send = src->columns + src->column_count;
-    for (uint32_t d = 0; d < dst->column_count; d++) {
+    /* By index: src may have no columns (a NULL array; NULL + 0 is undefined behaviour). */
+    for (uint32_t d = 0, s = 0; d < dst->column_count; d++) {
         const tesi_column_t *dc = &dst->columns[d];
-        while (sc < send && sc->key < dc->key)
-            sc++;
-        bool shared = sc < send && sc->key == dc->key;
-        moves[d] = (tesi_move_t){dc->offset, shared ? sc->offset : TESI_NEW_COLUMN, dc->bytes};
+        while (s < src->column_count && src->columns[s].key < dc->key)
+            s++;
+        bool shared = s < src->column_count && src->columns[s].key == dc->key;
+        moves[d] =
+            (tesi_move_t){dc->offset, shared ? src->columns[s].offset : TESI_NEW_COLUMN, dc->bytes};
     }
     return moves;
 }
