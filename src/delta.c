@@ -10,8 +10,6 @@
  * replica that fell further behind gets a keyframe instead. */
 #include "internal.h"
 
-#include <stdlib.h>
-
 #define DELTA_MAGIC     0x544C4454u /* "TDLT" little-endian */
 #define DELTA_VERSION   1u
 #define KEYFRAME        1u /* header flag: the whole state; what it lacks is despawned */
@@ -54,6 +52,7 @@ struct tes_replicator_t {
     uint8_t *marks; /* by entity index */
     uint32_t mark_slots;
     uint32_t *touched; /* indices marked TOUCHED, each once */
+    uint32_t *spare;   /* as long as touched, in the same block: for sorting */
     uint32_t touched_slots;
     uint32_t touched_count;
     tes_entity_t *ordered; /* targets marked ORDERED */
@@ -120,7 +119,7 @@ static void replicator_free(tes_replicator_t *rep) {
     tesi_free(world, rep->history, rep->history_slots * sizeof *rep->history);
     tesi_free(world, rep->bytes, rep->byte_slots);
     tesi_free(world, rep->marks, rep->mark_slots);
-    tesi_free(world, rep->touched, rep->touched_slots * sizeof *rep->touched);
+    tesi_free(world, rep->touched, 2 * (size_t)rep->touched_slots * sizeof *rep->touched);
     tesi_free(world, rep->ordered, rep->ordered_slots * sizeof *rep->ordered);
     tesi_free(world, rep->schema, rep->schema_slots);
     tesi_free(world, rep, sizeof *rep);
@@ -271,6 +270,21 @@ void tesi_replicators_fini(tes_world_t *world) {
 
 /* ---- encoding: what changed ------------------------------------------------------------- */
 
+/* Room to list every entity index once, twice (touched and spare share one block). */
+static tes_result_t touched_reserve(tes_replicator_t *rep, uint32_t n) {
+    if (n <= rep->touched_slots) return TES_OK;
+    uint32_t slots = rep->touched_slots ? rep->touched_slots : 1024;
+    while (slots < n)
+        slots *= 2;
+    uint32_t *block = tesi_alloc(rep->world, 2 * (size_t)slots * sizeof *block);
+    if (!block) return TES_ERR_OUT_OF_MEMORY;
+    tesi_free(rep->world, rep->touched, 2 * (size_t)rep->touched_slots * sizeof *block);
+    rep->touched = block;
+    rep->spare = block + slots;
+    rep->touched_slots = slots;
+    return TES_OK;
+}
+
 static void touch(tes_replicator_t *rep, uint32_t index, uint8_t how) {
     uint8_t *mark = &rep->marks[index];
     if (!*mark) rep->touched[rep->touched_count++] = index;
@@ -314,9 +328,27 @@ static void collect_component(tes_replicator_t *rep, uint32_t k, uint64_t baseli
         touch(rep, log->entities[i] & TESI_INDEX_MASK, term ? WHOLE : 0);
 }
 
-static int compare_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
+/* Sorts entity indices (below 2^21) in two counting passes of 11 bits through `spare`: O(n),
+ * where a comparison sort of the thousands of indices a busy tick touches cost more than
+ * writing their records. */
+static void sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
+    uint32_t *from = indices, *to = spare;
+    for (uint32_t shift = 0; shift < TES_INDEX_BITS; shift += 11) {
+        uint32_t counts[2048] = {0};
+        for (uint32_t i = 0; i < n; i++)
+            counts[(from[i] >> shift) & 2047]++;
+        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
+            uint32_t c = counts[b];
+            counts[b] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            to[counts[(from[i] >> shift) & 2047]++] = from[i];
+        uint32_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != indices) memcpy(indices, from, n * sizeof *indices);
 }
 
 /* Whether the live entity is in the replicator's scope. */
@@ -337,15 +369,7 @@ static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
         uint32_t index = world->index_dirty[i];
         if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
     }
-    if (rep->touched_count > world->record_count / 16) {
-        /* Much of the world changed (every particle moved): one pass over the marks sorts. */
-        uint32_t n = 0;
-        for (uint32_t index = 1; index < world->record_count; index++) {
-            if (rep->marks[index]) rep->touched[n++] = index;
-        }
-    } else {
-        qsort(rep->touched, rep->touched_count, sizeof *rep->touched, compare_u32);
-    }
+    sort_indices(rep->touched, rep->spare, rep->touched_count);
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
         const tesi_record_t *record = &world->records[index];
@@ -618,8 +642,7 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
                               1024);
         if (result == TES_OK) {
             memset(rep->marks + old, 0, rep->mark_slots - old);
-            result = tesi_reserve(world, (void **)&rep->touched, &rep->touched_slots,
-                                  world->record_count, sizeof *rep->touched, 1024);
+            result = touched_reserve(rep, world->record_count);
         }
         if (result == TES_OK) result = collect(rep, baseline);
     }
