@@ -52,8 +52,8 @@ import { Color, Position } from './scenario.js';
 /**
  * Above this many particles the mirror holds (closes its replicator) until the count comes
  * back down: every particle moves every tick, so every delta carries every position, and
- * encoding costs 0.3 to 0.45 us per particle on this thread (7 ms at 20k, 44 ms at 100k, over
- * half a second at 1M; demo/results.md). Above the limit the page runs as without a mirror.
+ * encoding costs about 0.1 us per particle on this thread (1.9 ms at 20k, 4.8 ms at 50k;
+ * demo/results.md). Above the limit the page runs as without a mirror.
  */
 export const MIRROR_MAX_COUNT = 50_000;
 /** Deltas the page lets the worker lag behind; beyond that it skips ticks (see send). */
