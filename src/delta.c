@@ -26,6 +26,13 @@
 #define PRESENT 4u /* alive and in scope now: a record, else a gone entry */
 #define ORDERED 8u /* a target whose sources' order goes (a moved event) */
 
+/* A component the replicator keeps the changes of, and the query that keeps them. */
+typedef struct watch_t {
+    tes_component_t component;
+    bool term; /* the scope tests it */
+    tes_query_t *query;
+} watch_t;
+
 struct tes_replicator_t {
     tes_world_t *world;
     tes_component_t *components; /* replicated, ascending */
@@ -36,9 +43,7 @@ struct tes_replicator_t {
     uint32_t seen; /* components looked at so far */
     tes_query_t *scope;
     /* One consumer query per watched component (replicated or a scope term). */
-    tes_component_t *watched;
-    uint8_t *is_term; /* per watched component: the scope tests it */
-    tes_query_t **consumers;
+    struct watch_t *watched;
     uint32_t watched_count;
     uint64_t *history; /* ticks of the latest encodes, a ring of `history_slots` */
     uint32_t history_slots;
@@ -84,7 +89,7 @@ static uint64_t floor_of(const tes_replicator_t *rep) {
 /* Holds the consumer queries at the floor: what pruning may drop. */
 static void hold(tes_replicator_t *rep) {
     for (uint32_t i = 0; i < rep->watched_count; i++)
-        tesi_query_hold(rep->consumers[i], floor_of(rep));
+        tesi_query_hold(rep->watched[i].query, floor_of(rep));
 }
 
 tes_result_t tes_replicator_release(tes_replicator_t *rep, uint64_t tick) {
@@ -109,12 +114,10 @@ uint64_t tesi_replicators_floor(const tes_world_t *world) {
 static void replicator_free(tes_replicator_t *rep) {
     tes_world_t *world = rep->world;
     for (uint32_t i = 0; i < rep->watched_count; i++)
-        tes_query_destroy(world, rep->consumers[i]);
+        tes_query_destroy(world, rep->watched[i].query);
     uint32_t n = TES_MAX_COMPONENTS;
     tesi_free(world, rep->components, n * sizeof *rep->components);
     tesi_free(world, rep->watched, n * sizeof *rep->watched);
-    tesi_free(world, rep->is_term, n);
-    tesi_free(world, rep->consumers, n * sizeof *rep->consumers);
     tesi_free(world, rep->ids, n * sizeof *rep->ids);
     tesi_free(world, rep->history, rep->history_slots * sizeof *rep->history);
     tesi_free(world, rep->bytes, rep->byte_slots);
@@ -128,8 +131,8 @@ static void replicator_free(tes_replicator_t *rep) {
 /* Watches component c (once): a consumer query that keeps it dirty-tracked and logged. */
 static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
     for (uint32_t i = 0; i < rep->watched_count; i++) {
-        if (rep->watched[i] == c) {
-            rep->is_term[i] |= term;
+        if (rep->watched[i].component == c) {
+            rep->watched[i].term |= term;
             return TES_OK;
         }
     }
@@ -145,9 +148,7 @@ static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
     tes_result_t result = tes_query_create(world, &desc, &q);
     if (result != TES_OK) return result;
     tesi_query_hold(q, rep->created);
-    rep->watched[rep->watched_count] = c;
-    rep->is_term[rep->watched_count] = term;
-    rep->consumers[rep->watched_count++] = q;
+    rep->watched[rep->watched_count++] = (watch_t){c, term, q};
     return TES_OK;
 }
 
@@ -202,8 +203,6 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
     uint32_t slots = TES_MAX_COMPONENTS;
     bool ok = (rep->components = tesi_alloc(world, slots * sizeof *rep->components)) &&
               (rep->watched = tesi_alloc(world, slots * sizeof *rep->watched)) &&
-              (rep->is_term = tesi_alloc(world, slots)) &&
-              (rep->consumers = tesi_alloc(world, slots * sizeof *rep->consumers)) &&
               (rep->ids = tesi_alloc(world, slots * sizeof *rep->ids));
     if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
         rep->history_slots = history;
@@ -215,12 +214,11 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
     rep->every = !desc->components;
     if (!rep->every) {
         /* The replicated set, ascending and without duplicates. */
-        uint8_t *chosen = (uint8_t *)rep->ids; /* (free until the first encode) */
-        memset(chosen, 0, n);
-        for (uint32_t i = 0; i < desc->component_count; i++)
-            chosen[desc->components[i]] = 1;
-        for (uint32_t c = 0; c < n; c++) {
-            if (chosen[c]) rep->components[rep->component_count++] = c;
+        for (tes_component_t c = 0; c < n; c++) {
+            bool chosen = false;
+            for (uint32_t i = 0; i < desc->component_count && !chosen; i++)
+                chosen = desc->components[i] == c;
+            if (chosen) rep->components[rep->component_count++] = c;
         }
         for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++)
             result = watch(rep, rep->components[i], false);
@@ -294,8 +292,8 @@ static void touch(tes_replicator_t *rep, uint32_t index, uint8_t how) {
 /* Every index touched since `baseline` through watched component k. */
 static void collect_component(tes_replicator_t *rep, uint32_t k, uint64_t baseline) {
     const tes_world_t *world = rep->world;
-    const tesi_component_t *c = &world->components[rep->watched[k]];
-    bool term = rep->is_term[k];
+    const tesi_component_t *c = &world->components[rep->watched[k].component];
+    bool term = rep->watched[k].term;
     /* A relation's membership matters only to the scope; its pairs go as events. */
     if (tesi_is_relation(c) && !term) return;
     if (tesi_is_sparse(c)) {
@@ -402,19 +400,8 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
         if (tesi_is_relation(c)) continue;
-        uint64_t added, changed;
-        if (tesi_is_sparse(c)) {
-            uint32_t slot1 = tesi_sparse_slot(&c->sparse, index);
-            if (!slot1) continue;
-            added = c->sparse.added[slot1 - 1];
-            changed = c->sparse.changed[slot1 - 1];
-        } else {
-            uint32_t type = tesi_type_index(a, id);
-            if (type == TESI_NO_TYPE) continue;
-            const tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
-            added = t ? t->added[record->row] : UINT64_MAX;
-            changed = t ? t->changed[record->row] : UINT64_MAX;
-        }
+        uint64_t added, changed; /* (replicated components are tracked) */
+        if (tes_ticks(world, e, id, &added, &changed) != TES_OK) continue; /* it lacks it */
         bool values = c->field_count && (whole || added > baseline || changed > baseline);
         ids[n++] = id | (values ? VALUES : 0);
         bytes += 4 + (values ? c->row_bytes : 0);
@@ -633,7 +620,7 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
     /* What every consumer has seen goes first, as tes_tick would drop it: a world that never
      * ticks must not make each encode walk (and keep) every change since the first one. */
     for (uint32_t i = 0; i < rep->watched_count; i++)
-        tesi_prune_component(world, rep->watched[i]);
+        tesi_prune_component(world, rep->watched[i].component);
     if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
     rep->touched_count = 0;
     if (!keyframe) {
@@ -688,11 +675,19 @@ typedef struct delta_t {
     replicated_t *comps;
     uint16_t position[TES_MAX_COMPONENTS]; /* by source id: its place in comps + 1 (0: none) */
     uint32_t body;                         /* offset of the gone section */
-    /* The record being read: positions in comps, values, whether they are initial. */
-    uint32_t *ids;
-    const uint8_t **values;
-    bool *init;
+    /* The record being read: its components and, for placing a new entity, their ids here. */
+    struct listed_t *listed;
+    tes_component_t *local;
+    /* While checking a delta with an acyclic relation: the replica as the delta leaves it. */
+    struct after_t *after;
 } delta_t;
+
+/* One component of the record being read. */
+typedef struct listed_t {
+    uint32_t at;           /* its place in comps */
+    const uint8_t *values; /* in the bytes; NULL when none came */
+    bool init;             /* the entity just got it: the values are its initial ones */
+} listed_t;
 
 static uint64_t get_u64(tesi_reader_t *r) {
     uint64_t v = 0;
@@ -704,25 +699,25 @@ static bool well_formed(tes_entity_t e) {
     return (e & TESI_INDEX_MASK) != 0 && (e >> (TES_INDEX_BITS + TES_GENERATION_BITS)) == 0;
 }
 
+/* One allocation: the delta_t, then `count` of comps, listed and local. */
+static size_t delta_bytes(uint32_t count) {
+    return sizeof(delta_t) +
+           count * (sizeof(replicated_t) + sizeof(listed_t) + sizeof(tes_component_t));
+}
+
 static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
-    size_t bytes =
-        sizeof(delta_t) + count * (sizeof(replicated_t) + sizeof(uint32_t) + sizeof(void *) + 1);
-    delta_t *d = tesi_alloc(world, bytes);
+    delta_t *d = tesi_alloc(world, delta_bytes(count));
     if (!d) return NULL;
-    memset(d, 0, bytes);
+    memset(d, 0, delta_bytes(count));
     d->count = count;
     d->comps = (replicated_t *)(void *)(d + 1);
-    d->values = (const uint8_t **)(void *)(d->comps + count);
-    d->ids = (uint32_t *)(void *)(d->values + count);
-    d->init = (bool *)(d->ids + count);
+    d->listed = (listed_t *)(void *)(d->comps + count);
+    d->local = (tes_component_t *)(void *)(d->listed + count);
     return d;
 }
 
 static void delta_free(tes_world_t *world, delta_t *d) {
-    if (!d) return;
-    tesi_free(world, d,
-              sizeof(delta_t) +
-                  d->count * (sizeof(replicated_t) + sizeof(uint32_t) + sizeof(void *) + 1));
+    if (d) tesi_free(world, d, delta_bytes(d->count));
 }
 
 /* A keyframe's component schemas: each matched by name to the replica's component (which must
@@ -805,8 +800,10 @@ static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
         tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
         return NULL;
     }
-    *d = (delta_t){from, to, keyframe, schema_crc, count,  d->comps,
-                   {0},  0,  d->ids,   d->values,  d->init};
+    d->from = from;
+    d->to = to;
+    d->keyframe = keyframe;
+    d->schema_crc = schema_crc;
     for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
         tes_component_t id;
         memcpy(&id, ids + (size_t)i * 4, 4);
@@ -899,31 +896,6 @@ static void doom(applier_t *ap, tes_entity_t e) {
     if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
 }
 
-/* Places a record's entity (new, or replacing what had its index) with its components (local
- * ids). */
-static tes_result_t place(tes_world_t *world, tes_entity_t e, const tes_component_t *ids,
-                          uint32_t n) {
-    tes_component_t chunk_ids[TES_MAX_COMPONENTS];
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!tesi_is_sparse(&world->components[ids[i]])) chunk_ids[k++] = ids[i];
-    }
-    tesi_archetype_t *a;
-    tes_result_t result = tesi_sort_set(world, chunk_ids, k);
-    if (result == TES_OK) result = tesi_archetype_ensure(world, k, &a);
-    uint32_t limit = (e & TESI_INDEX_MASK) + 1;
-    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
-        if (tesi_is_sparse(&world->components[ids[i]])) {
-            result = tesi_sparse_reserve(world, ids[i], 1, limit);
-        }
-    }
-    if (result == TES_OK) result = tesi_spawn_at(world, e, a);
-    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
-        if (tesi_is_sparse(&world->components[ids[i]])) tesi_sparse_insert(world, ids[i], e);
-    }
-    return result;
-}
-
 /* Writes a component's packed values into the live entity's storage. As tes_set, a write
  * stamps it changed, unless it is its initial value (`init`) or the values were there already
  * (sent again for a replica ahead of the delta's baseline): the replica's own change detection
@@ -959,184 +931,19 @@ static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t com
     }
 }
 
-/* One record: checked, and applied when `ap` is not NULL. */
-static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_t *out_handle) {
-    tes_entity_t e = tesi_get_u32(r);
-    uint32_t n = tesi_get_u32(r);
-    *out_handle = e;
-    if (!well_formed(e) || n > d->count) tesi_fail(r, TES_ERR_BAD_DELTA);
-    const uint8_t *raw = tesi_span(r, r->result == TES_OK ? n : 0, 4);
-    for (uint32_t i = 0; i < n && r->result == TES_OK; i++) {
-        uint32_t word;
-        memcpy(&word, raw + (size_t)i * 4, 4);
-        tes_component_t id = word & ~VALUES;
-        uint32_t at = id < TES_MAX_COMPONENTS ? d->position[id] : 0;
-        const replicated_t *c = at ? &d->comps[at - 1] : NULL;
-        /* Listed once each in id order, no relations (their pairs are events), values only for
-         * components with fields. */
-        if (!c || (c->flags & TES_COMPONENT_RELATION) || (i && at - 1 <= d->ids[i - 1]) ||
-            ((word & VALUES) && !c->field_count)) {
-            tesi_fail(r, TES_ERR_BAD_DELTA);
-            return;
-        }
-        d->ids[i] = at - 1;
-        d->values[i] = word & VALUES ? tesi_span(r, 1, c->row_bytes) : NULL;
-    }
-    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
-    tes_world_t *w = ap->world;
-    tes_component_t local[TES_MAX_COMPONENTS];
-    for (uint32_t i = 0; i < n; i++)
-        local[i] = d->comps[d->ids[i]].local;
-    bool fresh = !tesi_record_of(w, e);
-    for (uint32_t i = 0; i < n; i++)
-        d->init[i] = fresh;
-    if (fresh) ap->result = place(w, e, local, n);
-    /* An entity the replica had: its replicated components become the listed ones. */
-    for (uint32_t i = 0, j = 0; !fresh && i < d->count && ap->result == TES_OK; i++) {
-        const replicated_t *c = &d->comps[i];
-        if (c->flags & TES_COMPONENT_RELATION) continue;
-        bool listed = j < n && d->ids[j] == i;
-        bool has = false;
-        tes_has(w, e, c->local, &has);
-        if (has && !listed) ap->result = tes_remove(w, e, c->local);
-        if (!has && listed) {
-            ap->result = tes_add(w, e, c->local);
-            d->init[j] = true;
-        }
-        j += listed;
-    }
-    /* Values: a component the entity just got starts with them (an init), others change. */
-    for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
-        if (d->values[i]) write_packed(w, e, local[i], d->values[i], d->init[i]);
-    }
-}
-
-/* The gone indices and the records: checked (ascending, disjoint, well formed), and applied when
- * `ap` is not NULL: first every despawn (gone entities, entities a record replaces, and for a
- * keyframe every entity it lacks), then the records. */
-static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
-    uint32_t gone = tesi_get_u32(r);
-    if (d->keyframe && gone) tesi_fail(r, TES_ERR_BAD_DELTA);
-    const uint8_t *indices = tesi_span(r, r->result == TES_OK ? gone : 0, 4);
-    uint32_t previous = 0;
-    for (uint32_t i = 0; i < gone && r->result == TES_OK; i++) {
-        uint32_t index;
-        memcpy(&index, indices + (size_t)i * 4, 4);
-        if (index <= previous || index > TESI_INDEX_MASK) tesi_fail(r, TES_ERR_BAD_DELTA);
-        previous = index;
-        if (ap && live_at(world, index)) doom(ap, live_at(world, index));
-    }
-    uint32_t records = tesi_get_u32(r);
-    uint32_t start = r->at;
-    /* First pass: check, and find what the records replace (an index in the gone list is not
-     * a record's too: the two lists merge in index order). */
-    uint32_t g = 0, kept = 1; /* keyframe: live indices below `kept` were looked at */
-    previous = 0;
-    for (uint32_t i = 0; i < records && r->result == TES_OK; i++) {
-        tes_entity_t e;
-        read_record(r, d, NULL, &e);
-        uint32_t index = e & TESI_INDEX_MASK;
-        if (r->result != TES_OK) break;
-        if (index <= previous) tesi_fail(r, TES_ERR_BAD_DELTA);
-        previous = index;
-        for (; g < gone; g++) {
-            uint32_t gi;
-            memcpy(&gi, indices + (size_t)g * 4, 4);
-            if (gi >= index) {
-                if (gi == index) tesi_fail(r, TES_ERR_BAD_DELTA);
-                break;
-            }
-        }
-        if (!ap) continue;
-        tes_entity_t there = live_at(world, index);
-        if (there && there != e) doom(ap, there);
-        for (; d->keyframe && kept < index && kept < world->record_count; kept++) {
-            if (live_at(world, kept)) doom(ap, live_at(world, kept));
-        }
-        kept = index + 1;
-    }
-    for (; ap && d->keyframe && kept < world->record_count; kept++) {
-        if (live_at(world, kept)) doom(ap, live_at(world, kept));
-    }
-    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
-    tes_world_t *w = ap->world;
-    /* The delta lists every despawn itself: no cascade here. */
-    ap->result = tesi_despawn_all(w, ap->doomed, ap->doomed_count, false);
-    /* A keyframe brings every pair again. */
-    for (uint32_t i = 0; d->keyframe && i < d->count && ap->result == TES_OK; i++) {
-        tes_component_t id = d->comps[i].local;
-        tesi_component_t *c = &w->components[id];
-        while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
-            ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
-    }
-    uint32_t end = r->at;
-    r->at = start;
-    for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
-        tes_entity_t e;
-        read_record(r, d, ap, &e);
-    }
-    r->at = end;
-}
-
-/* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the
- * replica's tick, between entities it has). */
-static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
-                          applier_t *ap) {
-    uint32_t count = tesi_get_u32(r);
-    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        uint32_t head[4];
-        tesi_take(r, head, sizeof head);
-        uint32_t kind = head[0] & ~DATA, age = head[3];
-        tes_entity_t source = head[1], target = head[2];
-        bool data = head[0] & DATA;
-        bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
-        bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
-                  well_formed(target) && (!data || (writes && c->field_count)) &&
-                  (d->keyframe ? age == 0 : age < d->to - d->from);
-        if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
-        const uint8_t *row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
-        if (!ap || r->result != TES_OK || ap->result != TES_OK) continue;
-        tes_world_t *w = ap->world;
-        tes_component_t relation = c->local;
-        if (!d->keyframe && d->to - age <= ap->old_tick) continue; /* the replica has it */
-        if (!tesi_record_of(w, source) || !tesi_record_of(w, target)) continue; /* gone since */
-        uint32_t id = tesi_pair_find(w, relation, source, target);
-        if (kind == TES_PAIR_ADDED && !id) {
-            ap->result = tes_pair_add(w, source, relation, target);
-            id = ap->result == TES_OK ? tesi_pair_find(w, relation, source, target) : 0;
-            if (id && row) ap->result = tesi_pair_write(w, relation, id, row, true);
-        } else if (kind == TES_PAIR_REMOVED && id) {
-            ap->result = tes_pair_remove(w, source, relation, target);
-        } else if (writes && id && row) {
-            ap->result = tesi_pair_write(w, relation, id, row, false);
-        } else if (kind == TES_PAIR_MOVED && id) {
-            ap->result = tes_pair_place(w, source, relation, target, 0);
-        }
-    }
-}
-
-/* The whole delta after its head: checked, or applied. */
-static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
-    r->at = d->body;
-    read_entities(r, world, d, ap);
-    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
-        if (d->comps[i].flags & TES_COMPONENT_RELATION) read_relation(r, d, &d->comps[i], ap);
-    }
-    if (r->result == TES_OK && r->at != r->size) tesi_fail(r, TES_ERR_BAD_DELTA);
-}
-
 /* ---- acyclic relations: a pair the replica would refuse is found before anything changes -- */
 
 /* The replica as it will be once the delta's entities are applied, and the parents (targets of
  * an acyclic, so exclusive, relation) that its replayed events give: an open-addressing map by
  * source handle. */
 typedef struct after_t {
-    const tes_world_t *world;
+    tes_world_t *world;
     const delta_t *d;
     const uint8_t *gone; /* ascending indices, in the bytes */
     uint32_t gone_count;
     tes_entity_t *records; /* the records' handles, ascending by index */
     uint32_t record_count;
+    uint32_t record_slots;
     tes_component_t relation;
     tes_entity_t *keys, *parents; /* parents[k]: 0 for none */
     uint32_t slots;               /* a power of two */
@@ -1191,64 +998,227 @@ static void set_parent(after_t *a, tes_entity_t source, tes_entity_t target) {
 
 /* Replays the acyclic relations' events on parents alone: an added pair whose target has its
  * source among its ancestors then is a bad delta (a source never writes one). */
-static void check_cycles(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
-    bool any = false;
-    for (uint32_t i = 0; i < d->count; i++)
-        any |= (d->comps[i].flags & TES_RELATION_ACYCLIC) != 0;
-    if (!any) return;
-    after_t a = {.world = world, .d = d};
-    r->at = d->body;
-    a.gone_count = tesi_get_u32(r);
-    a.gone = tesi_span(r, a.gone_count, 4);
+/* One event of an acyclic relation, replayed on the parents as the applying pass will replay it
+ * (`tick` is the event's): false when it adds a pair whose target has the source among its
+ * ancestors then, a pair no source writes. */
+static bool replay_parent(after_t *a, uint32_t kind, tes_entity_t source, tes_entity_t target,
+                          uint64_t tick) {
+    if ((!a->d->keyframe && tick <= a->world->replica_tick) || !alive_after(a, source) ||
+        !alive_after(a, target)) {
+        return true; /* as the replay will skip it */
+    }
+    if (kind == TES_PAIR_REMOVED && parent_after(a, source) == target) {
+        set_parent(a, source, 0);
+    } else if (kind == TES_PAIR_ADDED && parent_after(a, source) != target) {
+        /* Bounded: every entity once, even if the replica's own links were corrupt. */
+        uint64_t steps = (uint64_t)a->world->entity_count + a->record_count + 1;
+        for (tes_entity_t e = target; e && steps--; e = parent_after(a, e)) {
+            if (e == source) return false;
+        }
+        set_parent(a, source, target);
+    }
+    return true;
+}
+
+/* One record: checked, and applied when `ap` is not NULL. */
+static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_t *out_handle) {
+    tes_entity_t e = tesi_get_u32(r);
+    uint32_t n = tesi_get_u32(r);
+    *out_handle = e;
+    if (!well_formed(e) || n > d->count) tesi_fail(r, TES_ERR_BAD_DELTA);
+    const uint8_t *raw = tesi_span(r, r->result == TES_OK ? n : 0, 4);
+    listed_t *listed = d->listed;
+    for (uint32_t i = 0; i < n && r->result == TES_OK; i++) {
+        uint32_t word;
+        memcpy(&word, raw + (size_t)i * 4, 4);
+        tes_component_t id = word & ~VALUES;
+        uint32_t at = id < TES_MAX_COMPONENTS ? d->position[id] : 0;
+        const replicated_t *c = at ? &d->comps[at - 1] : NULL;
+        /* Listed once each in id order, no relations (their pairs are events), values only for
+         * components with fields. */
+        if (!c || (c->flags & TES_COMPONENT_RELATION) || (i && at - 1 <= listed[i - 1].at) ||
+            ((word & VALUES) && !c->field_count)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            return;
+        }
+        listed[i] = (listed_t){at - 1, word & VALUES ? tesi_span(r, 1, c->row_bytes) : NULL, false};
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    if (!tesi_record_of(w, e)) {
+        /* New here (or its index held another generation, despawned already): placed whole. */
+        for (uint32_t i = 0; i < n; i++) {
+            d->local[i] = d->comps[listed[i].at].local;
+            listed[i].init = true;
+        }
+        ap->result = tesi_spawn_at(w, e, d->local, n);
+    } else {
+        /* An entity the replica had: its replicated components become the listed ones. */
+        for (uint32_t i = 0, j = 0; i < d->count && ap->result == TES_OK; i++) {
+            const replicated_t *c = &d->comps[i];
+            if (c->flags & TES_COMPONENT_RELATION) continue;
+            bool in = j < n && listed[j].at == i;
+            bool has = false;
+            tes_has(w, e, c->local, &has);
+            if (has && !in) ap->result = tes_remove(w, e, c->local);
+            if (!has && in) {
+                ap->result = tes_add(w, e, c->local);
+                listed[j].init = true;
+            }
+            j += in;
+        }
+    }
+    /* Values: a component the entity just got starts with them (an init), others change. */
+    for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
+        if (listed[i].values) {
+            write_packed(w, e, d->comps[listed[i].at].local, listed[i].values, listed[i].init);
+        }
+    }
+}
+
+/* The gone indices and the records: checked (ascending, disjoint, well formed), and applied when
+ * `ap` is not NULL: first every despawn (gone entities, entities a record replaces, and for a
+ * keyframe every entity it lacks), then the records. */
+static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    uint32_t gone = tesi_get_u32(r);
+    if (d->keyframe && gone) tesi_fail(r, TES_ERR_BAD_DELTA);
+    const uint8_t *indices = tesi_span(r, r->result == TES_OK ? gone : 0, 4);
+    uint32_t previous = 0;
+    for (uint32_t i = 0; i < gone && r->result == TES_OK; i++) {
+        uint32_t index;
+        memcpy(&index, indices + (size_t)i * 4, 4);
+        if (index <= previous || index > TESI_INDEX_MASK) tesi_fail(r, TES_ERR_BAD_DELTA);
+        previous = index;
+        if (ap && live_at(world, index)) doom(ap, live_at(world, index));
+    }
     uint32_t records = tesi_get_u32(r);
-    a.records = tesi_alloc(world, (size_t)records * sizeof *a.records + 1);
-    if (!a.records) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
-    for (uint32_t i = 0; i < records && r->result == TES_OK; i++)
-        read_record(r, d, NULL, &a.records[a.record_count++]);
-    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
-        const replicated_t *c = &d->comps[i];
-        if (!(c->flags & TES_COMPONENT_RELATION)) continue;
-        uint32_t count = tesi_get_u32(r);
-        bool acyclic = c->flags & TES_RELATION_ACYCLIC;
-        if (acyclic) {
-            a.relation = c->local;
-            for (a.slots = 16; a.slots < 2 * (uint64_t)count;)
-                a.slots *= 2;
-            a.keys = tesi_alloc(world, 2 * (size_t)a.slots * sizeof *a.keys);
-            if (!a.keys) {
-                tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+    uint32_t start = r->at;
+    /* A record takes 8 bytes at least: a count the bytes cannot hold is refused before it sizes
+     * anything. */
+    if (records > (r->size - r->at) / 8) tesi_fail(r, TES_ERR_BAD_DELTA);
+    after_t *after = ap ? NULL : d->after;
+    if (after && r->result == TES_OK) {
+        after->gone = indices;
+        after->gone_count = gone;
+        after->records = tesi_alloc(after->world, (size_t)records * sizeof *after->records + 1);
+        if (!after->records) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        after->record_slots = records;
+    }
+    /* First pass: check, and find what the records replace (an index in the gone list is not
+     * a record's too: the two lists merge in index order). */
+    uint32_t g = 0, kept = 1; /* keyframe: live indices below `kept` were looked at */
+    previous = 0;
+    for (uint32_t i = 0; i < records && r->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, d, NULL, &e);
+        uint32_t index = e & TESI_INDEX_MASK;
+        if (r->result != TES_OK) break;
+        if (after) after->records[after->record_count++] = e;
+        if (index <= previous) tesi_fail(r, TES_ERR_BAD_DELTA);
+        previous = index;
+        for (; g < gone; g++) {
+            uint32_t gi;
+            memcpy(&gi, indices + (size_t)g * 4, 4);
+            if (gi >= index) {
+                if (gi == index) tesi_fail(r, TES_ERR_BAD_DELTA);
                 break;
             }
-            memset(a.keys, 0, 2 * (size_t)a.slots * sizeof *a.keys);
-            a.parents = a.keys + a.slots;
         }
-        for (uint32_t k = 0; k < count && r->result == TES_OK; k++) {
-            uint32_t head[4];
-            tesi_take(r, head, sizeof head);
-            if (head[0] & DATA) tesi_span(r, 1, c->row_bytes);
-            uint32_t kind = head[0] & ~DATA;
-            tes_entity_t source = head[1], target = head[2];
-            if (!acyclic || (!d->keyframe && d->to - head[3] <= world->replica_tick) ||
-                !alive_after(&a, source) || !alive_after(&a, target)) {
-                continue; /* as the replay will skip it */
-            }
-            if (kind == TES_PAIR_REMOVED && parent_after(&a, source) == target) {
-                set_parent(&a, source, 0);
-            } else if (kind == TES_PAIR_ADDED && parent_after(&a, source) != target) {
-                /* Bounded: every entity once, even if the replica's own links were corrupt. */
-                uint64_t steps = (uint64_t)world->entity_count + records + 1;
-                for (tes_entity_t e = target; e && steps--; e = parent_after(&a, e)) {
-                    if (e == source) {
-                        tesi_fail(r, TES_ERR_BAD_DELTA);
-                        break;
-                    }
-                }
-                set_parent(&a, source, target);
-            }
+        if (!ap) continue;
+        tes_entity_t there = live_at(world, index);
+        if (there && there != e) doom(ap, there);
+        for (; d->keyframe && kept < index && kept < world->record_count; kept++) {
+            if (live_at(world, kept)) doom(ap, live_at(world, kept));
         }
-        if (acyclic) tesi_free(world, a.keys, 2 * (size_t)a.slots * sizeof *a.keys);
+        kept = index + 1;
     }
-    tesi_free(world, a.records, (size_t)records * sizeof *a.records + 1);
+    for (; ap && d->keyframe && kept < world->record_count; kept++) {
+        if (live_at(world, kept)) doom(ap, live_at(world, kept));
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    /* The delta lists every despawn itself: no cascade here. */
+    ap->result = tesi_despawn_all(w, ap->doomed, ap->doomed_count, false);
+    /* A keyframe brings every pair again. */
+    for (uint32_t i = 0; d->keyframe && i < d->count && ap->result == TES_OK; i++) {
+        tes_component_t id = d->comps[i].local;
+        tesi_component_t *c = &w->components[id];
+        while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
+            ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
+    }
+    uint32_t end = r->at;
+    r->at = start;
+    for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, d, ap, &e);
+    }
+    r->at = end;
+}
+
+/* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the
+ * replica's tick, between entities it has). */
+static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
+                          applier_t *ap) {
+    uint32_t count = tesi_get_u32(r);
+    if (count > (r->size - r->at) / 16) tesi_fail(r, TES_ERR_BAD_DELTA); /* 16 bytes an event */
+    /* Checking an acyclic relation: its events replayed on the parents (a map by source). */
+    after_t *a = !ap && (c->flags & TES_RELATION_ACYCLIC) ? d->after : NULL;
+    if (a && r->result == TES_OK) {
+        a->relation = c->local;
+        for (a->slots = 16; a->slots < 2 * (uint64_t)count;)
+            a->slots *= 2;
+        a->keys = tesi_alloc(a->world, 2 * (size_t)a->slots * sizeof *a->keys);
+        if (!a->keys) {
+            tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+            return;
+        }
+        memset(a->keys, 0, 2 * (size_t)a->slots * sizeof *a->keys);
+        a->parents = a->keys + a->slots;
+    }
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t head[4];
+        tesi_take(r, head, sizeof head);
+        uint32_t kind = head[0] & ~DATA, age = head[3];
+        tes_entity_t source = head[1], target = head[2];
+        bool data = head[0] & DATA;
+        bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
+        bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
+                  well_formed(target) && (!data || (writes && c->field_count)) &&
+                  (d->keyframe ? age == 0 : age < d->to - d->from);
+        if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
+        const uint8_t *row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
+        if (a && r->result == TES_OK && !replay_parent(a, kind, source, target, d->to - age)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+        }
+        if (!ap || r->result != TES_OK || ap->result != TES_OK) continue;
+        tes_world_t *w = ap->world;
+        tes_component_t relation = c->local;
+        if (!d->keyframe && d->to - age <= ap->old_tick) continue; /* the replica has it */
+        if (!tesi_record_of(w, source) || !tesi_record_of(w, target)) continue; /* gone since */
+        uint32_t id = tesi_pair_find(w, relation, source, target);
+        if (kind == TES_PAIR_ADDED && !id) {
+            ap->result = tes_pair_add(w, source, relation, target);
+            id = ap->result == TES_OK ? tesi_pair_find(w, relation, source, target) : 0;
+            if (id && row) ap->result = tesi_pair_write(w, relation, id, row, true);
+        } else if (kind == TES_PAIR_REMOVED && id) {
+            ap->result = tes_pair_remove(w, source, relation, target);
+        } else if (writes && id && row) {
+            ap->result = tesi_pair_write(w, relation, id, row, false);
+        } else if (kind == TES_PAIR_MOVED && id) {
+            ap->result = tes_pair_place(w, source, relation, target, 0);
+        }
+    }
+    if (a) tesi_free(a->world, a->keys, 2 * (size_t)a->slots * sizeof *a->keys);
+}
+
+/* The whole delta after its head: checked, or applied. */
+static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    r->at = d->body;
+    read_entities(r, world, d, ap);
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        if (d->comps[i].flags & TES_COMPONENT_RELATION) read_relation(r, d, &d->comps[i], ap);
+    }
+    if (r->result == TES_OK && r->at != r->size) tesi_fail(r, TES_ERR_BAD_DELTA);
 }
 
 tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
@@ -1258,8 +1228,15 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
     tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_DELTA};
     delta_t *d = read_head(&r, world);
+    /* A delta that will be applied and has an acyclic relation: the check replays its events on
+     * the parents too, so that a pair the relation would refuse stops it before any change. */
+    after_t after = {.world = world, .d = d};
+    for (uint32_t i = 0; d && d->to > world->replica_tick && i < d->count; i++) {
+        if (d->comps[i].flags & TES_RELATION_ACYCLIC) d->after = &after;
+    }
     if (d) read_body(&r, world, d, NULL);
-    if (r.result == TES_OK && d->to > world->replica_tick) check_cycles(&r, world, d);
+    if (d) d->after = NULL;
+    tesi_free(world, after.records, (size_t)after.record_slots * sizeof *after.records + 1);
     if (r.result != TES_OK || d->to <= world->replica_tick) { /* bad, or nothing new */
         delta_free(world, d);
         return r.result;

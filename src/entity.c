@@ -35,14 +35,13 @@ static tes_result_t resize_stamps(tes_world_t *world, uint32_t old, uint32_t slo
     return TES_OK;
 }
 
-static tes_result_t grow_table(tes_world_t *world, uint32_t slots);
+static tes_result_t table_reserve(tes_world_t *world, uint32_t needed);
 
 tes_result_t tesi_index_ticks(tes_world_t *world, bool on) {
     if (on == (world->index_ticks != NULL)) return TES_OK;
-    if (on && !world->record_slots) {
-        tes_result_t result = grow_table(world, 1024); /* the stamps are sized by the table */
-        if (result != TES_OK) return result;
-    }
+    /* The stamps are sized by the table: it needs one. */
+    tes_result_t result = on ? table_reserve(world, 1) : TES_OK;
+    if (result != TES_OK) return result;
     return resize_stamps(world, world->record_slots, on ? world->record_slots : 0);
 }
 
@@ -76,6 +75,16 @@ static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
     return TES_OK;
 }
 
+/* Room for `needed` records: the table doubles (from 1024) up to the index limit. */
+static tes_result_t table_reserve(tes_world_t *world, uint32_t needed) {
+    if (needed <= world->record_slots) return TES_OK;
+    uint64_t slots = world->record_slots ? world->record_slots : 1024;
+    while (slots < needed)
+        slots *= 2;
+    if (slots > TESI_INDEX_LIMIT) slots = TESI_INDEX_LIMIT;
+    return grow_table(world, (uint32_t)slots);
+}
+
 /* Makes sure `n` more entities can get an index without allocating. */
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
     uint32_t fresh_left = TESI_INDEX_LIMIT - world->record_count;
@@ -86,13 +95,7 @@ tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
         world->free_length > world->min_free ? world->free_length - world->min_free : 0;
     uint32_t fresh = n > reusable ? n - reusable : 0;
     if (fresh > fresh_left) fresh = fresh_left;
-    uint32_t needed = world->record_count + fresh;
-    if (needed <= world->record_slots) return TES_OK;
-    uint64_t slots = world->record_slots ? world->record_slots : 1024;
-    while (slots < needed)
-        slots *= 2;
-    if (slots > TESI_INDEX_LIMIT) slots = TESI_INDEX_LIMIT;
-    return grow_table(world, (uint32_t)slots);
+    return table_reserve(world, world->record_count + fresh);
 }
 
 /* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
@@ -143,33 +146,6 @@ void tesi_free_queue(tes_world_t *world) {
         world->free_tail = index;
     }
     world->free_length = length;
-}
-
-tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle, tesi_archetype_t *archetype) {
-    uint32_t index = handle & TESI_INDEX_MASK;
-    tes_result_t result = tesi_chunks_reserve(world, archetype, 1);
-    if (result != TES_OK) return result;
-    if (index >= world->record_count) {
-        if (index >= world->record_slots) {
-            uint64_t slots = world->record_slots ? world->record_slots : 1024;
-            while (slots <= index)
-                slots *= 2;
-            result =
-                grow_table(world, slots > TESI_INDEX_LIMIT ? TESI_INDEX_LIMIT : (uint32_t)slots);
-        }
-        if (result != TES_OK) return result;
-        /* The indices up to it join the free queue (as never used: generation 0). */
-        for (uint32_t i = world->record_count; i <= index; i++) {
-            world->records[i] = (tesi_record_t){0};
-        }
-        world->free_length += index + 1 - world->record_count;
-        world->record_count = index + 1;
-    }
-    /* Placed below, the index leaves the free queue: relinked before its next use. */
-    world->free_stale = true;
-    world->free_length--;
-    world->records[index].generation = handle >> TES_INDEX_BITS;
-    return tesi_spawn_reserved(world, index, archetype);
 }
 
 void tesi_entities_fini(tes_world_t *world) {
@@ -314,6 +290,38 @@ tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, ui
                        tes_entity_t *out_entity) {
     if (!out_entity) return TES_ERR_INVALID_ARGUMENT;
     return tes_spawn_batch(world, components, count, 1, out_entity);
+}
+
+tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
+                           const tes_component_t *components, uint32_t count) {
+    uint32_t index = handle & TESI_INDEX_MASK;
+    tesi_archetype_t *a;
+    tes_result_t result = tesi_sort_set(world, components, count);
+    uint32_t table = count;
+    if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
+    /* Everything is reserved first (the sparse ids stay at the end of the scratch set). */
+    const tes_component_t *sparse = world->scratch + table;
+    for (uint32_t i = 0; i < count - table && result == TES_OK; i++)
+        result = tesi_sparse_reserve(world, sparse[i], 1, index + 1);
+    if (result == TES_OK) result = tesi_chunks_reserve(world, a, 1);
+    if (result == TES_OK) result = table_reserve(world, index + 1);
+    if (result != TES_OK) return result;
+    if (index >= world->record_count) {
+        /* The indices up to it join the free queue (as never used: generation 0). */
+        for (uint32_t i = world->record_count; i <= index; i++)
+            world->records[i] = (tesi_record_t){0};
+        world->free_length += index + 1 - world->record_count;
+        world->record_count = index + 1;
+    }
+    /* Placed below, the index leaves the free queue: relinked before its next use. */
+    world->free_stale = true;
+    world->free_length--;
+    world->records[index].generation = handle >> TES_INDEX_BITS;
+    tesi_spawn_reserved(world, index, a); /* cannot fail: its chunk room is reserved */
+    for (uint32_t i = 0; i < count - table; i++)
+        tesi_sparse_insert(world, sparse[i], handle);
+    return TES_OK;
 }
 
 void tesi_despawn_record(tes_world_t *world, tesi_record_t *record) {

@@ -482,9 +482,11 @@ tes_result_t tesi_index_ticks(tes_world_t *world, bool on);
 void tesi_index_prune(tes_world_t *world, uint64_t min);
 /* Brings the free queue's links up to date after a delta placed entities (see free_stale). */
 void tesi_free_queue(tes_world_t *world);
-/* Makes `handle` live at its index in the archetype (zeroed row, stamped added), whatever the
- * index held: it must be free or beyond the table (then the indices in between become free). */
-tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle, tesi_archetype_t *archetype);
+/* Spawns `handle` at its index with the components (zeroed, stamped added), as tes_spawn would
+ * spawn a new entity: the index must be free or beyond the table (the indices in between
+ * become free). All or nothing. */
+tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
+                           const tes_component_t *components, uint32_t count);
 
 static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation) {
     return index | (generation << TES_INDEX_BITS);

@@ -16,7 +16,8 @@ import path from 'node:path';
 
 import { component, init, tag } from '../../dist/index.js';
 import { fmtNum, median } from './measure.js';
-import { cpuModel, gitState, parseBenchArgs, resultsDir } from './node-env.mjs';
+import { envLine, parseBenchArgs, resultsDir } from './node-env.mjs';
+import { mulberry32 } from './shared.js';
 
 const args = parseBenchArgs(process.argv.slice(2), import.meta.url);
 if (args.check || args.worker) throw new Error('delta bench: --check and --worker mean nothing here');
@@ -42,16 +43,10 @@ const ROWS = [
           ]),
 ];
 
-/** A small deterministic PRNG (mulberry32): an integer in [0, n). */
+/** Seeded choices: an integer in [0, n). */
 function rng(seed) {
-    let a = seed >>> 0;
-    return (n) => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) % n;
-    };
+    const next = mulberry32(seed);
+    return (n) => Math.floor(next() * n);
 }
 
 /**
@@ -288,7 +283,7 @@ if (kf) {
 const md = [
     `# Delta cost (\`${command}\`)`,
     '',
-    `${new Date().toISOString()} · ${cpuModel()} (${os.cpus().length} cores) · Node ${process.version} · tessera at ${gitState()} · load average ${loadAtStart.toFixed(2)} at the start`,
+    `${envLine()} · load average ${loadAtStart.toFixed(2)} at the start`,
     '',
     'Each world: Position {x, y: f32} and Velocity {x, y: f32} on every entity, a sparse marker on 1%, ChildOf pairs on 1% ' +
         '(the world of `snapshot.mjs`). Each tick, K entities picked at random get `world.set(e, Position, …)` (untimed), then ' +

@@ -22,6 +22,25 @@ export function gitState() {
   } catch { return '?'; }
 }
 
+// Where a benchmark ran and with what options: the env record of a results file.
+export function benchEnv(opts) {
+  return {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: cpuModel(),
+    cores: os.cpus().length,
+    os: osName(),
+    runs: opts.runs,
+    targetMs: opts.targetMs,
+    quick: opts.quick,
+    git: gitState(),
+  };
+}
+
+// The same as the one line a results file starts with: date · CPU (cores) · Node · commit.
+export const envLine = () =>
+  `${new Date().toISOString()} · ${cpuModel()} (${os.cpus().length} cores) · Node ${process.version} · tessera at ${gitState()}`;
+
 // Prints the leading `//` comment block of the script at `moduleUrl` (its usage) and exits.
 export function printUsage(moduleUrl) {
   const lines = readFileSync(fileURLToPath(moduleUrl), 'utf8').split('\n');

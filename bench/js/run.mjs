@@ -19,10 +19,9 @@
 // alone, 0.66 after particles_10k). Within a case, the contenders share the process.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { root, resultsDir, cpuModel, osName, gitState, parseBenchArgs } from './node-env.mjs';
+import { root, resultsDir, benchEnv, parseBenchArgs } from './node-env.mjs';
 import { contenders } from './contenders/index.js';
 import { CASES, baseCase } from './shared.js';
 import { benchCase as measureCase, entriesOf as caseEntries, fmtNum, tableLines, markdownTable, textTable } from './measure.js';
@@ -147,16 +146,8 @@ if (opts.render) {
 }
 
 const env = {
-  date: new Date().toISOString(),
-  node: process.version,
-  cpu: cpuModel(),
-  cores: os.cpus().length,
-  os: osName(),
-  runs: opts.runs,
-  targetMs: opts.targetMs,
-  quick: opts.quick,
+  ...benchEnv(opts),
   gc: 'each case runs in a worker process started with --expose-gc; gc() after the case',
-  git: gitState(),
   contenders: chosen.map((c) => ({ name: c.name, version: c.version, kind: c.kind })),
 };
 if (!opts.worker) console.log(`JS ECS benchmark · Node ${env.node} · ${env.cpu} (${env.cores} cores) · ${opts.runs} runs of >= ${opts.targetMs} ms batches`);

@@ -15,6 +15,18 @@ export const isScenario = (name) => SCENARIOS.includes(baseCase(name));
 // 'entity_cycle (batch API)' -> 'entity_cycle'
 export const baseCase = (name) => name.replace(/ \(.*\)$/, '');
 
+/** A seeded generator (mulberry32): each call gives the next number in [0, 1). */
+export function mulberry32(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
 export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split('');
 
 // v doubled k times with i32 wrap-around (Int32Array semantics): what `v *= 2` k times stores.

@@ -5,12 +5,11 @@
 // are, their rows go beside these, as BENCHMARKS.md asks.
 //   node bench/js/snapshot.mjs [--no-write]
 import { writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
 import { component, init, tag } from '../../dist/index.js';
 import { fmtNum, median } from './measure.js';
-import { cpuModel, gitState, resultsDir } from './node-env.mjs';
+import { envLine, resultsDir } from './node-env.mjs';
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
@@ -56,7 +55,7 @@ if (!process.argv.includes('--no-write')) {
     const md = [
         '# Snapshot cost (`node bench/js/snapshot.mjs`)',
         '',
-        `${new Date().toISOString()} · ${cpuModel()} (${os.cpus().length} cores) · Node ${process.version} · tessera at ${gitState()}`,
+        envLine(),
         '',
         'Each world: Position {x, y: f32} and Velocity {x, y: f32} on every entity, a sparse marker on 1%, ChildOf pairs on 1%. ' +
             'Write: `world.snapshot()` (the C core writes the bytes, JS copies them out). Restore: `createWorld({ snapshot })` and ' +

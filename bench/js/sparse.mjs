@@ -26,12 +26,11 @@
 // sparse.md (not with --check, --no-write or --groups).
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { root, resultsDir, cpuModel, osName, gitState, parseBenchArgs } from './node-env.mjs';
+import { root, resultsDir, benchEnv, parseBenchArgs } from './node-env.mjs';
 import { benchCase, fmtNum, fmtRatio } from './measure.js';
-import { assert } from './shared.js';
+import { assert, mulberry32 } from './shared.js';
 import { createWorld, component } from '../../dist/index.js';
 
 
@@ -141,14 +140,7 @@ function addRemove(Bc, mode) {
 
 // A seeded permutation of 0..n-1 (mulberry32 + Fisher-Yates): the M entities and their order.
 function permutation(n, seed) {
-  let s = seed >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = mulberry32(seed);
   const p = new Uint32Array(n);
   for (let i = 0; i < n; i++) p[i] = i;
   for (let i = n - 1; i > 0; i--) {
@@ -330,17 +322,7 @@ function visitsOf(group, storage) {
   return g.term === 'all' ? members : ITER_N - members;
 }
 
-const env = {
-  date: new Date().toISOString(),
-  node: process.version,
-  cpu: cpuModel(),
-  cores: os.cpus().length,
-  os: osName(),
-  runs: opts.runs,
-  targetMs: opts.targetMs,
-  quick: opts.quick,
-  git: gitState(),
-};
+const env = benchEnv(opts);
 console.log(`sparse vs archetype · Node ${env.node} · ${env.cpu} (${env.cores} cores) · ${opts.runs} runs of >= ${opts.targetMs} ms batches`);
 
 const results = [];

@@ -876,4 +876,113 @@ static inline fx_snapshot_t *fx_snapshot_full_of(const tes_world_t *world) {
 #define FX_CHECK_UNCHANGED_FULL_STRICT(before, world) \
     fx_check_unchanged_at(__FILE__, __LINE__, before, world, true, fx_snapshot_take_full)
 
+/* ---------------------------------------------------------------------------------------- */
+/* A world with every kind of component, changed at random (snapshots, deltas)             */
+/* ---------------------------------------------------------------------------------------- */
+
+static const tes_field_desc_t fx_body_fields[] = {
+    {"x", TES_F32, 0}, {"hp", TES_I16, 0}, {"tags", TES_U8, 3}, {"mass", TES_F64, 0}};
+static const tes_field_desc_t fx_weight_fields[] = {{"w", TES_F64, 0}, {"k", TES_U8, 0}};
+
+typedef struct fx_mixed_t {
+    tes_world_t *world;
+    tes_component_t body, vel, tag, sparse, marker, likes, child, local;
+} fx_mixed_t;
+
+/* The world and its components; `local` (TES_COMPONENT_LOCAL, what deltas leave out) only when
+ * asked for (UINT32_MAX otherwise). */
+static inline fx_mixed_t fx_mixed(const tes_world_desc_t *desc, bool with_local) {
+    fx_mixed_t w;
+    w.world = fx_world(desc);
+    w.body = fx_component(w.world, "Body", fx_body_fields, 4);
+    w.vel = fx_component(w.world, "Vel", fx_body_fields, 1);
+    w.tag = fx_tag(w.world, "Tag");
+    w.sparse = fx_sparse(w.world, "Sparse", fx_weight_fields, 2);
+    w.marker = fx_sparse(w.world, "Marker", NULL, 0);
+    w.likes = fx_relation(w.world, "Likes", fx_weight_fields, 2, 0);
+    w.child = fx_relation(w.world, "ChildOf", NULL, 0,
+                          TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE);
+    tes_component_desc_t local = {"Local", fx_weight_fields, 1, TES_COMPONENT_LOCAL};
+    w.local = UINT32_MAX;
+    if (with_local) CHECK_OK(tes_component_register(w.world, &local, &w.local));
+    return w;
+}
+
+typedef struct fx_live_t {
+    tes_entity_t e[512];
+    uint32_t n;
+} fx_live_t;
+
+/* One random change to the world: spawns, despawns (cascading), adds and removes, values, sparse
+ * members, local values, pairs with data, ChildOf links and reordered children. */
+static inline void fx_mixed_change(const fx_mixed_t *w, fx_rng_t *rng, fx_live_t *live,
+                                   uint32_t step) {
+    uint32_t op = fx_rng_below(rng, 14);
+    tes_entity_t e = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
+    tes_entity_t f = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
+    if (op < 3 || live->n < 4) {
+        if (live->n == 512) return;
+        const tes_component_t set[] = {w->body, w->vel, w->tag, w->sparse, w->marker, w->local};
+        uint32_t kinds = w->local != UINT32_MAX ? 6 : 5;
+        uint32_t mask = fx_rng_below(rng, 1u << kinds), count = 0;
+        tes_component_t chosen[6];
+        for (uint32_t k = 0; k < kinds; k++) {
+            if (mask & (1u << k)) chosen[count++] = set[k];
+        }
+        CHECK_OK(tes_spawn(w->world, chosen, count, &live->e[live->n]));
+        e = live->e[live->n++];
+        if (fx_has(w->world, e, w->body)) {
+            CHECK_OK(tes_init_number(w->world, e, w->body, 0, 0, (double)step * 0.5));
+            CHECK_OK(tes_init_number(w->world, e, w->body, 2, step % 3, step % 256));
+        }
+    } else if (op == 3) {
+        CHECK_OK(tes_despawn(w->world, e));
+    } else if (op == 4) {
+        CHECK_OK(tes_add(w->world, e, fx_rng_chance(rng, 50) ? w->vel : w->tag));
+    } else if (op == 5) {
+        CHECK_OK(tes_remove(w->world, e, fx_rng_chance(rng, 50) ? w->body : w->tag));
+    } else if (op == 6) {
+        tes_component_t s = fx_rng_chance(rng, 50) ? w->sparse : w->marker;
+        if (fx_rng_chance(rng, 70)) {
+            CHECK_OK(tes_add(w->world, e, s));
+            if (s == w->sparse) CHECK_OK(tes_set_number(w->world, e, s, 0, 0, step + 0.25));
+        } else {
+            CHECK_OK(tes_remove(w->world, e, s));
+        }
+    } else if (op == 7 || op == 8) {
+        CHECK_OK(tes_pair_add(w->world, e, w->likes, f));
+        CHECK_OK(tes_pair_set_number(w->world, e, w->likes, f, 0, 0, step * 1.5));
+    } else if (op == 9) {
+        tes_result_t r = tes_pair_add(w->world, e, w->child, f);
+        CHECK(r == TES_OK || r == TES_ERR_CYCLE);
+    } else if (op == 10) {
+        tes_entity_t parent = 0, siblings[512];
+        CHECK_OK(tes_pair_target(w->world, e, w->child, &parent));
+        uint32_t count = 0;
+        if (parent) CHECK_OK(tes_pair_sources(w->world, w->child, parent, siblings, 512, &count));
+        if (count) CHECK_OK(tes_pair_place(w->world, e, w->child, parent, siblings[0]));
+    } else if (op == 11) {
+        CHECK_OK(tes_pair_remove(w->world, e, w->likes, f));
+    } else if (op == 12) {
+        if (w->local != UINT32_MAX && fx_has(w->world, e, w->local)) {
+            CHECK_OK(tes_set_number(w->world, e, w->local, 0, 0, step));
+        }
+    } else if (fx_has(w->world, e, w->body)) {
+        CHECK_OK(tes_set_number(w->world, e, w->body, 1, 0, (double)(step % 1000)));
+        CHECK_OK(tes_set_number(w->world, e, w->body, 3, 0, -(double)step));
+    }
+    uint32_t kept = 0; /* despawns cascade: keep the live handles */
+    for (uint32_t i = 0; i < live->n; i++) {
+        if (tes_is_alive(w->world, live->e[i])) live->e[kept++] = live->e[i];
+    }
+    live->n = kept;
+}
+
+/* n random changes, steps step0, step0 + 1, ... */
+static inline void fx_mixed_changes(const fx_mixed_t *w, fx_rng_t *rng, fx_live_t *live, uint32_t n,
+                                    uint32_t step0) {
+    for (uint32_t i = 0; i < n; i++)
+        fx_mixed_change(w, rng, live, step0 + i);
+}
+
 #endif /* TESSERA_TEST_FIXTURES_H */

@@ -7,101 +7,11 @@
 #include "../crc32_reference.h"
 #include "fixtures.h"
 
-static const tes_field_desc_t body_fields[] = {
-    {"x", TES_F32, 0}, {"hp", TES_I16, 0}, {"tags", TES_U8, 3}, {"mass", TES_F64, 0}};
-static const tes_field_desc_t weight_fields[] = {{"w", TES_F64, 0}, {"k", TES_U8, 0}};
-
-typedef struct world_t {
-    tes_world_t *world;
-    tes_component_t body, vel, tag, sparse, marker, likes, child, local;
-} world_t;
-
-static world_t make_with(const tes_world_desc_t *desc) {
-    world_t w;
-    w.world = fx_world(desc);
-    w.body = fx_component(w.world, "Body", body_fields, 4);
-    w.vel = fx_component(w.world, "Vel", body_fields, 1);
-    w.tag = fx_tag(w.world, "Tag");
-    w.sparse = fx_sparse(w.world, "Sparse", weight_fields, 2);
-    w.marker = fx_sparse(w.world, "Marker", NULL, 0);
-    w.likes = fx_relation(w.world, "Likes", weight_fields, 2, 0);
-    w.child = fx_relation(w.world, "ChildOf", NULL, 0,
-                          TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE);
-    tes_component_desc_t local = {"Local", weight_fields, 1, TES_COMPONENT_LOCAL};
-    CHECK_OK(tes_component_register(w.world, &local, &w.local));
-    return w;
-}
+typedef fx_mixed_t world_t;
+typedef fx_live_t live_t;
 
 static world_t make(void) {
-    return make_with(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 8});
-}
-
-typedef struct live_t {
-    tes_entity_t e[512];
-    uint32_t n;
-} live_t;
-
-/* One random change to the world: spawns, despawns (cascading), adds and removes, values, sparse
- * members, local values, pairs with data, ChildOf links and reordered children. */
-static void random_change(const world_t *w, fx_rng_t *rng, live_t *live, uint32_t step) {
-    uint32_t op = fx_rng_below(rng, 14);
-    tes_entity_t e = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
-    tes_entity_t f = live->n ? live->e[fx_rng_below(rng, live->n)] : 0;
-    if (op < 3 || live->n < 4) {
-        if (live->n == 512) return;
-        const tes_component_t set[] = {w->body, w->vel, w->tag, w->sparse, w->marker, w->local};
-        uint32_t mask = fx_rng_below(rng, 64), count = 0;
-        tes_component_t chosen[6];
-        for (uint32_t k = 0; k < 6; k++) {
-            if (mask & (1u << k)) chosen[count++] = set[k];
-        }
-        CHECK_OK(tes_spawn(w->world, chosen, count, &live->e[live->n]));
-        e = live->e[live->n++];
-        if (fx_has(w->world, e, w->body)) {
-            CHECK_OK(tes_init_number(w->world, e, w->body, 0, 0, (double)step * 0.5));
-            CHECK_OK(tes_init_number(w->world, e, w->body, 2, step % 3, step % 256));
-        }
-    } else if (op == 3) {
-        CHECK_OK(tes_despawn(w->world, e));
-    } else if (op == 4) {
-        CHECK_OK(tes_add(w->world, e, fx_rng_chance(rng, 50) ? w->vel : w->tag));
-    } else if (op == 5) {
-        CHECK_OK(tes_remove(w->world, e, fx_rng_chance(rng, 50) ? w->body : w->tag));
-    } else if (op == 6) {
-        tes_component_t s = fx_rng_chance(rng, 50) ? w->sparse : w->marker;
-        if (fx_rng_chance(rng, 70)) {
-            CHECK_OK(tes_add(w->world, e, s));
-            if (s == w->sparse) CHECK_OK(tes_set_number(w->world, e, s, 0, 0, step + 0.25));
-        } else {
-            CHECK_OK(tes_remove(w->world, e, s));
-        }
-    } else if (op == 7 || op == 8) {
-        CHECK_OK(tes_pair_add(w->world, e, w->likes, f));
-        CHECK_OK(tes_pair_set_number(w->world, e, w->likes, f, 0, 0, step * 1.5));
-    } else if (op == 9) {
-        tes_result_t r = tes_pair_add(w->world, e, w->child, f);
-        CHECK(r == TES_OK || r == TES_ERR_CYCLE);
-    } else if (op == 10) {
-        tes_entity_t parent = 0, siblings[512];
-        CHECK_OK(tes_pair_target(w->world, e, w->child, &parent));
-        uint32_t count = 0;
-        if (parent) CHECK_OK(tes_pair_sources(w->world, w->child, parent, siblings, 512, &count));
-        if (count) CHECK_OK(tes_pair_place(w->world, e, w->child, parent, siblings[0]));
-    } else if (op == 11) {
-        CHECK_OK(tes_pair_remove(w->world, e, w->likes, f));
-    } else if (op == 12) {
-        if (fx_has(w->world, e, w->local)) {
-            CHECK_OK(tes_set_number(w->world, e, w->local, 0, 0, step));
-        }
-    } else if (fx_has(w->world, e, w->body)) {
-        CHECK_OK(tes_set_number(w->world, e, w->body, 1, 0, (double)(step % 1000)));
-        CHECK_OK(tes_set_number(w->world, e, w->body, 3, 0, -(double)step));
-    }
-    uint32_t kept = 0; /* despawns cascade: keep the live handles */
-    for (uint32_t i = 0; i < live->n; i++) {
-        if (tes_is_alive(w->world, live->e[i])) live->e[kept++] = live->e[i];
-    }
-    live->n = kept;
+    return fx_mixed(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 8}, true);
 }
 
 static int compare_index(const void *a, const void *b) {
@@ -121,16 +31,18 @@ static void put_values(fx_snapshot_t *s, tes_world_t *world, tes_entity_t e, tes
     }
 }
 
-/* The replicated state, independent of storage order: live entities by index with their handles,
- * replicated components and values, and every pair list in order with the pairs' data (`local`
- * values are left out: they are not replicated). */
-static fx_snapshot_t *dump(const world_t *w) {
-    tes_world_t *world = w->world;
-    /* Not released with the case: the caller deletes it (tests keep many). */
+/* Not released with the case: the caller deletes it (tests keep many). */
+static fx_snapshot_t *dump_new(void) {
     fx_snapshot_t *s = (fx_snapshot_t *)calloc(1, sizeof *s);
+    CHECK(s != NULL);
+    return s;
+}
+
+/* Every live entity, by index (malloc'd). */
+static tes_entity_t *live_by_index(tes_world_t *world, uint32_t *out_n) {
     tes_world_stats_t stats = fx_stats(world);
     tes_entity_t *all = (tes_entity_t *)malloc((stats.entity_count + 1) * sizeof *all);
-    CHECK(s != NULL && all != NULL);
+    CHECK(all != NULL);
     uint32_t n = 0;
     for (tes_archetype_t a = 0; a < stats.archetype_count; a++) {
         tes_archetype_info_t info = fx_archetype(world, a);
@@ -143,15 +55,32 @@ static fx_snapshot_t *dump(const world_t *w) {
     }
     CHECK_EQ(n, stats.entity_count);
     qsort(all, n, sizeof *all, compare_index);
+    *out_n = n;
+    return all;
+}
+
+/* An entity's handle and its replicated components with their values. */
+static void put_entity(fx_snapshot_t *s, const world_t *w, tes_entity_t e) {
     const tes_component_t comps[] = {w->body, w->vel, w->tag, w->sparse, w->marker};
+    fx_snapshot_put_u32(s, e);
+    for (uint32_t k = 0; k < 5; k++) {
+        bool has = fx_has(w->world, e, comps[k]);
+        fx_snapshot_put_u32(s, has);
+        if (has) put_values(s, w->world, e, comps[k]);
+    }
+}
+
+/* The replicated state, independent of storage order: live entities by index with their handles,
+ * replicated components and values, and every pair list in order with the pairs' data (`local`
+ * values are left out: they are not replicated). */
+static fx_snapshot_t *dump(const world_t *w) {
+    tes_world_t *world = w->world;
+    fx_snapshot_t *s = dump_new();
+    uint32_t n;
+    tes_entity_t *all = live_by_index(world, &n);
     for (uint32_t i = 0; i < n; i++) {
         tes_entity_t e = all[i];
-        fx_snapshot_put_u32(s, e);
-        for (uint32_t k = 0; k < 5; k++) {
-            bool has = fx_has(world, e, comps[k]);
-            fx_snapshot_put_u32(s, has);
-            if (has) put_values(s, world, e, comps[k]);
-        }
+        put_entity(s, w, e);
         tes_entity_t list[512];
         uint32_t count = 0;
         CHECK_OK(tes_pair_targets(world, e, w->likes, list, 512, &count));
@@ -235,7 +164,7 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
         fx_rng_t rng = {seed};
         live_t live = {.n = 0};
         for (uint32_t i = 0; i < 40; i++)
-            random_change(&source, &rng, &live, i);
+            fx_mixed_change(&source, &rng, &live, i);
         delta_copy_t key = encode(rep, 0);
         CHECK(is_keyframe(&key));
         apply(&replica, &key, true);
@@ -244,7 +173,7 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
         for (uint32_t tick = 1; tick <= 60; tick++) {
             uint32_t changes = 1 + fx_rng_below(&rng, 8);
             for (uint32_t k = 0; k < changes; k++)
-                random_change(&source, &rng, &live, tick * 10 + k);
+                fx_mixed_change(&source, &rng, &live, tick * 10 + k);
             delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
             CHECK(!is_keyframe(&d));
             apply(&replica, &d, true);
@@ -268,7 +197,7 @@ TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
         uint64_t acked[TICKS]; /* what the source had heard back when it encoded */
         for (uint32_t t = 0; t < TICKS; t++) {
             for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 6); k < n; k++)
-                random_change(&source, &rng, &live, t * 10 + k);
+                fx_mixed_change(&source, &rng, &live, t * 10 + k);
             /* Acknowledgements come back LAG ticks late. */
             acked[t] = t >= LAG ? acked[t - 1] : 0;
             if (t >= LAG && tes_replica_tick(replica.world) > acked[t]) {
@@ -320,20 +249,19 @@ TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica)
     tes_replicator_t *rep = replicator(source.world, NULL, 4);
     fx_rng_t rng = {7};
     live_t live = {.n = 0};
-    for (uint32_t i = 0; i < 30; i++)
-        random_change(&source, &rng, &live, i);
+    fx_mixed_changes(&source, &rng, &live, 30, 0);
     delta_copy_t first = encode(rep, 0);
     apply(&replica, &first, true);
     uint64_t baseline = first.tick;
     free(first.bytes);
     for (uint32_t t = 0; t < 3; t++) {
-        random_change(&source, &rng, &live, 100 + t);
+        fx_mixed_change(&source, &rng, &live, 100 + t);
         delta_copy_t d = encode(rep, baseline);
         CHECK(!is_keyframe(&d)); /* still within the history of 4 */
         free(d.bytes);
     }
     for (uint32_t t = 0; t < 6; t++) {
-        random_change(&source, &rng, &live, 200 + t);
+        fx_mixed_change(&source, &rng, &live, 200 + t);
         free(encode(rep, baseline).bytes);
         CHECK_OK(tes_tick(source.world));
     }
@@ -510,39 +438,23 @@ static int compare_u64(const void *a, const void *b) {
  * scope brings its pairs after the others). */
 static fx_snapshot_t *dump_scoped(const world_t *w) {
     tes_world_t *world = w->world;
-    fx_snapshot_t *s = (fx_snapshot_t *)calloc(1, sizeof *s);
-    tes_world_stats_t stats = fx_stats(world);
-    tes_entity_t *in = (tes_entity_t *)malloc((stats.entity_count + 1) * sizeof *in);
-    uint64_t *pairs = (uint64_t *)malloc((stats.entity_count * 4 + 1) * sizeof *pairs);
-    CHECK(s && in && pairs);
-    uint32_t n = 0, pair_count = 0;
-    for (tes_archetype_t a = 0; a < stats.archetype_count; a++) {
-        tes_archetype_info_t info = fx_archetype(world, a);
-        for (uint32_t k = 0; k < info.chunk_count; k++) {
-            tes_chunk_info_t chunk;
-            CHECK_OK(tes_chunk_info(world, a, k, &chunk));
-            for (uint32_t row = 0; row < chunk.count; row++) {
-                if (fx_has(world, chunk.entities[row], w->vel)) in[n++] = chunk.entities[row];
-            }
-        }
-    }
-    qsort(in, n, sizeof *in, compare_index);
-    const tes_component_t comps[] = {w->body, w->vel, w->tag, w->sparse, w->marker};
+    fx_snapshot_t *s = dump_new();
+    uint32_t n, pair_count = 0;
+    tes_entity_t *all = live_by_index(world, &n);
+    uint64_t *pairs = (uint64_t *)malloc((n * 4 + 1) * sizeof *pairs);
+    CHECK(pairs != NULL);
     for (uint32_t i = 0; i < n; i++) {
-        fx_snapshot_put_u32(s, in[i]);
-        for (uint32_t k = 0; k < 5; k++) {
-            bool has = fx_has(world, in[i], comps[k]);
-            fx_snapshot_put_u32(s, has);
-            if (has) put_values(s, world, in[i], comps[k]);
-        }
+        tes_entity_t e = all[i];
+        if (!fx_has(world, e, w->vel)) continue;
+        put_entity(s, w, e);
         tes_entity_t targets[512];
         uint32_t count = 0;
         for (int rel = 0; rel < 2; rel++) {
             tes_component_t r = rel ? w->child : w->likes;
-            CHECK_OK(tes_pair_targets(world, in[i], r, targets, 512, &count));
+            CHECK_OK(tes_pair_targets(world, e, r, targets, 512, &count));
             for (uint32_t k = 0; k < count; k++) {
                 if (fx_has(world, targets[k], w->vel)) {
-                    pairs[pair_count++] = (uint64_t)rel << 63 | (uint64_t)in[i] << 32 | targets[k];
+                    pairs[pair_count++] = (uint64_t)rel << 63 | (uint64_t)e << 32 | targets[k];
                 }
             }
         }
@@ -550,7 +462,7 @@ static fx_snapshot_t *dump_scoped(const world_t *w) {
     qsort(pairs, pair_count, sizeof *pairs, compare_u64);
     fx_snapshot_put_u32(s, pair_count);
     if (pair_count) fx_snapshot_put(s, pairs, pair_count * sizeof *pairs);
-    free(in);
+    free(all);
     free(pairs);
     return s;
 }
@@ -566,7 +478,7 @@ TEST(a_scoped_replica_holds_exactly_the_entities_in_scope_after_every_tick) {
         live_t live = {.n = 0};
         for (uint32_t tick = 0; tick < 60; tick++) {
             for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 8); k < n; k++)
-                random_change(&source, &rng, &live, tick * 10 + k);
+                fx_mixed_change(&source, &rng, &live, tick * 10 + k);
             /* Vel comes and goes: entities enter and leave the scope. */
             if (live.n) {
                 tes_entity_t e = live.e[fx_rng_below(&rng, live.n)];
@@ -604,22 +516,15 @@ static void check_refused(const world_t *replica, const uint8_t *bytes, uint32_t
     FX_CHECK_UNCHANGED_FULL(before, replica->world);
 }
 
-static void reseal(uint8_t *bytes, uint32_t size) {
-    uint32_t crc = crc32_reference(bytes + 16, size - 16);
-    memcpy(bytes + 12, &crc, 4);
-}
-
 TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     world_t source = make(), replica = make();
     tes_replicator_t *rep = replicator(source.world, NULL, 0);
     fx_rng_t rng = {21};
     live_t live = {.n = 0};
-    for (uint32_t i = 0; i < 30; i++)
-        random_change(&source, &rng, &live, i);
+    fx_mixed_changes(&source, &rng, &live, 30, 0);
     delta_copy_t key = encode(rep, 0);
     apply(&replica, &key, true);
-    for (uint32_t i = 0; i < 12; i++)
-        random_change(&source, &rng, &live, 100 + i);
+    fx_mixed_changes(&source, &rng, &live, 12, 100);
     delta_copy_t d = encode(rep, key.tick);
     fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
     for (uint32_t n = 0; n < d.size; n++)
@@ -635,7 +540,7 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
         memcpy(copy, d.bytes, d.size);
         for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 4); k < n; k++)
             copy[16 + fx_rng_below(&rng, d.size - 16)] = (uint8_t)fx_rng_next(&rng);
-        reseal(copy, d.size);
+        crc32_reseal(copy, d.size);
         world_t probe = make();
         CHECK_OK(tes_delta_apply(probe.world, key.bytes, key.size, NULL));
         fx_snapshot_t *probe_before = fx_snapshot_full_of(probe.world);
@@ -651,12 +556,12 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     /* Another version, another schema, a baseline the replica lacks. */
     memcpy(copy, d.bytes, d.size);
     copy[4] = 2;
-    reseal(copy, d.size);
+    crc32_reseal(copy, d.size);
     CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
     world_t fresh = make();
     CHECK_ERR(tes_delta_apply(fresh.world, d.bytes, d.size, NULL), TES_ERR_DELTA_BASELINE);
     tes_world_t *stranger = fx_world(NULL);
-    fx_component(stranger, "Body", weight_fields, 2);
+    fx_component(stranger, "Body", fx_weight_fields, 2);
     CHECK_ERR(tes_delta_apply(stranger, key.bytes, key.size, NULL), TES_ERR_DELTA_SCHEMA);
     FX_CHECK_UNCHANGED_FULL(before, replica.world);
     /* The real thing still applies, once. */
@@ -689,7 +594,7 @@ TEST(a_delta_that_would_close_a_cycle_is_refused_before_anything_changes) {
     CHECK(at != 0);
     uint32_t cycle[2] = {e[1], e[0]};
     memcpy(key.bytes + at + 4, cycle, 8);
-    reseal(key.bytes, key.size);
+    crc32_reseal(key.bytes, key.size);
     fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
     check_refused(&replica, key.bytes, key.size, before, 0);
     free(key.bytes);
@@ -703,7 +608,7 @@ TEST(a_delta_that_would_close_a_cycle_is_refused_before_anything_changes) {
     at = find_words(d.bytes, d.size, pattern, 3);
     CHECK(at != 0);
     memcpy(d.bytes + at + 4, cycle, 8);
-    reseal(d.bytes, d.size);
+    crc32_reseal(d.bytes, d.size);
     fx_snapshot_take_full(before, replica.world);
     check_refused(&replica, d.bytes, d.size, before, good.tick);
     free(good.bytes);
@@ -744,15 +649,13 @@ TEST(out_of_memory_leaves_a_valid_replica_that_a_keyframe_repairs) {
     tes_replicator_t *rep = replicator(source.world, NULL, 0);
     fx_rng_t rng = {31};
     live_t live = {.n = 0};
-    for (uint32_t i = 0; i < 40; i++)
-        random_change(&source, &rng, &live, i);
+    fx_mixed_changes(&source, &rng, &live, 40, 0);
     delta_copy_t key = encode(rep, 0);
-    for (uint32_t i = 0; i < 20; i++)
-        random_change(&source, &rng, &live, 100 + i);
+    fx_mixed_changes(&source, &rng, &live, 20, 100);
     delta_copy_t d = encode(rep, key.tick);
     for (int64_t fail = 0;; fail++) {
         fx_alloc_t *alloc = fx_alloc_new();
-        world_t replica = make_with(&(tes_world_desc_t){.allocator = fx_allocator(alloc)});
+        world_t replica = fx_mixed(&(tes_world_desc_t){.allocator = fx_allocator(alloc)}, true);
         CHECK_OK(tes_delta_apply(replica.world, key.bytes, key.size, NULL));
         alloc->fail_after = (int64_t)alloc->allocs + fail;
         alloc->fail_once = true;

@@ -5,91 +5,15 @@
 #include "../crc32_reference.h"
 #include "fixtures.h"
 
-static const tes_field_desc_t body_fields[] = {
-    {"x", TES_F32, 0}, {"hp", TES_I16, 0}, {"tags", TES_U8, 3}, {"mass", TES_F64, 0}};
-static const tes_field_desc_t weight_fields[] = {{"w", TES_F64, 0}, {"k", TES_U8, 0}};
-
-typedef struct world_t {
-    tes_world_t *world;
-    tes_component_t body, vel, tag, sparse, marker, likes, child;
-} world_t;
-
-static world_t make(const tes_world_desc_t *desc) {
-    world_t w;
-    w.world = fx_world(desc);
-    w.body = fx_component(w.world, "Body", body_fields, 4);
-    w.vel = fx_component(w.world, "Vel", body_fields, 1);
-    w.tag = fx_tag(w.world, "Tag");
-    w.sparse = fx_sparse(w.world, "Sparse", weight_fields, 2);
-    w.marker = fx_sparse(w.world, "Marker", NULL, 0);
-    w.likes = fx_relation(w.world, "Likes", weight_fields, 2, 0);
-    w.child = fx_relation(w.world, "ChildOf", NULL, 0,
-                          TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE);
-    return w;
-}
+typedef fx_mixed_t world_t;
 
 /* A world after a random history: spawns, despawns (so the free queue and generations
  * matter), adds and removes, values, sparse members, pairs with data, reordered children. */
 static world_t random_world(uint64_t seed, uint32_t steps) {
-    world_t w = make(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 8});
+    world_t w = fx_mixed(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 8}, false);
     fx_rng_t rng = {seed};
-    tes_entity_t live[512];
-    uint32_t n = 0;
-    for (uint32_t step = 0; step < steps; step++) {
-        uint32_t op = fx_rng_below(&rng, 12);
-        tes_entity_t e = n ? live[fx_rng_below(&rng, n)] : 0;
-        tes_entity_t f = n ? live[fx_rng_below(&rng, n)] : 0;
-        if (op < 3 || n < 4) {
-            if (n == 512) continue;
-            const tes_component_t set[] = {w.body, w.vel, w.tag, w.sparse, w.marker};
-            uint32_t mask = fx_rng_below(&rng, 32), count = 0;
-            tes_component_t chosen[5];
-            for (uint32_t k = 0; k < 5; k++) {
-                if (mask & (1u << k)) chosen[count++] = set[k];
-            }
-            CHECK_OK(tes_spawn(w.world, chosen, count, &live[n]));
-            e = live[n++];
-            if (fx_has(w.world, e, w.body)) {
-                CHECK_OK(tes_set_number(w.world, e, w.body, 0, 0, (double)step * 0.5));
-                CHECK_OK(tes_set_number(w.world, e, w.body, 2, step % 3, step % 256));
-                CHECK_OK(tes_set_number(w.world, e, w.body, 3, 0, -(double)step));
-            }
-        } else if (op == 3) {
-            CHECK_OK(tes_despawn(w.world, e)); /* ChildOf takes the subtree along */
-        } else if (op == 4) {
-            CHECK_OK(tes_add(w.world, e, fx_rng_chance(&rng, 50) ? w.vel : w.tag));
-        } else if (op == 5) {
-            CHECK_OK(tes_remove(w.world, e, fx_rng_chance(&rng, 50) ? w.body : w.tag));
-        } else if (op == 6) {
-            tes_component_t s = fx_rng_chance(&rng, 50) ? w.sparse : w.marker;
-            if (fx_rng_chance(&rng, 70)) {
-                CHECK_OK(tes_add(w.world, e, s));
-                if (s == w.sparse) CHECK_OK(tes_set_number(w.world, e, s, 0, 0, step + 0.25));
-            } else {
-                CHECK_OK(tes_remove(w.world, e, s));
-            }
-        } else if (op == 7 || op == 8) {
-            CHECK_OK(tes_pair_add(w.world, e, w.likes, f));
-            CHECK_OK(tes_pair_set_number(w.world, e, w.likes, f, 0, 0, step * 1.5));
-            CHECK_OK(tes_pair_set_number(w.world, e, w.likes, f, 1, 0, step % 200));
-        } else if (op == 9) {
-            tes_result_t r = tes_pair_add(w.world, e, w.child, f);
-            CHECK(r == TES_OK || r == TES_ERR_CYCLE);
-        } else if (op == 10) {
-            tes_entity_t parent = 0, siblings[512];
-            CHECK_OK(tes_pair_target(w.world, e, w.child, &parent));
-            uint32_t count = 0;
-            if (parent) CHECK_OK(tes_pair_sources(w.world, w.child, parent, siblings, 512, &count));
-            if (count) CHECK_OK(tes_pair_place(w.world, e, w.child, parent, siblings[0]));
-        } else {
-            CHECK_OK(tes_pair_remove(w.world, e, w.likes, f));
-        }
-        uint32_t kept = 0; /* despawns cascade: keep the live handles */
-        for (uint32_t i = 0; i < n; i++) {
-            if (tes_is_alive(w.world, live[i])) live[kept++] = live[i];
-        }
-        n = kept;
-    }
+    fx_live_t live = {.n = 0};
+    fx_mixed_changes(&w, &rng, &live, steps, 0);
     CHECK_OK(tes_world_validate(w.world));
     return w;
 }
@@ -134,11 +58,6 @@ static void check_same_content(tes_world_t *a, tes_world_t *b, const world_t *w)
     (void)w;
 }
 
-static void reseal(uint8_t *bytes, uint32_t size) {
-    uint32_t crc = crc32_reference(bytes + 16, size - 16);
-    memcpy(bytes + 12, &crc, 4);
-}
-
 /* Restoring must fail with `expected` and leave nothing allocated. */
 static void check_refused(const uint8_t *bytes, uint32_t size, tes_result_t expected) {
     fx_alloc_t *alloc = fx_alloc_new();
@@ -171,7 +90,7 @@ TEST(random_worlds_round_trip_to_the_same_bytes_handles_and_values) {
 }
 
 TEST(an_empty_world_round_trips) {
-    world_t w = make(NULL);
+    world_t w = fx_mixed(NULL, false);
     uint32_t size = 0;
     uint8_t *bytes = snapshot_copy(w.world, &size);
     tes_world_t *copy = restore(bytes, size);
@@ -185,7 +104,7 @@ TEST(an_empty_world_round_trips) {
 }
 
 TEST(restored_values_pairs_and_order_are_the_originals) {
-    world_t w = make(NULL);
+    world_t w = fx_mixed(NULL, false);
     tes_entity_t root = fx_spawn(w.world, FX_IDS(w.body));
     tes_entity_t a = fx_spawn(w.world, FX_IDS(w.body, w.sparse));
     tes_entity_t b = fx_spawn(w.world, FX_IDS(w.marker));
@@ -216,7 +135,7 @@ TEST(restored_values_pairs_and_order_are_the_originals) {
 }
 
 TEST(no_snapshot_during_a_live_iteration) {
-    world_t w = make(NULL);
+    world_t w = fx_mixed(NULL, false);
     fx_spawn(w.world, FX_IDS(w.body));
     tes_query_t *q = fx_query(w.world, &(tes_query_desc_t){.all = FX_IDS(w.body)});
     tes_iter_t it;
@@ -238,8 +157,7 @@ TEST(every_truncation_is_refused_without_a_world_or_a_leak) {
     /* And a truncation that claims its own size and checksum: the body ends too early. */
     for (uint32_t n = 16; n < size; n += 1 + n / 8) {
         uint8_t *cut = copy_n(bytes, n);
-        memcpy(cut + 8, &n, 4);
-        reseal(cut, n);
+        crc32_reseal(cut, n);
         check_refused(cut, n, TES_ERR_BAD_SNAPSHOT);
     }
 }
@@ -264,7 +182,7 @@ TEST(every_flipped_bit_is_refused) {
 }
 
 TEST(another_version_and_other_magic_are_named) {
-    world_t w = make(NULL);
+    world_t w = fx_mixed(NULL, false);
     uint32_t size = 0;
     uint8_t *bytes = snapshot_copy(w.world, &size);
     bytes[4] = 2;
@@ -305,7 +223,7 @@ static tiny_t tiny(void) {
 
 static void poke(tiny_t *t, uint32_t at, uint32_t value) {
     memcpy(t->bytes + at, &value, 4);
-    reseal(t->bytes, t->size);
+    crc32_reseal(t->bytes, t->size);
 }
 
 TEST(hostile_bytes_with_a_valid_checksum_are_refused) {
@@ -369,7 +287,7 @@ TEST(random_corruption_with_a_valid_checksum_never_crashes) {
             uint32_t at = 16 + fx_rng_below(&rng, size - 16);
             copy[at] = (uint8_t)(fx_rng_below(&rng, 3) == 0 ? 0xFF : fx_rng_below(&rng, 256));
         }
-        reseal(copy, size);
+        crc32_reseal(copy, size);
         fx_alloc_init(alloc);
         tes_world_desc_t desc = {.allocator = fx_allocator(alloc)};
         tes_world_t *world = NULL;

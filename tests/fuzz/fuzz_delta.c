@@ -285,9 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!bytes) return 0;
     memcpy(bytes, data + 1, n);
     if ((mode & 1) && n >= 16) {
-        uint32_t crc = crc32_reference(bytes + 16, n - 16);
-        memcpy(bytes + 8, &n, 4);
-        memcpy(bytes + 12, &crc, 4);
+        crc32_reseal(bytes, n);
     }
     tes_world_t *w = replica_create((mode >> 1) & 3);
     uint32_t before_size;

@@ -23,9 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!bytes) return 0;
     memcpy(bytes, data + 1, n);
     if ((mode & 1) && n >= 16) {
-        uint32_t total = (uint32_t)n, crc = crc32_reference(bytes + 16, n - 16);
-        memcpy(bytes + 8, &total, 4);
-        memcpy(bytes + 12, &crc, 4);
+        crc32_reseal(bytes, (uint32_t)n);
     }
     tes_world_t *world = NULL;
     tes_result_t r = tes_world_restore(NULL, bytes, (uint32_t)n, &world);

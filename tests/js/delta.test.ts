@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 
 import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
-import { expectError, snapshot, worldPerTest } from './support.js';
+import { expectError, observeMixed, randomChanges, rng, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -19,75 +19,12 @@ const Marked = tag('DeltaMarked', { storage: 'sparse' });
 const Likes = relation('DeltaLikes', { amount: 'f32' });
 const Sprite = component('DeltaSprite', { frame: 'u16' }, { replicate: false });
 
-const components = [Body, Vel, Frozen, Weight, Marked];
 
-/** A small deterministic PRNG (mulberry32). */
-function rng(seed: number): (n: number) => number {
-    let a = seed >>> 0;
-    return (n) => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
-    };
-}
-
-/** A random history on the source: the handles it ever handed out go to `all`. */
-function randomSteps(world: World, below: (n: number) => number, steps: number, all: Entity[], live: Entity[], step0: number): Entity[] {
-    for (let step = step0; step < step0 + steps; step++) {
-        const op = below(11);
-        const e = live.length ? live[below(live.length)]! : 0;
-        const f = live.length ? live[below(live.length)]! : 0;
-        if (op < 3 || live.length < 4) {
-            const items = [...components, Sprite].filter(() => below(2) === 0);
-            const entity = world.spawn(...items);
-            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
-            if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
-            all.push(entity);
-            live.push(entity);
-        } else if (op === 3) {
-            world.despawn(e); // ChildOf takes the subtree along
-        } else if (op === 4) {
-            world.add(e, below(2) ? Marked : Frozen);
-        } else if (op === 5) {
-            world.remove(e, below(2) ? Marked : Vel);
-        } else if (op === 6) {
-            world.addPair(e, Likes, f, { amount: step });
-        } else if (op === 7) {
-            try {
-                world.setParent(e, f);
-            } catch (error) {
-                expect((error as { code: string }).code).toBe('CYCLE');
-            }
-        } else if (op === 8) {
-            const parent = world.parentOf(e);
-            if (parent !== undefined) world.setParent(e, parent, world.childrenOf(parent)[0]);
-        } else if (op === 9 && world.has(e, Body)) {
-            world.set(e, Body, { hp: step % 1000 });
-        } else {
-            world.removePair(e, Likes, f);
-        }
-        live.splice(0, live.length, ...live.filter((x) => world.isAlive(x)));
-    }
-    return all;
-}
+const kinds = { Body, Vel, Frozen, Weight, Marked, Likes, extra: [Sprite] };
 
 /** Everything replicated about the handles: components, values, pairs, child order. */
 function observe(world: World, handles: readonly Entity[]): unknown {
-    return {
-        base: snapshot(world, handles, components),
-        pairs: handles.map((e) =>
-            world.isAlive(e)
-                ? {
-                      likes: world.targets(e, Likes).map((t) => [t, world.getPair(e, Likes, t)]),
-                      likedBy: world.sources(Likes, e),
-                      parent: world.parentOf(e),
-                      children: world.childrenOf(e),
-                  }
-                : 'dead',
-        ),
-    };
+    return observeMixed(world, kinds, handles);
 }
 
 describe('deltas', () => {
@@ -98,10 +35,10 @@ describe('deltas', () => {
             const below = rng(seed);
             const all: Entity[] = [];
             const live: Entity[] = [];
-            randomSteps(source, below, 80, all, live, 0);
+            randomChanges(source, kinds, below, 80, all, live, 0);
             const peer = source.replicator().peer();
             for (let tick = 0; tick < 40; tick++) {
-                if (tick > 0) randomSteps(source, below, 1 + below(6), all, live, tick * 10);
+                if (tick > 0) randomChanges(source, kinds, below, 1 + below(6), all, live, tick * 10);
                 const delta = peer.encode();
                 expect(delta.keyframe).toBe(tick === 0);
                 expect(replica.applyDelta(delta.bytes)).toBe(true);
@@ -126,7 +63,7 @@ describe('deltas', () => {
         let applied = 0;
         let late = 0;
         for (let t = 0; t < 60; t++) {
-            randomSteps(source, below, 1 + below(5), all, live, t * 10);
+            randomChanges(source, kinds, below, 1 + below(5), all, live, t * 10);
             if (acks.length > 2) peer.ack(acks.shift()!);
             const delta = peer.encode();
             sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, state: observe(source, all) });
@@ -311,13 +248,13 @@ describe('deltas', () => {
         const below = rng(5);
         const all: Entity[] = [];
         const live: Entity[] = [];
-        randomSteps(source, below, 60, all, live, 0);
+        randomChanges(source, kinds, below, 60, all, live, 0);
         const peer = source.replicator().peer();
         const keyframe = peer.encode();
         replica.applyDelta(keyframe.bytes);
         const keyBytes = keyframe.bytes.slice();
         peer.ack(replica.replicaTick);
-        randomSteps(source, below, 10, all, live, 1000);
+        randomChanges(source, kinds, below, 10, all, live, 1000);
         const delta = peer.encode().bytes.slice();
         const before = observe(replica, all);
         const tick = replica.replicaTick;

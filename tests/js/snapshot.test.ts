@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 
 import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
-import { expectError, expectRejection, snapshot, worldPerTest } from './support.js';
+import { expectError, expectRejection, observeMixed, randomChanges, rng, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -16,75 +16,20 @@ const Weight = component('SnapWeight', { w: 'f64' }, { storage: 'sparse' });
 const Marked = tag('SnapMarked', { storage: 'sparse' });
 const Likes = relation('SnapLikes', { amount: 'f32' });
 
-const components = [Body, Vel, Frozen, Weight, Marked];
 
-/** A small deterministic PRNG (mulberry32). */
-function rng(seed: number): (n: number) => number {
-    let a = seed >>> 0;
-    return (n) => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
-    };
-}
+const kinds = { Body, Vel, Frozen, Weight, Marked, Likes };
 
 /** A world after a random history; returns every handle it ever handed out. */
 function randomHistory(world: World, seed: number, steps: number): Entity[] {
-    const below = rng(seed);
     const all: Entity[] = [];
-    let live: Entity[] = [];
-    for (let step = 0; step < steps; step++) {
-        const op = below(10);
-        const e = live.length ? live[below(live.length)]! : 0;
-        const f = live.length ? live[below(live.length)]! : 0;
-        if (op < 3 || live.length < 4) {
-            const items = components.filter(() => below(2) === 0);
-            const entity = world.spawn(...items);
-            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
-            if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
-            all.push(entity);
-            live.push(entity);
-        } else if (op === 3) {
-            world.despawn(e); // ChildOf takes the subtree along
-        } else if (op === 4) {
-            world.add(e, below(2) ? Marked : Frozen);
-        } else if (op === 5) {
-            world.remove(e, below(2) ? Marked : Vel);
-        } else if (op === 6) {
-            world.addPair(e, Likes, f, { amount: step });
-        } else if (op === 7) {
-            try {
-                world.setParent(e, f);
-            } catch (error) {
-                expect((error as { code: string }).code).toBe('CYCLE');
-            }
-        } else if (op === 8) {
-            const parent = world.parentOf(e);
-            if (parent !== undefined) world.setParent(e, parent, world.childrenOf(parent)[0]);
-        } else {
-            world.removePair(e, Likes, f);
-        }
-        live = live.filter((x) => world.isAlive(x)); // despawns cascade
-    }
+    randomChanges(world, kinds, rng(seed), steps, all, []);
     return all;
 }
 
 /** Everything observable about the handles in both worlds, pairs and child order included. */
 function observe(world: World, handles: readonly Entity[]): unknown {
     return {
-        base: snapshot(world, handles, components),
-        pairs: handles.map((e) =>
-            world.isAlive(e)
-                ? {
-                      likes: world.targets(e, Likes).map((t) => [t, world.getPair(e, Likes, t)]),
-                      likedBy: world.sources(Likes, e),
-                      parent: world.parentOf(e),
-                      children: world.childrenOf(e),
-                  }
-                : 'dead',
-        ),
+        ...(observeMixed(world, kinds, handles) as object),
         stats: (({ entityCount, entityCapacity, freeQueueLength }) => ({ entityCount, entityCapacity, freeQueueLength }))(world.stats()),
     };
 }

@@ -5,6 +5,7 @@ import {
     createWorld,
     TesseraError,
     type Component,
+    type Relation,
     type CreateWorldOptions,
     type Entity,
     type ErrorCode,
@@ -103,4 +104,101 @@ export function snapshot(
 /** The entities as a sorted plain array (order-free comparison). */
 export function sorted(entities: ArrayLike<number> | Iterable<number>): number[] {
     return Array.from(entities as Iterable<number>).sort((a, b) => a - b);
+}
+
+/** A small deterministic PRNG (mulberry32): `below(n)` is an integer in [0, n). */
+export function rng(seed: number): (n: number) => number {
+    let a = seed >>> 0;
+    return (n) => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+    };
+}
+
+/**
+ * The definitions of a mixed world (snapshots, deltas): Body { x: f32, hp: i16, tags: [u8, 3],
+ * mass: f64 }, Vel, the tag Frozen, sparse Weight { w: f64 } and Marked, the relation Likes
+ * { amount: f32 } beside ChildOf; `extra` components are spawned at random too but not observed.
+ */
+export interface MixedKinds {
+    readonly Body: Component<any>;
+    readonly Vel: Component<any>;
+    readonly Frozen: Component<any>;
+    readonly Weight: Component<any>;
+    readonly Marked: Component<any>;
+    readonly Likes: Relation<any>;
+    readonly extra?: readonly Component<any>[];
+}
+
+/**
+ * `steps` random changes: spawns (each handle goes to `all` and `live`), despawns (ChildOf
+ * takes the subtree along), adds and removes, values, pairs with data, parents and reordered
+ * children. `live` is kept to the living handles.
+ */
+export function randomChanges(
+    world: World,
+    kinds: MixedKinds,
+    below: (n: number) => number,
+    steps: number,
+    all: Entity[],
+    live: Entity[],
+    step0 = 0,
+): void {
+    const { Body, Vel, Frozen, Weight, Marked, Likes } = kinds;
+    const spawned = [Body, Vel, Frozen, Weight, Marked, ...(kinds.extra ?? [])];
+    for (let step = step0; step < step0 + steps; step++) {
+        const op = below(11);
+        const e = live.length ? live[below(live.length)]! : 0;
+        const f = live.length ? live[below(live.length)]! : 0;
+        if (op < 3 || live.length < 4) {
+            const entity = world.spawn(...spawned.filter(() => below(2) === 0));
+            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
+            if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
+            all.push(entity);
+            live.push(entity);
+        } else if (op === 3) {
+            world.despawn(e);
+        } else if (op === 4) {
+            world.add(e, below(2) ? Marked : Frozen);
+        } else if (op === 5) {
+            world.remove(e, below(2) ? Marked : Vel);
+        } else if (op === 6) {
+            world.addPair(e, Likes, f, { amount: step });
+        } else if (op === 7) {
+            try {
+                world.setParent(e, f);
+            } catch (error) {
+                expect((error as { code: string }).code).toBe('CYCLE');
+            }
+        } else if (op === 8) {
+            const parent = world.parentOf(e);
+            if (parent !== undefined) world.setParent(e, parent, world.childrenOf(parent)[0]);
+        } else if (op === 9 && world.has(e, Body)) {
+            world.set(e, Body, { hp: step % 1000 });
+        } else {
+            world.removePair(e, Likes, f);
+        }
+        live.splice(0, live.length, ...live.filter((x) => world.isAlive(x)));
+    }
+}
+
+/** Everything about the handles that a snapshot or a delta carries: components, values, pairs, child order. */
+export function observeMixed(world: World, kinds: MixedKinds, handles: readonly Entity[]): unknown {
+    const { Body, Vel, Frozen, Weight, Marked, Likes } = kinds;
+    return {
+        base: snapshot(world, handles, [Body, Vel, Frozen, Weight, Marked]),
+        pairs: handles.map((e) =>
+            world.isAlive(e)
+                ? {
+                      likes: world.targets(e, Likes).map((t) => [t, world.getPair(e, Likes, t)]),
+                      likedBy: world.sources(Likes, e),
+                      parent: world.parentOf(e),
+                      children: world.childrenOf(e),
+                  }
+                : 'dead',
+        ),
+    };
 }
