@@ -51,6 +51,8 @@ export interface TesseraExports {
      * TES_RELATION_ACYCLIC 8, TES_RELATION_CASCADE 16).
      */
     tes_component_register(world: Pointer, desc: Pointer, outComponent: Pointer): number;
+    /** `tes_component_unregister(world, component)`: takes back the latest, unused registration. */
+    tes_component_unregister(world: Pointer, component: number): number;
     /** `tes_component_lookup(world, const char *name, tes_component_t *out)`. */
     tes_component_lookup(world: Pointer, name: Pointer, outComponent: Pointer): number;
     /** `tes_component_info(world, component, tes_component_info_t *out)` (16 bytes; flags at 12). */
@@ -128,6 +130,21 @@ export interface TesseraExports {
         field: number,
         outPtr: Pointer,
     ): number;
+    /**
+     * `tes_spawn_items(world, const tes_items_t *items, n, tes_entity_t *out_entities,
+     * tes_fault_t *out_fault)`: see "Item lists" in src/tessera.h for the layouts.
+     */
+    tes_spawn_items(world: Pointer, items: Pointer, n: number, outEntities: Pointer, outFault: Pointer): number;
+    /** `tes_add_items(world, const tes_entity_t *entities, n, const tes_items_t *items, tes_fault_t *out_fault)`. */
+    tes_add_items(world: Pointer, entities: Pointer, n: number, items: Pointer, outFault: Pointer): number;
+    /** `tes_set_items(world, entities, n, items, out_fault)`. */
+    tes_set_items(world: Pointer, entities: Pointer, n: number, items: Pointer, outFault: Pointer): number;
+    /** `tes_remove_items(world, entities, n, items, out_fault)`. */
+    tes_remove_items(world: Pointer, entities: Pointer, n: number, items: Pointer, outFault: Pointer): number;
+    /** `tes_query_add_items(world, query, items, out_fault)`. */
+    tes_query_add_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
+    /** `tes_query_remove_items(world, query, items, out_fault)`. */
+    tes_query_remove_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
     /** `tes_location(world, entity, tes_location_t *out)` (12 bytes). */
     tes_location(world: Pointer, entity: number, out: Pointer): number;
 

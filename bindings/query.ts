@@ -407,47 +407,14 @@ export class Query {
         }
     }
 
+    /**
+     * addAll / removeAll: one call into wasm, all or nothing over every archetype the query
+     * matches (whole archetypes move at once when they can; see tes_query_add_items).
+     */
     private changeAll(operation: string, item: Component<any> | Relation<any> | Pair<any>, add: boolean): void {
         this.plainOnly(operation);
-        const owner = this.world;
-        if (add && isRelation(item)) {
-            throw owner.error('NEEDS_TARGET', operation, undefined, item.name); // R(target) adds a pair
-        }
-        if (!isDefinition(item) || isSparse(item) || !this.stable) {
-            // Nothing to do per archetype: entity by entity, through the world's own checks. A
-            // bad item fails before anything changes, whether or not the query matches anything.
-            const relation = isDefinition(item) ? item : (item as Partial<Pair<any>> | null)?.relation;
-            if (!isDefinition(relation)) {
-                throw new TesseraError('INVALID_ARGUMENT', operation, `expected a component or a pair, got ${describeValue(item)}`);
-            }
-            owner.idOf(relation, operation);
-            this.live(operation);
-            for (const entity of this.entities()) {
-                if (add) owner.add(entity, item as Component<any> | Pair<any>);
-                else owner.remove(entity, item);
-            }
-            return;
-        }
-        const component = item;
-        const id = owner.idOf(component, operation);
-        const exports = owner.heap.exports;
-        const change = add ? exports.tes_add : exports.tes_remove;
-        if (owner.liveIterations > 0) {
-            // Deferred: recorded per entity, so that later deferred changes in the same loop
-            // find the entities where they will be (an archetype-wide record would name the
-            // archetype the entities have now, and miss them once moved).
-            for (const entity of this.entities()) {
-                owner.check(change(owner.pointer, entity, id), operation, entity, component.name);
-            }
-            return;
-        }
-        const archetypes = new Set<number>();
-        for (const chunk of this) archetypes.add(chunk.archetype);
-        const world = this.live(operation);
-        const changeArchetype = add ? exports.tes_archetype_add : exports.tes_archetype_remove;
-        for (const archetype of archetypes) {
-            owner.check(changeArchetype(world, archetype, id), operation, undefined, component.name);
-        }
+        this.live(operation);
+        this.world.queryItems(operation, this.pointer, item, add);
     }
 
     private apply(
@@ -641,7 +608,6 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
             world.returnIterBlock(this.block);
         }
-        if (world.liveIterations === 0) world.deferredAdds.clear();
     }
 }
 

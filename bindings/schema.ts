@@ -248,6 +248,13 @@ export interface FieldMeta extends FieldInfo {
  * the hot path (`chunk.column`), where a WeakMap lookup costs several times more.
  */
 const FIELDS = Symbol('tessera.fields');
+/**
+ * Carried by every definition, under a key shared by every copy of the package loaded in one
+ * program: a definition from another copy (two bundles, or a library shipping its own) is told
+ * apart from a plain wrong value, and refused with an explanation rather than taken for one of
+ * this copy's components.
+ */
+const BRAND = Symbol.for('tessera-ecs.definition');
 type WithFields = { [FIELDS]?: Map<string, FieldMeta>; flags?: number };
 
 /** `tes_component_desc_t.flags` bits. @internal */
@@ -376,6 +383,13 @@ function checkSchema(operation: string, name: string, schema: unknown): FieldMet
     }
     return entries.map(([field, spec], index) => {
         checkName(operation, field, 'field name', { component: name, field });
+        if (field === '__proto__') {
+            // An object built with it as a key would get a prototype instead of the field.
+            throw new TesseraError('BAD_SCHEMA', operation, 'the field name __proto__ is reserved by JavaScript objects', {
+                component: name,
+                field,
+            });
+        }
         const [type, length] = Array.isArray(spec) ? spec : [spec, 1];
         if (!Object.hasOwn(typeCodes, type)) {
             const hint = typeof type === 'boolean' ? ' (options are the third argument)' : '';
@@ -464,6 +478,7 @@ function define(
         toString: { value: () => name },
     });
     Object.defineProperty(made, FIELDS, { value: new Map(metas.map((meta) => [meta.name, meta])) });
+    Object.defineProperty(made, BRAND, { value: true });
     return made;
 }
 
@@ -499,6 +514,17 @@ export function isDefinition(value: unknown): value is Definition {
     return typeof value === 'function' && (value as WithFields)[FIELDS] instanceof Map;
 }
 
+/** What is wrong with a value given where a definition belongs (it is none of this copy's). @internal */
+export function describeDefinition(value: unknown): string {
+    if (typeof value === 'function' && !isDefinition(value) && (value as { [BRAND]?: boolean })[BRAND] === true) {
+        return (
+            `${String((value as { name?: unknown }).name)} was defined by another copy of tessera-ecs ` +
+            '(two copies of the package are loaded: make the app resolve one, e.g. with npm dedupe or a bundler alias)'
+        );
+    }
+    return `expected a component made by component(), tag() or relation(), got ${describeValue(value)}`;
+}
+
 /** True for a sparse component or a relation (no chunk columns). @internal */
 export function isSparse(definition: Definition): boolean {
     return (definition.flags & (FLAGS.sparse | FLAGS.relation)) !== 0;
@@ -518,13 +544,7 @@ export function fieldOf(component: Definition, field: string, operation: string,
     // call in world.set loops (27% of set_heavy); comparing two references costs nothing.
     if (component === lastComponent && field === lastField) return lastMeta!;
     const fields = (component as WithFields | null | undefined)?.[FIELDS];
-    if (fields === undefined) {
-        throw new TesseraError(
-            'INVALID_ARGUMENT',
-            operation,
-            `expected a component made by component(), tag() or relation(), got ${describeValue(component)}`,
-        );
-    }
+    if (fields === undefined) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(component));
     const meta = fields.get(field);
     if (meta === undefined) {
         const known = component.fields.map((f) => f.name).join(', ') || 'none: it is a tag';
@@ -592,37 +612,6 @@ function checkName(
             context,
         );
     }
-}
-
-/** The largest finite f32. */
-const F32_MAX = 3.4028234663852886e38;
-
-const integerRanges: Partial<Record<FieldType, readonly [number, number]>> = {
-    i8: [-128, 127],
-    u8: [0, 255],
-    i16: [-32768, 32767],
-    u16: [0, 65535],
-    i32: [-2147483648, 2147483647],
-    u32: [0, 4294967295],
-};
-
-/**
- * Why `value` cannot be stored in a field of `type` without loss, or undefined when it can.
- * The same rules as the C core's tes_set_number: integers must be integral and in range; f32
- * rejects finite values beyond its range; NaN and infinities are fine for floats. @internal
- */
-export function valueProblem(type: FieldType, value: unknown): string | undefined {
-    if (typeof value !== 'number') return `expected a number, got ${describeValue(value)}`;
-    const range = integerRanges[type];
-    if (range !== undefined) {
-        if (!Number.isInteger(value)) return `${value} is not an integer (${type} field)`;
-        if (value < range[0] || value > range[1]) {
-            return `${value} is out of range for ${type} (${range[0]}..${range[1]})`;
-        }
-    } else if (type === 'f32' && Number.isFinite(value) && Math.abs(value) > F32_MAX) {
-        return `${value} is beyond the range of f32`;
-    }
-    return undefined;
 }
 
 /**

@@ -6,24 +6,22 @@
  */
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
-import { TES_MAX_COMPONENTS, type Pointer, type TesseraExports } from './load.js';
+import { ItemList, type WrittenList } from './items.js';
+import type { Pointer, TesseraExports } from './load.js';
 import { Query, type QueryDesc } from './query.js';
+import { Registry } from './registry.js';
 import {
-    arrayTypes,
     ChildOf,
-    FLAGS,
+    describeDefinition,
+    describeValue,
     fieldOf,
     fieldsOf,
     isDefinition,
     isRelation,
-    isSparse,
-    splitItem,
-    typeCode,
-    valueProblem,
-    describeValue,
     type Component,
     type ComponentItem,
     type Definition,
+    type FieldInput,
     type FieldMeta,
     type FieldName,
     type FieldValue,
@@ -32,7 +30,6 @@ import {
     type Schema,
     type Values,
     type ValuesInput,
-    type FieldInput,
 } from './schema.js';
 import { Replicator, type ReplicatorOptions } from './replicate.js';
 import { Subscription, type SubscriptionDesc } from './subscription.js';
@@ -117,11 +114,8 @@ export class World {
     pointer: Pointer;
     /** @internal */
     readonly debug: boolean;
-    /**
-     * Made from a snapshot, or a replica: the C world has components (registered from the
-     * bytes) that definitions claim by name on first use (see `claim`).
-     */
-    private restored: boolean;
+    /** @internal The ids of this world's components and relations. */
+    readonly registry: Registry;
     /**
      * @internal Byte offset of a column from its chunk's start, by archetype, component and
      * field: the same in every chunk of an archetype, and archetypes never change layout.
@@ -129,18 +123,8 @@ export class World {
     readonly columnOffsets = new Map<number, number>();
     /** @internal Live iterations started from JS. */
     liveIterations = 0;
-    /**
-     * @internal Adds with values to placed entities deferred by the live iterations, as
-     * `entity * TES_MAX_COMPONENTS + id`: a `set` of such a component in the same loop joins
-     * the add's initial values (tes_init) instead of failing with MISSING_COMPONENT. Cleared
-     * when the last iteration ends.
-     */
-    readonly deferredAdds = new Set<number>();
-
-    /** C component id by component key (the definition's process-wide number). */
-    private readonly ids: number[] = [];
-    /** Components and relations by C id. */
-    private readonly components: Definition[] = [];
+    /** The item list of spawn/add/set/remove calls, reused call after call. */
+    private readonly list = new ItemList();
     private readonly freeIterBlocks: Pointer[] = [];
     private readonly scheduler: Scheduler;
 
@@ -151,8 +135,9 @@ export class World {
             throw new TesseraError('INVALID_ARGUMENT', 'new World', 'make worlds with createWorld() or module.createWorld()');
         }
         this.heap = heap;
-        this.debug = options.debug === true;
         const operation = 'createWorld';
+        checkWorldOptions(options, operation);
+        this.debug = options.debug === true;
         const desc = heap.scratch;
         const u32 = heap.u32;
         u32.fill(0, desc >>> 2, (desc >>> 2) + 8);
@@ -162,7 +147,7 @@ export class World {
         u32[(desc >>> 2) + 1] = positive(options.minFreeIndices, operation, 'minFreeIndices');
         const out = desc + 32;
         this.pointer = 0;
-        this.restored = options.snapshot !== undefined;
+        this.registry = new Registry(heap, () => this.live('world'), options.snapshot !== undefined);
         if (options.snapshot !== undefined) {
             this.pointer = restore(heap, desc, options.snapshot, operation);
         } else {
@@ -238,7 +223,7 @@ export class World {
         heap.u32[out >>> 2] = 0;
         const result = heap.exports.tes_delta_apply(world, block, bytes.length, out);
         // A keyframe may have registered components: definitions claim them by name.
-        this.restored = true;
+        this.registry.restored = true;
         this.check(result, operation);
         return heap.u8[out] !== 0;
     }
@@ -280,46 +265,37 @@ export class World {
      * Spawns an entity with the given components, each a component, a tag, a component
      * called with initial values (`Position({ x: 1 })`), or a pair of a relation
      * (`ChildOf(parent)`, `Likes(bob, { amount: 2 })`). Fields without a value start at 0.
+     * Everything is checked before anything happens: a refused spawn changes nothing.
      * Inside an iteration the entity is placed when the iteration ends; until then its handle
-     * is pending (get and has throw `PENDING_ENTITY`; set, add, remove, despawn are deferred).
+     * is pending (get and has throw `PENDING_ENTITY`; set, add, remove, despawn are recorded).
      * @returns the new entity's handle.
      */
     spawn(...items: ComponentItem[]): Entity {
         const operation = 'world.spawn';
-        const set = this.componentSet(items, operation);
-        const heap = this.heap;
-        const list = heap.tempU32(set.ids, operation);
-        const out = heap.scratch;
-        if (set.pairs.length !== 0) this.checkTargets(set.pairs, operation);
-        this.check(heap.exports.tes_spawn(this.live(operation), list, set.ids.length, out), operation);
-        const entity = heap.u32At(out);
-        set.values.forEach((values, i) => values && this.writeInitial(entity, set.components[i]!, values, operation));
-        if (set.pairs.length !== 0) this.addNewPairs([entity], set.pairs, operation);
-        return entity;
+        const world = this.live(operation);
+        const list = this.listOf(items, operation, undefined, false);
+        const written = this.callItems(list, 1, operation, undefined, (x, fault, entities) =>
+            this.heap.exports.tes_spawn_items(world, x, 1, entities, fault),
+        );
+        return this.heap.u32At(written.entities);
     }
 
     /**
-     * Spawns `count` entities with the same components and initial values, filling chunks
-     * contiguously (one call into wasm, values written column by column).
+     * Spawns `count` entities with the same components, pairs and initial values, filling
+     * chunks contiguously: one call into wasm. All or nothing.
      * @returns the new handles, in a fresh array.
      */
     spawnMany(count: number, ...items: ComponentItem[]): Uint32Array {
         const operation = 'world.spawnMany';
+        const world = this.live(operation);
         checkCount(count, operation, 'count');
-        const set = this.componentSet(items, operation);
-        if (set.pairs.length !== 0) this.checkTargets(set.pairs, operation);
-        const heap = this.heap;
-        const block = heap.tempBlock((count + set.ids.length) * 4 + 4, operation);
-        const list = block + count * 4;
-        heap.u32.set(set.ids, list >>> 2);
-        this.check(
-            heap.exports.tes_spawn_batch(this.live(operation), list, set.ids.length, count, block),
-            operation,
+        // More than a world can ever hold: refused before the handles' room is sized by it.
+        if (count > TES_MAX_ENTITIES) throw this.error('TOO_MANY_ENTITIES', operation);
+        const list = this.listOf(items, operation, undefined, false);
+        const written = this.callItems(list, count, operation, undefined, (x, fault, entities) =>
+            this.heap.exports.tes_spawn_items(world, x, count, entities, fault),
         );
-        const entities = heap.u32.slice(block >>> 2, (block >>> 2) + count);
-        if (count > 0 && set.values.some((values) => values !== undefined)) this.fillInitial(entities, set, operation);
-        if (count > 0 && set.pairs.length !== 0) this.addNewPairs(entities, set.pairs, operation);
-        return entities;
+        return this.heap.u32.slice(written.entities >>> 2, (written.entities >>> 2) + count);
     }
 
     /** Despawns an entity: its components are removed and its handle becomes stale. */
@@ -332,69 +308,53 @@ export class World {
     despawnMany(entities: ArrayLike<Entity>): void {
         const operation = 'world.despawnMany';
         const world = this.live(operation);
-        for (let i = 0; i < entities.length; i++) handle(entities[i], operation);
-        const list = this.heap.tempU32(entities, operation);
-        const result = this.heap.exports.tes_despawn_batch(world, list, entities.length);
-        if (result !== 0) throw this.error(result, operation, this.culprit(entities));
+        if (typeof entities !== 'object' || entities === null || typeof entities.length !== 'number') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `expected an array of entity handles, got ${describeValue(entities)}`);
+        }
+        // Each handle is read once, into a copy that nothing else can change.
+        const copy = new Uint32Array(entities.length);
+        for (let i = 0; i < copy.length; i++) copy[i] = handle(entities[i], operation);
+        const list = this.heap.tempU32(copy, operation);
+        const result = this.heap.exports.tes_despawn_batch(world, list, copy.length);
+        if (result !== 0) throw this.error(result, operation, this.culprit(copy));
     }
 
-    /** True when the handle names a live (or pending) entity. Never throws for a number. */
+    /**
+     * True when the value is the handle of a live (or pending) entity of this world; false for
+     * anything else, whatever it is (a stale handle, a string, a bigint). Never throws but
+     * `DESTROYED`.
+     */
     isAlive(entity: Entity): boolean {
         const world = this.live('world.isAlive');
-        if ((entity >>> 0) !== entity) return false;
+        if (typeof entity !== 'number' || entity >>> 0 !== entity) return false;
         // tes_is_alive answers for placed entities only.
         return this.heap.exports.tes_is_alive(world, entity) !== 0 || this.pending(entity);
     }
 
     /**
      * Adds components (or tags), each optionally with initial values, and pairs
-     * (`world.add(e, Likes(bob))`: see {@link World.addPair}). Adding a component the
-     * entity already has keeps its data, and then writes the given values as a change. Inside
-     * an iteration the add is deferred like every structural change; its values are written
-     * when the iteration ends (after the deferred commands, as part of the add).
+     * (`world.add(e, Likes(bob))`: see {@link World.addPair}). Adding a component the entity
+     * already has keeps its data, and then writes the given values as a change. All or
+     * nothing: a refused add (a bad value, a stale target, a cycle, a row too large) adds none
+     * of them. Inside an iteration the add is recorded like every structural change and applied
+     * in order when the iteration ends, with its values, as what it is then (an add of a
+     * component the entity has by then writes its values as a change).
      */
     add(entity: Entity, ...items: ComponentItem[]): void {
         const operation = 'world.add';
+        const world = this.live(operation);
         const only = items.length === 1 ? items[0] : undefined;
-        if (typeof only === 'function') {
-            // One component or tag without values, the common case (tes_add checks the handle).
-            const id = this.idOf(only, operation);
-            this.check(this.heap.exports.tes_add(this.live(operation), handle(entity, operation), id), operation, entity, only.name);
+        const id = typeof only === 'function' ? this.registry.known(only, operation) : undefined;
+        if (id !== undefined) {
+            // One registered component or tag without values, the common case (tes_add checks the handle).
+            this.check(this.heap.exports.tes_add(world, handle(entity, operation), id), operation, entity, (only as Definition).name);
             return;
         }
-        const set = this.componentSet(items, operation);
-        const world = this.live(operation);
-        if (items.length === 0 || set.pairs.length !== 0) this.requireAlive(entity, operation);
-        else handle(entity, operation);
-        if (set.pairs.length !== 0) {
-            // Every pair is checked before anything is added: a cycle found by the C core after
-            // the components went in would leave them there.
-            this.checkTargets(set.pairs, operation);
-            for (const { relation, id, target } of set.pairs) {
-                if (relation.acyclic && this.wouldCycle(entity, id, target)) throw this.pairError('CYCLE', operation, entity, relation, target);
-            }
-        }
-        const exports = this.heap.exports;
-        // Which components with values the entity has already, asked before anything is added
-        // (a pending entity has none placed yet).
-        const withValues = set.values.some((values) => values !== undefined);
-        const pending = withValues && this.liveIterations > 0 && this.pending(entity);
-        const had = set.values.map(
-            (values, i) => values !== undefined && !pending && this.hasId(entity, set.ids[i]!, set.components[i]!, operation),
+        handle(entity, operation);
+        if (items.length === 0) return this.requireAlive(entity, operation);
+        this.entityCall(this.listOf(items, operation, entity, false), entity, operation, (x, fault, entities) =>
+            this.heap.exports.tes_add_items(world, entities, 1, x, fault),
         );
-        for (let i = 0; i < set.ids.length; i++) {
-            const id = set.ids[i]!;
-            const component = set.components[i]!;
-            const values = set.values[i];
-            this.check(exports.tes_add(world, entity, id), operation, entity, component.name);
-            if (values === undefined) continue;
-            if (had[i]) this.writeValues(entity, component, id, values, operation);
-            else {
-                if (this.liveIterations > 0 && !pending) this.deferredAdds.add(entity * TES_MAX_COMPONENTS + id);
-                this.writeInitial(entity, component, values, operation);
-            }
-        }
-        for (const pair of set.pairs) this.addPairItem(entity, pair.relation, pair.id, pair.target, pair.values, operation);
     }
 
     /**
@@ -405,34 +365,22 @@ export class World {
     remove(entity: Entity, ...components: (Component<any> | Relation<any> | Pair<any>)[]): void {
         const operation = 'world.remove';
         const world = this.live(operation);
-        if (components.length === 0) this.requireAlive(entity, operation);
-        else handle(entity, operation);
         const only = components.length === 1 ? components[0] : undefined;
-        if (typeof only === 'function') {
-            this.check(this.heap.exports.tes_remove(world, entity, this.idOf(only, operation)), operation, entity, only.name);
+        const id = typeof only === 'function' ? this.registry.known(only, operation) : undefined;
+        if (id !== undefined) {
+            this.check(this.heap.exports.tes_remove(world, handle(entity, operation), id), operation, entity, (only as Definition).name);
             return;
         }
-        // Everything is resolved and checked before anything is removed.
-        const ids = components.map((item) => this.idOf(pairOf(item)?.relation ?? (item as Definition), operation));
-        const pairs: PairItem[] = [];
-        components.forEach((item, i) => {
-            const pair = pairOf(item);
-            if (pair !== undefined) pairs.push({ relation: pair.relation, id: ids[i]!, target: handle(pair.target, operation), values: undefined });
+        handle(entity, operation);
+        const list = this.listOf(components, operation, entity, true);
+        // A component this world never registered is on no entity: nothing to remove (and
+        // nothing to register). What remains goes in one call.
+        const kept = new ItemList();
+        list.definitions.forEach((definition, i) => {
+            if (this.registry.known(definition, operation) !== undefined) kept.add(definition, list.targets[i]!, undefined, operation, entity);
         });
-        if (pairs.length !== 0) {
-            this.requireAlive(entity, operation);
-            this.checkTargets(pairs, operation);
-        }
-        const exports = this.heap.exports;
-        for (let i = 0; i < ids.length; i++) {
-            const item = components[i]!;
-            const pair = pairOf(item);
-            if (pair === undefined) {
-                this.check(exports.tes_remove(world, entity, ids[i]!), operation, entity, (item as Definition).name);
-            } else {
-                this.pairCheck(exports.tes_pair_remove(world, entity, ids[i]!, pair.target), operation, entity, pair.relation, pair.target);
-            }
-        }
+        if (kept.size === 0) return this.requireAlive(entity, operation);
+        this.entityCall(kept, entity, operation, (x, fault, entities) => this.heap.exports.tes_remove_items(world, entities, 1, x, fault));
     }
 
     /**
@@ -442,9 +390,10 @@ export class World {
      */
     has(entity: Entity, component: Component<any> | Relation<any> | Pair<any>): boolean {
         const operation = 'world.has';
+        this.live(operation);
         const pair = pairOf(component);
         if (pair !== undefined) return this.pairHas(entity, pair.relation, pair.target, operation);
-        const id = this.knownId(component as Definition, operation);
+        const id = this.registry.known(component as Definition, operation);
         if (id !== undefined) return this.hasId(entity, id, component as Definition, operation);
         this.requireAlive(entity, operation); // no entity of this world has it
         return false;
@@ -460,18 +409,14 @@ export class World {
     ): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
         const operation = 'world.get';
-        const id = this.knownId(component, operation);
-        if (id === undefined) {
-            // Never used in this world, so no entity has it: say so without registering it.
-            if (field !== undefined) fieldOf(component, field, operation, entity);
-            this.requireAlive(entity, operation);
-            throw this.error('MISSING_COMPONENT', operation, entity, component.name, field);
-        }
+        this.live(operation);
+        const id = this.componentId(entity, component, field, operation);
         if (field !== undefined) {
             const meta = fieldOf(component, field, operation, entity);
             return this.readField(this.fieldPointer(entity, component, id, meta, operation), meta);
         }
         if (component.isTag) {
+            this.requireAlive(entity, operation);
             throw new TesseraError('TAG_HAS_NO_DATA', operation, `${component.name} is a tag`, {
                 entity,
                 component: component.name,
@@ -479,10 +424,7 @@ export class World {
         }
         const values: Record<string, unknown> = {};
         for (const meta of fieldsOf(component)) {
-            values[meta.name] = this.readField(
-                this.fieldPointer(entity, component, id, meta, operation),
-                meta,
-            );
+            values[meta.name] = this.readField(this.fieldPointer(entity, component, id, meta, operation), meta);
         }
         return values;
     }
@@ -490,7 +432,7 @@ export class World {
     /**
      * Writes some fields of an entity's component and marks it changed. Every value is checked
      * first (integers must be integral and in range): a bad one throws `BAD_VALUE` and nothing
-     * is written.
+     * is written. Fields left out, or given as undefined, keep their value.
      */
     set<S extends Schema>(entity: Entity, component: Component<S>, values: ValuesInput<S>): void;
     /** Writes one field of an entity's component and marks it changed. */
@@ -502,27 +444,31 @@ export class World {
     ): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         const operation = 'world.set';
-        const id = this.idOf(component, operation);
-        // Every value is checked before anything is written.
-        let meta: FieldMeta | undefined;
+        const world = this.live(operation);
         if (typeof fieldOrValues === 'string') {
-            meta = fieldOf(component, fieldOrValues, operation, entity);
-            this.checkValue(component, meta, value, operation, entity);
-        } else {
-            this.checkValues(component, fieldOrValues as ValuesInput<any>, operation, entity);
+            const meta = fieldOf(component, fieldOrValues, operation, entity);
+            if (meta.length === 1) {
+                // The hot path: one number, one call (the C core checks what the field can hold).
+                if (typeof value !== 'number') {
+                    throw new TesseraError('BAD_VALUE', operation, `expected a number, got ${describeValue(value)}`, {
+                        entity,
+                        component: component.name,
+                        field: meta.name,
+                    });
+                }
+                const id = this.componentId(entity, component, meta.name, operation);
+                const result = this.heap.exports.tes_set_number(world, handle(entity, operation), id, meta.index, 0, value);
+                if (result !== 0) throw this.valueError(result, operation, entity, component, meta, value);
+                return;
+            }
+            const list = this.list.clear();
+            list.add(component, 0, undefined, operation, entity);
+            list.addValue(0, meta, value, operation, entity);
+            return this.setList(list, entity, component, operation);
         }
-        if (this.deferredAdds.size !== 0 && this.joinedDeferredAdd(entity, component, id, meta, fieldOrValues, value)) return;
-        if (meta !== undefined) {
-            this.writeField(entity, component, id, meta, value, operation);
-            return;
-        }
-        let written = false;
-        for (const [field, fieldValue] of Object.entries(fieldOrValues as ValuesInput<any>)) {
-            if (fieldValue === undefined) continue;
-            this.writeField(entity, component, id, fieldOf(component, field, operation), fieldValue, operation);
-            written = true;
-        }
-        if (!written) this.requireAlive(entity, operation); // nothing to write still checks the handle
+        const list = this.list.clear();
+        list.add(component, 0, fieldOrValues, operation, entity);
+        this.setList(list, entity, component, operation);
     }
 
     /**
@@ -531,7 +477,8 @@ export class World {
      */
     markChanged(entity: Entity, component: Component<any>): void {
         const operation = 'world.markChanged';
-        const id = this.idOf(component, operation);
+        this.live(operation);
+        const id = this.componentId(entity, component, undefined, operation);
         this.check(
             this.heap.exports.tes_mark_changed(this.live(operation), handle(entity, operation), id),
             operation,
@@ -553,17 +500,18 @@ export class World {
      */
     addPair<S extends Schema>(source: Entity, relation: Relation<S>, target: Entity, values?: ValuesInput<S>): void {
         const operation = 'world.addPair';
-        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
         handle(source, operation);
-        handle(target, operation);
-        if (values !== undefined) this.checkValues(relation, values, operation, source);
-        this.addPairItem(source, relation, id, target, values, operation);
+        const list = this.list.clear();
+        list.add(relation, handle(target, operation), values, operation, source);
+        this.entityCall(list, source, operation, (x, fault, entities) => this.heap.exports.tes_add_items(world, entities, 1, x, fault));
     }
 
     /** Removes the pair; nothing happens when it is not there. */
     removePair(source: Entity, relation: Relation<any>, target: Entity): void {
         const operation = 'world.removePair';
-        const id = this.idOf(relation, operation);
+        const id = this.readRelation(relation, operation, source, target);
+        if (id === undefined) return;
         this.pairCheck(
             this.heap.exports.tes_pair_remove(this.live(operation), handle(source, operation), id, handle(target, operation)),
             operation,
@@ -589,9 +537,11 @@ export class World {
     ): FieldValue<S[K]>;
     getPair(source: Entity, relation: Relation<any>, target: Entity, field?: string): unknown {
         const operation = 'world.getPair';
-        const id = this.idOf(relation, operation);
         handle(source, operation);
         handle(target, operation);
+        if (field !== undefined) fieldOf(relation, field, operation, source);
+        const id = this.readRelation(relation, operation, source, target);
+        if (id === undefined) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
         if (field !== undefined) return this.readPairField(source, relation, id, target, fieldOf(relation, field, operation, source), operation);
         if (relation.isTag) {
             this.pairHas(source, relation, target, operation); // stale handles first
@@ -620,30 +570,31 @@ export class World {
     ): void;
     setPair(source: Entity, relation: Relation<any>, target: Entity, fieldOrValues: unknown, value?: unknown): void {
         const operation = 'world.setPair';
-        const id = this.idOf(relation, operation);
+        const world = this.live(operation);
         handle(source, operation);
         handle(target, operation);
-        let values: ValuesInput<any>;
+        const list = this.list.clear();
         if (typeof fieldOrValues === 'string') {
-            const meta = fieldOf(relation, fieldOrValues, operation, source);
-            this.checkValue(relation, meta, value, operation, source);
-            values = { [fieldOrValues]: value } as ValuesInput<any>;
+            list.add(relation, target, undefined, operation, source);
+            list.addValue(0, fieldOf(relation, fieldOrValues, operation, source), value, operation, source);
         } else {
-            this.checkValues(relation, fieldOrValues as ValuesInput<any>, operation, source);
-            values = fieldOrValues as ValuesInput<any>;
+            list.add(relation, target, fieldOrValues, operation, source);
         }
-        if (!this.writePairValues(source, relation, id, target, values, false, operation)) {
+        if (list.values.length === 0) {
             // Nothing to write still checks the handles and the pair.
             if (!this.pairHas(source, relation, target, operation)) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
+            return;
         }
+        this.entityCall(list, source, operation, (x, fault, entities) => this.heap.exports.tes_set_items(world, entities, 1, x, fault));
     }
 
     /** The targets of a source's pairs of a relation, in the order the pairs were added. */
     targets(source: Entity, relation: Relation<any>): Entity[] {
         const operation = 'world.targets';
-        const id = this.idOf(relation, operation);
         const world = this.live(operation);
         handle(source, operation);
+        const id = this.readRelation(relation, operation, source);
+        if (id === undefined) return [];
         const exports = this.heap.exports;
         return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_targets(world, source, id, out, capacity, count), source, relation)[0]!;
     }
@@ -654,7 +605,9 @@ export class World {
      */
     target(source: Entity, relation: Relation<any>): Entity | undefined {
         const operation = 'world.target';
-        const id = this.idOf(relation, operation);
+        handle(source, operation);
+        const id = this.readRelation(relation, operation, source);
+        if (id === undefined) return undefined;
         const heap = this.heap;
         const out = heap.scratch;
         this.check(heap.exports.tes_pair_target(this.live(operation), handle(source, operation), id, out), operation, source, relation.name);
@@ -668,9 +621,10 @@ export class World {
      */
     sources(relation: Relation<any>, target: Entity): Entity[] {
         const operation = 'world.sources';
-        const id = this.idOf(relation, operation);
         const world = this.live(operation);
         handle(target, operation);
+        const id = this.readRelation(relation, operation, target);
+        if (id === undefined) return [];
         const exports = this.heap.exports;
         return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_sources(world, id, target, out, capacity, count), target, relation)[0]!;
     }
@@ -678,8 +632,9 @@ export class World {
     /** Every pair of a relation as `[source, target]`, source by source (sources in no promised order). */
     pairs(relation: Relation<any>): Array<[Entity, Entity]> {
         const operation = 'world.pairs';
-        const id = this.idOf(relation, operation);
         const world = this.live(operation);
+        const id = this.readRelation(relation, operation);
+        if (id === undefined) return [];
         const exports = this.heap.exports;
         const [sources, targets] = this.fetchList(
             operation,
@@ -698,13 +653,15 @@ export class World {
      */
     placePair(source: Entity, relation: Relation<any>, target: Entity, before?: Entity): void {
         const operation = 'world.placePair';
-        const id = this.idOf(relation, operation);
         handle(source, operation);
         handle(target, operation);
         if (before !== undefined) handle(before, operation);
+        const id = this.readRelation(relation, operation, source, target, ...(before === undefined ? [] : [before]));
+        if (id === undefined) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
         const result = this.heap.exports.tes_pair_place(this.live(operation), source, id, target, before ?? 0);
-        if (result === this.heap.results.MISSING_COMPONENT && before !== undefined && this.pairHas(source, relation, target, operation)) {
-            throw this.pairError('MISSING_COMPONENT', operation, before, relation, target);
+        if (before !== undefined && result !== 0 && this.isAlive(source) && this.isAlive(target) && this.pairHas(source, relation, target, operation)) {
+            // The pair is there: the problem is `before` (stale, or not a source of target).
+            throw this.pairError(result, operation, before, relation, target);
         }
         this.pairCheck(result, operation, source, relation, target);
     }
@@ -720,7 +677,6 @@ export class World {
      */
     setParent(child: Entity, parent: Entity | undefined, before?: Entity): void {
         const operation = 'world.setParent';
-        const id = this.idOf(ChildOf, operation);
         const world = this.live(operation);
         handle(child, operation);
         const exports = this.heap.exports;
@@ -728,11 +684,26 @@ export class World {
             if (before !== undefined) {
                 throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', { entity: child, component: ChildOf.name });
             }
+            const known = this.readRelation(ChildOf, operation, child);
             // Removing a relation applies at once even inside a loop (as pair calls do), so a
             // later setParent in the same loop keeps the last word.
-            this.check(exports.tes_remove(world, child, id), operation, child, ChildOf.name);
+            if (known !== undefined) this.check(exports.tes_remove(world, child, known), operation, child, ChildOf.name);
             return;
         }
+        const fresh: number[] = [];
+        const id = this.registry.resolve([ChildOf], operation, fresh)[0]!;
+        try {
+            this.placeChild(child, id, parent, before, operation);
+        } catch (error) {
+            this.registry.takeBack(fresh);
+            throw error;
+        }
+    }
+
+    /** setParent with a parent: checks `before`, adds the pair, places it. */
+    private placeChild(child: Entity, id: number, parent: Entity, before: Entity | undefined, operation: string): void {
+        const world = this.live(operation);
+        const exports = this.heap.exports;
         handle(parent, operation);
         if (before !== undefined) {
             // `before` must be a child of parent already (the child itself included: then it stays).
@@ -876,7 +847,7 @@ export class World {
 
     /** The component or relation registered under a C id in this world, if any. */
     componentById(id: number): Component<any> | Relation<any> | undefined {
-        return this.components[id];
+        return this.registry.definition(id);
     }
 
     // ---- internals shared with queries, subscriptions and systems ------------------------
@@ -905,21 +876,10 @@ export class World {
         return new TesseraError(heap.codes[number] ?? 'CORRUPT', operation, problem, { entity, component, field });
     }
 
-    /** The C id of a component if this world registered it already (reads need not register). */
-    private knownId(component: Definition, operation: string): number | undefined {
-        this.live(operation);
-        if (!isDefinition(component)) return this.register(component, operation); // throws
-        // A world restored from a snapshot has components no definition has claimed yet.
-        return this.ids[component.key] ?? (this.restored ? this.claim(component, operation) : undefined);
-    }
-
     /** @internal The C id of a component in this world, registering it on first use. */
     idOf(component: Definition, operation: string): number {
-        if (typeof component === 'function') {
-            const id = this.ids[component.key];
-            if (id !== undefined && this.pointer !== 0) return id;
-        }
-        return this.register(component, operation);
+        this.live(operation);
+        return this.registry.idOf(component, operation);
     }
 
     /** @internal True when the archetype's component set contains the C id. */
@@ -942,202 +902,154 @@ export class World {
         else this.freeIterBlocks.push(block);
     }
 
-    private register(component: Definition, operation: string): number {
-        const world = this.live(operation);
-        if (!isDefinition(component)) {
-            throw new TesseraError(
-                'INVALID_ARGUMENT',
-                operation,
-                `expected a component made by component(), tag() or relation(), got ${describeValue(component)}`,
-            );
-        }
-        const heap = this.heap;
-        const fields = fieldsOf(component);
-        const strings: Pointer[] = [];
-        try {
-            strings.push(heap.newString(component.name, operation));
-            for (const meta of fields) strings.push(heap.newString(meta.name, operation));
-            // tes_component_desc_t {name, fields, field_count, flags} then tes_field_desc_t
-            // {name, type, length} per field: 12 bytes each.
-            const desc = heap.tempBlock(16 + 12 * fields.length, operation);
-            const u32 = heap.u32;
-            const base = desc >>> 2;
-            u32[base] = strings[0]!;
-            u32[base + 1] = fields.length ? desc + 16 : 0;
-            u32[base + 2] = fields.length;
-            u32[base + 3] = component.flags;
-            fields.forEach((meta, i) => {
-                u32[base + 4 + i * 3] = strings[i + 1]!;
-                u32[base + 5 + i * 3] = typeCode(meta.type);
-                u32[base + 6 + i * 3] = meta.length;
-            });
-            const out = heap.scratch;
-            const result = heap.exports.tes_component_register(world, desc, out);
-            const restored = result === heap.results.DUPLICATE_NAME ? this.claim(component, operation) : undefined;
-            if (restored !== undefined) return restored;
-            if (result === this.heap.results.DUPLICATE_NAME) {
-                throw new TesseraError(
-                    'DUPLICATE_NAME',
-                    operation,
-                    'another component with this name is registered in this world (component names must be unique per world)',
-                    { component: component.name },
-                );
-            }
-            this.check(result, operation, undefined, component.name);
-            const id = heap.u32At(out);
-            this.ids[component.key] = id;
-            this.components[id] = component;
-            return id;
-        } finally {
-            for (const pointer of strings) heap.exports.tes_free(pointer);
-        }
-    }
+    // ---- item calls ------------------------------------------------------------------------
 
     /**
-     * A component a snapshot registered (same name, not yet used from JS): mapped to this
-     * definition when flags and fields match; BAD_SCHEMA when they do not. Undefined when the
-     * name belongs to a definition already.
+     * The world's item list, filled from spawn/add/remove arguments: each a component, a
+     * component with values (`C(values)`), or a pair (`R(target, values?)`); for removals also
+     * a bare relation. Every value is read once (see items.ts). Anything else is refused here.
      */
-    private claim(component: Definition, operation: string): number | undefined {
-        const heap = this.heap;
-        const name = heap.newString(component.name, operation);
-        let found: number;
-        try {
-            found = heap.exports.tes_component_lookup(this.pointer, name, heap.scratch);
-        } finally {
-            heap.exports.tes_free(name);
-        }
-        if (found !== 0) return undefined; // no component of that name
-        const id = heap.u32At(heap.scratch);
-        if (this.components[id] !== undefined) return undefined;
-        const out = heap.scratch;
-        this.check(heap.exports.tes_component_info(this.pointer, id, out), operation, undefined, component.name);
-        const fields = fieldsOf(component);
-        let same = heap.u32At(out + 4) === fields.length && heap.u32At(out + 12) === component.flags;
-        fields.forEach((meta, index) => {
-            if (!same) return;
-            this.check(heap.exports.tes_field_info(this.pointer, id, index, out), operation, undefined, component.name);
-            same = heap.string(heap.u32At(out)) === meta.name && heap.u32At(out + 4) === typeCode(meta.type) && heap.u32At(out + 8) === meta.length;
-        });
-        if (!same) {
-            throw new TesseraError('BAD_SCHEMA', operation, 'the world (restored from a snapshot) has a component of this name with another schema or storage', {
-                component: component.name,
-            });
-        }
-        this.ids[component.key] = id;
-        this.components[id] = component;
-        return id;
-    }
-
-    /**
-     * Resolves spawn/add items, rejecting duplicates and checking initial values up front.
-     * Pairs are kept apart (their targets are checked by checkTargets).
-     */
-    private componentSet(items: readonly ComponentItem[], operation: string): ComponentSet {
-        const ids: number[] = [];
-        const components: Component<any>[] = [];
-        const values: (ValuesInput<any> | undefined)[] = [];
-        let pairs: PairItem[] | undefined; // most spawns have none: no array for them
+    private listOf(items: readonly unknown[], operation: string, entity: Entity | undefined, removing: boolean): ItemList {
+        const list = this.list.clear();
         for (const item of items) {
-            // Components and Component(values) first, without a tuple per item (idOf checks
-            // that the component is one); splitItem explains anything else.
-            let component: Definition;
-            let initial: ValuesInput<any> | undefined;
-            if (typeof item === 'function') component = item;
-            else if (typeof item === 'object' && item !== null && typeof (item as { component?: unknown }).component === 'function') {
-                component = (item as { component: Component<any> }).component;
-                initial = (item as { values: ValuesInput<any> }).values;
-            } else if (typeof item === 'object' && item !== null && typeof (item as { relation?: unknown }).relation === 'function') {
-                pairs ??= [];
-                pairs.push(this.pairItem(item as Pair<any>, pairs, operation));
+            if (typeof item === 'function') {
+                if (!isDefinition(item)) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(item));
+                list.add(item, 0, undefined, operation, entity);
                 continue;
-            } else [component, initial] = splitItem(item, operation);
-            const id = this.idOf(component, operation);
-            if ((component.flags & FLAGS.relation) !== 0) {
-                // (idOf checked that it is a definition: its flags are there.)
-                throw new TesseraError('NEEDS_TARGET', operation, `${this.heap.messages[this.heap.results.NEEDS_TARGET!]}: ${component.name}(target)`, {
-                    component: component.name,
-                });
             }
-            if (ids.includes(id)) {
-                throw new TesseraError('INVALID_ARGUMENT', operation, 'a component is listed twice', {
-                    component: component.name,
-                });
-            }
-            if (initial !== undefined) this.checkValues(component, initial, operation);
-            ids.push(id);
-            components.push(component as Component<any>);
-            values.push(initial);
-        }
-        return { ids, components, values, pairs: pairs ?? NO_PAIRS };
-    }
-
-    /** A pair of a spawn/add list, checked: a relation, a handle, no repeat, its values. */
-    private pairItem(pair: Pair<any>, earlier: readonly PairItem[], operation: string): PairItem {
-        const { relation, target, values } = pair;
-        const id = this.idOf(relation, operation);
-        if (!isRelation(relation)) throw this.error('NOT_A_RELATION', operation, undefined, (relation as Definition).name);
-        handle(target, operation);
-        for (const other of earlier) {
-            if (other.id !== id) continue;
-            if (other.target === target) {
-                throw new TesseraError('INVALID_ARGUMENT', operation, `the pair ${relation.name}(${target}) is listed twice`, {
-                    component: relation.name,
-                });
-            }
-            if (relation.exclusive) {
-                throw new TesseraError(
-                    'INVALID_ARGUMENT',
-                    operation,
-                    `${relation.name} is exclusive (one target per source), and two of its pairs are listed`,
-                    { component: relation.name },
-                );
-            }
-        }
-        if (values !== undefined) this.checkValues(relation, values, operation);
-        return { relation, id, target, values };
-    }
-
-    /** Throws `UNKNOWN_FIELD` / `BAD_VALUE` for the first field value that cannot be stored. */
-    private checkValues(
-        component: Definition,
-        values: ValuesInput<any>,
-        operation: string,
-        entity?: Entity,
-    ): void {
-        if (typeof values !== 'object' || values === null) {
-            throw new TesseraError('BAD_VALUE', operation, `expected an object of field values, got ${describeValue(values)}`, {
-                entity,
-                component: component.name,
-            });
-        }
-        for (const field in values) {
-            if (!Object.hasOwn(values, field)) continue;
-            const meta = fieldOf(component, field, operation, entity);
-            this.checkValue(component, meta, (values as Record<string, unknown>)[field], operation, entity);
-        }
-    }
-
-    /** Throws `BAD_VALUE` when a field's value (undefined: none) cannot be stored without loss. */
-    private checkValue(component: Definition, meta: FieldMeta, value: unknown, operation: string, entity?: Entity): void {
-        if (value === undefined) return;
-        let problem: string | undefined;
-        if (meta.length === 1) {
-            problem = valueProblem(meta.type, value);
-        } else {
-            const list = value as ArrayLike<unknown>;
-            if (typeof list !== 'object' || list === null || list.length !== meta.length) {
-                problem = `expected ${meta.length} values, got ${describeValue(value)}`;
-            } else {
-                for (let i = 0; i < meta.length && problem === undefined; i++) {
-                    const element = valueProblem(meta.type, list[i]);
-                    if (element !== undefined) problem = `element ${i}: ${element}`;
+            if (typeof item === 'object' && item !== null) {
+                const component: unknown = (item as { component?: unknown }).component;
+                if (typeof component === 'function' && !removing) {
+                    if (!isDefinition(component)) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(component));
+                    list.add(component, 0, (item as { values?: unknown }).values, operation, entity);
+                    continue;
+                }
+                const relation: unknown = (item as { relation?: unknown }).relation;
+                if (typeof relation === 'function') {
+                    // A target on what is not a relation is the C core's NOT_A_RELATION, in item order.
+                    if (!isDefinition(relation)) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(relation));
+                    const target: unknown = (item as { target?: unknown }).target;
+                    if (typeof target !== 'number' || target >>> 0 !== target) {
+                            throw new TesseraError('INVALID_ARGUMENT', operation, `expected a pair's target entity, got ${describeValue(target)}`, {
+                            entity,
+                            component: relation.name,
+                        });
+                    }
+                    list.add(relation, target, removing ? undefined : (item as { values?: unknown }).values, operation, entity);
+                    continue;
                 }
             }
+            const expected = removing ? 'a component, a relation or Relation(target)' : 'a component, Component(values) or Relation(target)';
+            throw new TesseraError('INVALID_ARGUMENT', operation, `expected ${expected}, got ${describeValue(item)}`, { entity });
         }
-        if (problem !== undefined) {
-            throw new TesseraError('BAD_VALUE', operation, problem, { entity, component: component.name, field: meta.name });
+        return list;
+    }
+
+    /**
+     * Makes an item call: resolves the list's ids (registering first uses), writes the list with
+     * room for `entityRoom` entities, calls `call`; when it fails, takes the registrations back
+     * and throws the error the C core's fault describes.
+     */
+    private callItems(
+        list: ItemList,
+        entityRoom: number,
+        operation: string,
+        subject: Entity | undefined,
+        call: (items: Pointer, fault: Pointer, entities: Pointer) => number,
+        prepare?: (written: WrittenList) => void,
+    ): WrittenList {
+        const fresh: number[] = [];
+        try {
+            const ids = this.registry.resolve(list.definitions, operation, fresh);
+            const written = list.write(this.heap, ids, entityRoom, operation);
+            prepare?.(written);
+            const result = call(written.items, written.fault, written.entities);
+            if (result !== 0) throw list.error(this.heap, result, written.fault, operation, subject);
+            return written;
+        } catch (error) {
+            this.registry.takeBack(fresh);
+            throw error;
         }
+    }
+
+    /** An item call for one entity (add, set, remove). */
+    private entityCall(
+        list: ItemList,
+        entity: Entity,
+        operation: string,
+        call: (items: Pointer, fault: Pointer, entities: Pointer) => number,
+    ): void {
+        this.callItems(list, 1, operation, entity, call, (written) => {
+            this.heap.u32[written.entities >>> 2] = entity;
+        });
+    }
+
+    /** set with values: all written as a change, or none. */
+    private setList(list: ItemList, entity: Entity, component: Component<any>, operation: string): void {
+        const world = this.live(operation);
+        if (isRelation(component)) throw this.needsTarget(operation, entity, component);
+        if (this.registry.known(component, operation) === undefined) {
+            this.requireAlive(entity, operation);
+            throw this.error('MISSING_COMPONENT', operation, entity, component.name);
+        }
+        // Nothing to write still checks the handle.
+        if (list.values.length === 0) return this.requireAlive(entity, operation);
+        this.entityCall(list, entity, operation, (x, fault, entities) => this.heap.exports.tes_set_items(world, entities, 1, x, fault));
+    }
+
+    /**
+     * The id of a component a per-entity read or write names: a relation needs a target
+     * (`NEEDS_TARGET`), and one this world never registered is on no entity
+     * (`MISSING_COMPONENT`, once the handle is found alive).
+     */
+    private componentId(entity: Entity, component: Component<any>, field: string | undefined, operation: string): number {
+        const id = this.registry.known(component, operation);
+        if (id !== undefined && !isRelation(component)) return id;
+        if (isRelation(component)) throw this.needsTarget(operation, entity, component);
+        if (field !== undefined) fieldOf(component, field, operation, entity);
+        this.requireAlive(entity, operation);
+        throw this.error('MISSING_COMPONENT', operation, entity, component.name, field);
+    }
+
+    private needsTarget(operation: string, entity: Entity, relation: Definition): TesseraError {
+        return new TesseraError(
+            'NEEDS_TARGET',
+            operation,
+            `${relation.name} is a relation: its data is per pair (getPair / setPair with a target)`,
+            { entity, component: relation.name },
+        );
+    }
+
+    /** The TesseraError of a failed tes_set_number: a BAD_VALUE names the value and the type. */
+    private valueError(result: number, operation: string, entity: Entity, component: Definition, meta: FieldMeta, value: number): TesseraError {
+        if (result === this.heap.results.BAD_VALUE) {
+            return new TesseraError('BAD_VALUE', operation, `${value} cannot be stored in ${meta.type} without loss`, {
+                entity,
+                component: component.name,
+                field: meta.name,
+            });
+        }
+        return this.error(result, operation, entity, component.name, meta.name);
+    }
+
+    /** @internal query.addAll / removeAll: the item for every entity the query matches. */
+    queryItems(operation: string, query: Pointer, item: unknown, add: boolean): void {
+        const world = this.live(operation);
+        const exports = this.heap.exports;
+        const call = add ? exports.tes_query_add_items : exports.tes_query_remove_items;
+        this.callItems(this.listOf([item], operation, undefined, !add), 0, operation, undefined, (x, fault) => call(world, query, x, fault));
+    }
+
+    /**
+     * The id of a relation for a call that reads or removes pairs; undefined when this world
+     * never registered it (no entity has a pair of it), once the handles are found alive.
+     */
+    private readRelation(relation: Relation<any>, operation: string, ...entities: Entity[]): number | undefined {
+        const id = this.registry.known(relation, operation);
+        if (id !== undefined) return id;
+        if (!isRelation(relation)) throw this.error('NOT_A_RELATION', operation, undefined, (relation as Definition).name);
+        for (const entity of entities) this.requireAlive(entity, operation);
+        return undefined;
     }
 
     /** Throws `STALE_ENTITY` unless the handle names a live or pending entity. */
@@ -1145,24 +1057,6 @@ export class World {
         if (!this.isAlive(handle(entity, operation))) {
             throw this.error('STALE_ENTITY', operation, entity);
         }
-    }
-
-    /**
-     * A `set` of a component whose add with values is deferred in this loop joins the add's
-     * initial values (recorded after them); true when it did. Kept out of `set`, the hot path.
-     */
-    private joinedDeferredAdd(
-        entity: Entity,
-        component: Component<any>,
-        id: number,
-        meta: FieldMeta | undefined,
-        fieldOrValues: unknown,
-        value: unknown,
-    ): boolean {
-        if (!this.deferredAdds.has(entity * TES_MAX_COMPONENTS + id)) return false;
-        const values = meta === undefined ? fieldOrValues : { [meta.name]: value };
-        this.writeInitial(entity, component, values as ValuesInput<any>, 'world.set');
-        return true;
     }
 
     /** True when the handle names an entity spawned inside an iteration, not placed yet. */
@@ -1206,127 +1100,6 @@ export class World {
         const memory = this.heap.typed(meta.type);
         const at = pointer / meta.bytesPerElement;
         return meta.length === 1 ? memory[at]! : Array.from(memory.subarray(at, at + meta.length));
-    }
-
-    /** Writes already-checked values as a change (tes_set*, which also works when deferred). */
-    private writeValues(
-        entity: Entity,
-        component: Component<any>,
-        id: number,
-        values: ValuesInput<any>,
-        operation: string,
-    ): void {
-        for (const [field, value] of Object.entries(values)) {
-            if (value !== undefined) this.writeField(entity, component, id, fieldOf(component, field, operation), value, operation);
-        }
-    }
-
-    /**
-     * Writes one already-checked field value as a change: one call into wasm, which checks the
-     * handle and stamps the change (and records it when the entity is pending).
-     */
-    private writeField(entity: Entity, component: Component<any>, id: number, meta: FieldMeta, value: unknown, operation: string): void {
-        const heap = this.heap;
-        const world = this.live(operation);
-        handle(entity, operation);
-        let result: number;
-        if (meta.length === 1) {
-            result = heap.exports.tes_set_number(world, entity, id, meta.index, 0, value as number);
-        } else {
-            const bytes = meta.length * meta.bytesPerElement;
-            const block = heap.tempBlock(bytes, operation);
-            heap.typed(meta.type).set(value as ArrayLike<number>, block / meta.bytesPerElement);
-            result = heap.exports.tes_set(world, entity, id, meta.index, block, bytes);
-        }
-        this.check(result, operation, entity, component.name, meta.name);
-    }
-
-    /**
-     * Writes the initial values of a new component (already checked): part of the spawn or add,
-     * not a change (tes_init*). While an iteration is live and the entity is pending or its add
-     * deferred, the C core records them after the add and writes them when it applies it.
-     */
-    private writeInitial(entity: Entity, component: Component<any>, values: ValuesInput<any>, operation: string): void {
-        const heap = this.heap;
-        const exports = heap.exports;
-        const id = this.idOf(component, operation);
-        for (const field in values) {
-            const value = (values as Record<string, unknown>)[field];
-            if (value === undefined || !Object.hasOwn(values, field)) continue;
-            const meta = fieldOf(component, field, operation);
-            let result: number;
-            if (meta.length === 1) {
-                result = exports.tes_init_number(this.pointer, entity, id, meta.index, 0, value as number);
-            } else {
-                const bytes = meta.length * meta.bytesPerElement;
-                const block = heap.tempBlock(bytes, operation);
-                heap.typed(meta.type).set(value as ArrayLike<number>, block / meta.bytesPerElement);
-                result = exports.tes_init(this.pointer, entity, id, meta.index, block, bytes);
-            }
-            this.check(result, operation, entity, component.name, field);
-        }
-    }
-
-    /**
-     * Initial values of a batch: the new rows are contiguous, so fill column ranges. Sparse
-     * components have no columns: their values are written entity by entity.
-     */
-    private fillInitial(entities: Uint32Array, set: ComponentSet, operation: string): void {
-        const heap = this.heap;
-        const exports = heap.exports;
-        const out = heap.scratch;
-        const location = exports.tes_location(this.pointer, entities[0]!, out);
-        if (location === this.heap.results.PENDING_ENTITY) {
-            for (const entity of entities) {
-                set.values.forEach((values, i) => values && this.writeInitial(entity, set.components[i]!, values, operation));
-            }
-            return;
-        }
-        let table = false;
-        set.values.forEach((values, i) => {
-            const component = set.components[i]!;
-            if (values === undefined) return;
-            if (!isSparse(component)) {
-                table = true;
-                return;
-            }
-            for (const entity of entities) this.writeInitial(entity, component, values, operation);
-        });
-        if (!table) return;
-        this.check(location, operation, entities[0]!);
-        const archetype = heap.u32At(out);
-        let chunk = heap.u32At(out + 4);
-        let row = heap.u32At(out + 8);
-        let done = 0;
-        while (done < entities.length) {
-            this.check(exports.tes_chunk_info(this.pointer, archetype, chunk, out), operation);
-            const take = Math.min(heap.u32At(out + 4) - row, entities.length - done);
-            for (let i = 0; i < set.ids.length; i++) {
-                const values = set.values[i];
-                const component = set.components[i]!;
-                if (values === undefined || isSparse(component)) continue;
-                const id = set.ids[i]!;
-                for (const [field, value] of Object.entries(values)) {
-                    if (value === undefined) continue;
-                    const meta = fieldOf(component, field, operation);
-                    this.check(exports.tes_chunk_column(this.pointer, archetype, chunk, id, meta.index, out), operation);
-                    const column = new arrayTypes[meta.type](
-                        heap.current,
-                        heap.u32At(out),
-                        (row + take) * meta.length,
-                    );
-                    if (meta.length === 1) {
-                        column.fill(value as number, row, row + take);
-                        continue;
-                    }
-                    const pattern = value as ArrayLike<number>;
-                    for (let r = row; r < row + take; r++) column.set(pattern, r * meta.length);
-                }
-            }
-            done += take;
-            chunk++;
-            row = 0;
-        }
     }
 
     // ---- pair internals --------------------------------------------------------------------
@@ -1390,58 +1163,6 @@ export class World {
         }
     }
 
-    /**
-     * Adds a pair (values already checked): a new pair gets its values as initial ones; an
-     * existing one gets them written as a change, as `add` does for components.
-     */
-    private addPairItem(
-        source: Entity,
-        relation: Relation<any>,
-        id: number,
-        target: Entity,
-        values: ValuesInput<any> | undefined,
-        operation: string,
-    ): void {
-        const world = this.live(operation);
-        // Whether the pair is there already is asked first (a pending side cannot have it yet).
-        const had =
-            values !== undefined &&
-            !(this.liveIterations > 0 && (this.pending(source) || this.pending(target))) &&
-            this.pairHas(source, relation, target, operation);
-        this.pairCheck(this.heap.exports.tes_pair_add(world, source, id, target), operation, source, relation, target);
-        if (values !== undefined) this.writePairValues(source, relation, id, target, values, !had, operation);
-    }
-
-    /**
-     * Writes already-checked pair values, element by element: as initial values
-     * (tes_pair_init_number) or as a change. False when there was nothing to write.
-     */
-    private writePairValues(
-        source: Entity,
-        relation: Relation<any>,
-        id: number,
-        target: Entity,
-        values: ValuesInput<any>,
-        initial: boolean,
-        operation: string,
-    ): boolean {
-        const exports = this.heap.exports;
-        const write = initial ? exports.tes_pair_init_number : exports.tes_pair_set_number;
-        const world = this.live(operation);
-        let written = false;
-        for (const field in values) {
-            const value = (values as Record<string, unknown>)[field];
-            if (value === undefined || !Object.hasOwn(values, field)) continue;
-            const meta = fieldOf(relation, field, operation, source);
-            for (let element = 0; element < meta.length; element++) {
-                const number = meta.length === 1 ? (value as number) : (value as ArrayLike<number>)[element]!;
-                this.pairCheck(write(world, source, id, target, meta.index, element, number), operation, source, relation, target, field);
-            }
-            written = true;
-        }
-        return written;
-    }
-
     private readPairField(source: Entity, relation: Relation<any>, id: number, target: Entity, meta: FieldMeta, operation: string): number | number[] {
         const heap = this.heap;
         const world = this.live(operation);
@@ -1461,51 +1182,6 @@ export class World {
         const list: number[] = [];
         for (let element = 0; element < meta.length; element++) list.push(read(element));
         return list;
-    }
-
-    /** Spawn/add pairs: every target must be a live (or pending) entity, checked before anything changes. */
-    private checkTargets(pairs: readonly PairItem[], operation: string): void {
-        for (const { relation, target } of pairs) {
-            if (!this.isAlive(target)) {
-                throw new TesseraError('STALE_ENTITY', operation, `target: ${this.heap.messages[this.heap.results.STALE_ENTITY!]}`, {
-                    entity: target,
-                    component: relation.name,
-                });
-            }
-        }
-    }
-
-    /**
-     * True when the pair (source, relation, target) would close a cycle: source is target or
-     * one of its ancestors (targets up the exclusive relation). A pending entity ends the walk
-     * (its pairs are not placed yet; the C core checks again when they are).
-     */
-    private wouldCycle(source: Entity, id: number, target: Entity): boolean {
-        const exports = this.heap.exports;
-        const out = this.heap.scratch;
-        // At most one step per entity: an acyclic relation has no cycle to loop in.
-        for (let at = target, steps = 0; at !== 0 && steps <= TES_MAX_ENTITIES; at = this.heap.u32At(out), steps++) {
-            if (at === source) return true;
-            if (exports.tes_pair_target(this.pointer, at, id, out) !== 0) return false;
-        }
-        return false;
-    }
-
-    /** The pairs of new entities (spawn, spawnMany); a failure despawns them again. */
-    private addNewPairs(entities: ArrayLike<Entity>, pairs: readonly PairItem[], operation: string): void {
-        const exports = this.heap.exports;
-        try {
-            for (let i = 0; i < entities.length; i++) {
-                const entity = entities[i]!;
-                for (const { relation, id, target, values } of pairs) {
-                    this.pairCheck(exports.tes_pair_add(this.pointer, entity, id, target), operation, entity, relation, target);
-                    if (values !== undefined) this.writePairValues(entity, relation, id, target, values, true, operation);
-                }
-            }
-        } catch (error) {
-            exports.tes_despawn_batch(this.pointer, this.heap.tempU32(entities, operation), entities.length);
-            throw error;
-        }
     }
 
     /**
@@ -1569,29 +1245,10 @@ export class World {
     }
 }
 
-/** Spawn/add items resolved: C ids, components and initial values, side by side; pairs apart. */
-interface ComponentSet {
-    readonly ids: number[];
-    readonly components: Component<any>[];
-    readonly values: (ValuesInput<any> | undefined)[];
-    readonly pairs: readonly PairItem[];
-}
-
-const NO_PAIRS: readonly PairItem[] = Object.freeze([]);
-
-/** A pair of a spawn/add list, resolved. */
-interface PairItem {
-    readonly relation: Relation<any>;
-    readonly id: number;
-    readonly target: Entity;
-    readonly values: ValuesInput<any> | undefined;
-}
-
 /** The pair an item names, if it is one (`R(target)`), else undefined. */
 function pairOf(item: unknown): Pair<any> | undefined {
     return typeof item === 'object' && item !== null && typeof (item as Pair<any>).relation === 'function' ? (item as Pair<any>) : undefined;
 }
-
 
 /** `TES_MAX_ENTITIES`: live entities per world. */
 const TES_MAX_ENTITIES = 2_097_151;
@@ -1606,6 +1263,25 @@ function handle(entity: unknown, operation: string): Entity {
         );
     }
     return entity;
+}
+
+/** The options a world knows (createWorld's `wasm` is the module's). */
+const WORLD_OPTIONS: ReadonlySet<string> = new Set(['chunkBytes', 'minFreeIndices', 'debug', 'snapshot', 'wasm']);
+
+/** A misspelt option must not pass silently: every key must be one the world knows. */
+function checkWorldOptions(options: unknown, operation: string): void {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+        throw new TesseraError('INVALID_ARGUMENT', operation, `options must be an object, got ${describeValue(options)}`);
+    }
+    for (const key of Object.keys(options)) {
+        if (!WORLD_OPTIONS.has(key)) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `unknown option ${JSON.stringify(key)} (expected ${[...WORLD_OPTIONS].join(', ')})`);
+        }
+    }
+    const debug = (options as WorldOptions).debug;
+    if (debug !== undefined && typeof debug !== 'boolean') {
+        throw new TesseraError('INVALID_ARGUMENT', operation, `debug must be true or false, got ${describeValue(debug)}`);
+    }
 }
 
 /** An optional option that must be an integer in 1..2^32-1; 0 (the C default) when absent. */

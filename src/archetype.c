@@ -174,14 +174,37 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
     src->count = 0;
 }
 
+/* Handing chunks over keeps their trackers indexed by the old set: only untracked ones. */
+static bool hands_over(const tesi_archetype_t *from, const tesi_archetype_t *to) {
+    return same_columns(from, to) && !from->tracked_count && !to->tracked_count;
+}
+
+/* When both archetypes end in a partly filled chunk, from's is copied row by row (chunks
+ * handed over must be full, but for the last). */
+static tesi_chunk_t *leftover_of(const tesi_archetype_t *from, const tesi_archetype_t *to) {
+    tesi_chunk_t *tail = from->chunks[from->chunk_count - 1];
+    bool to_partial = to->entity_count % to->capacity != 0;
+    return tail->count < from->capacity && to_partial ? tail : NULL;
+}
+
+tes_result_t tesi_archetype_move_reserve(tes_world_t *world, tesi_archetype_t *from,
+                                         tesi_archetype_t *to) {
+    if (from == to || from->entity_count == 0) return TES_OK;
+    if (!hands_over(from, to)) return tesi_chunks_reserve(world, to, from->entity_count);
+    tesi_chunk_t *leftover = leftover_of(from, to);
+    tes_result_t result =
+        tesi_reserve(world, (void **)&to->chunks, &to->chunk_slots,
+                     to->chunk_count + from->chunk_count + 1, sizeof *to->chunks, 4);
+    if (result == TES_OK && leftover) result = tesi_chunks_reserve(world, to, leftover->count);
+    return result;
+}
+
 tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
                                      tesi_archetype_t *to) {
-    if (from == to || from->entity_count == 0) return TES_OK;
+    tes_result_t result = tesi_archetype_move_reserve(world, from, to);
+    if (result != TES_OK || from == to || from->entity_count == 0) return result;
     world->layout++; /* chunks may change owner and index */
-    /* Handing chunks over keeps their trackers indexed by the old set: only untracked ones. */
-    if (!same_columns(from, to) || from->tracked_count || to->tracked_count) {
-        tes_result_t result = tesi_chunks_reserve(world, to, from->entity_count);
-        if (result != TES_OK) return result;
+    if (!hands_over(from, to)) {
         for (uint32_t c = 0; c < from->chunk_count; c++)
             move_rows_out(world, from->chunks[c], to);
         tesi_chunks_trim(world, from);
@@ -190,14 +213,7 @@ tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
     /* Same columns: chunks change owner. A record names its chunk and row, so no record
      * changes. Rows are copied only when both archetypes end in a partly filled chunk: the
      * rows of from's partial chunk then fill to's. */
-    tesi_chunk_t *tail = from->chunks[from->chunk_count - 1];
-    bool to_partial = to->entity_count % to->capacity != 0;
-    tesi_chunk_t *leftover = tail->count < from->capacity && to_partial ? tail : NULL;
-    tes_result_t result =
-        tesi_reserve(world, (void **)&to->chunks, &to->chunk_slots,
-                     to->chunk_count + from->chunk_count + 1, sizeof *to->chunks, 4);
-    if (result == TES_OK && leftover) result = tesi_chunks_reserve(world, to, leftover->count);
-    if (result != TES_OK) return result;
+    tesi_chunk_t *leftover = leftover_of(from, to);
     uint32_t full = leftover ? from->chunk_count - 1 : from->chunk_count;
     for (uint32_t c = 0; c < full; c++)
         adopt_chunk(to, from->chunks[c]);

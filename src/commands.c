@@ -16,20 +16,57 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     return record;
 }
 
-bool tesi_pending_sparse(const tes_world_t *world, tes_entity_t entity, tes_component_t component) {
-    /* A pending entity's sparse components are its recorded adds and removes (a spawn records
-     * an add per sparse component): the last one for the component decides. A rare path
-     * (writes to a pending entity's sparse data), so a scan of the buffer is fine. */
-    for (uint32_t i = world->command_count; i-- > 0;) {
-        const tesi_command_t *cmd = &world->commands[i];
-        if (cmd->entity != entity || cmd->a != component) continue;
-        if (cmd->kind == TESI_CMD_ADD) return true;
-        if (cmd->kind == TESI_CMD_REMOVE) return false;
+/* Whether the items name (component, target): a pair only when the targets agree (a bare
+ * relation, target 0, names every pair of it). */
+static bool items_name(const tes_items_t *x, tes_component_t component, tes_entity_t target) {
+    for (uint32_t i = 0; i < x->item_count; i++) {
+        const tes_item_t *item = &x->items[i];
+        if (item->component == component && (!target || !item->target || item->target == target)) {
+            return true;
+        }
     }
     return false;
 }
 
+int tesi_recorded(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                  tes_entity_t target) {
+    for (uint32_t i = world->command_count; i-- > 0;) {
+        const tesi_command_t *cmd = &world->commands[i];
+        if (cmd->entity != entity) continue;
+        switch (cmd->kind) {
+        case TESI_CMD_SPAWN:
+            /* The spawn starts the entity: a table component is in its archetype or not. */
+            return tesi_type_index(world->archetypes[cmd->a], component) != TESI_NO_TYPE ? 1 : 0;
+        case TESI_CMD_DESPAWN:
+            return 0;
+        case TESI_CMD_ADD:
+        case TESI_CMD_REMOVE:
+            if (cmd->a == component) return cmd->kind == TESI_CMD_ADD;
+            break;
+        case TESI_CMD_PAIR_ADD:
+        case TESI_CMD_PAIR_REMOVE:
+            if (cmd->a == component && (!target || cmd->b == target)) {
+                return cmd->kind == TESI_CMD_PAIR_ADD;
+            }
+            break;
+        case TESI_CMD_ITEMS: {
+            tes_items_t x;
+            tesi_items_view(world->command_data + cmd->data_offset, &x);
+            int effect = tesi_items_effect(cmd->a);
+            if (effect >= 0 && items_name(&x, component, target)) return effect;
+            break;
+        }
+        }
+    }
+    return -1;
+}
+
 tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
+    /* Counts from callers' lists: the sums must not wrap. */
+    if ((uint64_t)world->command_count + n > UINT32_MAX / 2 ||
+        (uint64_t)world->command_data_size + data > UINT32_MAX / 2) {
+        return TES_ERR_OUT_OF_MEMORY;
+    }
     tes_result_t result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
                                        world->command_count + n, sizeof *world->commands, 64);
     if (result == TES_OK && data) {
@@ -105,6 +142,11 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
         return tes_pair_remove(world, cmd->entity, cmd->a, cmd->b);
     case TESI_CMD_PAIR_INIT_NUMBER:
         return tes_pair_init_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->d, cmd->value);
+    case TESI_CMD_ITEMS: {
+        tes_items_t x;
+        tesi_items_view(world->command_data + cmd->data_offset, &x);
+        return tesi_items_apply(world, cmd->a, cmd->entity, &x);
+    }
     }
     return TES_ERR_INVALID_ARGUMENT;
 }

@@ -127,6 +127,42 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
     return TES_OK;
 }
 
+/* Whether anything refers to the component: an archetype, a query (replicators' included), a
+ * member or pair, change tracking, a replica's mapping. */
+static bool in_use(const tes_world_t *world, tes_component_t component) {
+    const tesi_component_t *c = &world->components[component];
+    if (c->sparse.count || c->relation.pair_count || c->level != TES_UNTRACKED ||
+        c->removal_consumers || c->relation.event_consumers) {
+        return true;
+    }
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        if (tesi_type_index(world->archetypes[i], component) != TESI_NO_TYPE) return true;
+    }
+    for (uint32_t i = 0; i < world->query_count; i++) {
+        if (tesi_query_names(world->queries[i], component)) return true;
+    }
+    for (uint32_t i = 0; i < world->replica_id_count; i++) {
+        if (world->replica_ids[i] == component) return true;
+    }
+    return false;
+}
+
+tes_result_t tes_component_unregister(tes_world_t *world, tes_component_t component) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (component != world->component_count - 1 || in_use(world, component)) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    tesi_component_t *c = &world->components[component];
+    /* The latest id is the last of the sparse list (ids ascend) when it is on it. */
+    if (tesi_is_sparse(c)) world->sparse_count--;
+    world->relation_count -= tesi_is_relation(c);
+    free_component(world, c);
+    *c = (tesi_component_t){0};
+    world->component_count--;
+    return TES_OK;
+}
+
 tes_result_t tes_component_lookup(const tes_world_t *world, const char *name,
                                   tes_component_t *out_component) {
     if (!world || !name || !out_component) return TES_ERR_INVALID_ARGUMENT;

@@ -670,6 +670,7 @@ typedef struct replicated_t {
 typedef struct delta_t {
     uint64_t from, to;
     bool keyframe;
+    bool late; /* not a keyframe, and not newer than the replica: applying changes nothing */
     uint32_t schema_crc;
     uint32_t count;
     replicated_t *comps;
@@ -818,6 +819,10 @@ static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
         read_schemas(r, world, d);
         uint32_t crc = tesi_crc32(ids, r->at - (uint32_t)(ids - r->bytes));
         if (r->result == TES_OK && crc != schema_crc) tesi_fail(r, TES_ERR_BAD_DELTA);
+    } else if (r->result == TES_OK && to <= world->replica_tick) {
+        /* Late (or repeated): it changes nothing, whatever schema it was encoded with (a
+         * keyframe with new components may have overtaken it). */
+        d->late = true;
     } else if (r->result == TES_OK) {
         /* The components the last keyframe mapped, unchanged since. */
         if (schema_crc != world->replica_schema) tesi_fail(r, TES_ERR_DELTA_SCHEMA);
@@ -1228,6 +1233,10 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
     tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_DELTA};
     delta_t *d = read_head(&r, world);
+    if (d && d->late) {
+        delta_free(world, d);
+        return TES_OK;
+    }
     /* A delta that will be applied and has an acyclic relation: the check replays its events on
      * the parents too, so that a pair the relation would refuse stops it before any change. */
     after_t after = {.world = world, .d = d};

@@ -35,12 +35,10 @@ static tes_result_t resize_stamps(tes_world_t *world, uint32_t old, uint32_t slo
     return TES_OK;
 }
 
-static tes_result_t table_reserve(tes_world_t *world, uint32_t needed);
-
 tes_result_t tesi_index_ticks(tes_world_t *world, bool on) {
     if (on == (world->index_ticks != NULL)) return TES_OK;
     /* The stamps are sized by the table: it needs one. */
-    tes_result_t result = on ? table_reserve(world, 1) : TES_OK;
+    tes_result_t result = on ? tesi_table_reserve(world, 1) : TES_OK;
     if (result != TES_OK) return result;
     return resize_stamps(world, world->record_slots, on ? world->record_slots : 0);
 }
@@ -75,8 +73,7 @@ static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
     return TES_OK;
 }
 
-/* Room for `needed` records: the table doubles (from 1024) up to the index limit. */
-static tes_result_t table_reserve(tes_world_t *world, uint32_t needed) {
+tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t needed) {
     if (needed <= world->record_slots) return TES_OK;
     uint64_t slots = world->record_slots ? world->record_slots : 1024;
     while (slots < needed)
@@ -85,22 +82,24 @@ static tes_result_t table_reserve(tes_world_t *world, uint32_t needed) {
     return grow_table(world, (uint32_t)slots);
 }
 
-/* Makes sure `n` more entities can get an index without allocating. */
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
+    /* Indices in use (live and pending) stay at most the table's less min_free: then more than
+     * min_free indices wait whenever the table is full, and an index is always reused after
+     * more than min_free others that were freed after it, at every population. */
+    uint32_t in_use = world->record_count - 1 - world->free_length;
+    if ((uint64_t)in_use + n > tesi_max_entities(world)) return TES_ERR_TOO_MANY_ENTITIES;
     uint32_t fresh_left = TESI_INDEX_LIMIT - world->record_count;
-    if ((uint64_t)n > (uint64_t)fresh_left + world->free_length) {
-        return TES_ERR_TOO_MANY_ENTITIES;
-    }
     uint32_t reusable =
         world->free_length > world->min_free ? world->free_length - world->min_free : 0;
     uint32_t fresh = n > reusable ? n - reusable : 0;
     if (fresh > fresh_left) fresh = fresh_left;
-    return table_reserve(world, world->record_count + fresh);
+    return tesi_table_reserve(world, world->record_count + fresh);
 }
 
 /* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
 uint32_t tesi_take_index(tes_world_t *world) {
+    /* With the table full, more than min_free wait (tesi_entities_reserve's cap). */
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         tesi_free_queue(world);
         uint32_t index = world->free_head;
@@ -160,11 +159,13 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 /* ---- spawn and despawn ----------------------------------------------------------------- */
 
 /* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
-static tes_result_t spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
-                               tes_entity_t *out_entities) {
+tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
+                             tes_entity_t *out_entities) {
     if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
-    /* The common case, room in the table, without a call. */
-    tes_result_t result = world->record_count + (uint64_t)n <= world->record_slots
+    /* The common case, room in the table (and below the cap), without a call. */
+    uint32_t in_use = world->record_count - 1 - world->free_length;
+    tes_result_t result = world->record_count + (uint64_t)n <= world->record_slots &&
+                                  (uint64_t)in_use + n <= tesi_max_entities(world)
                               ? TES_OK
                               : tesi_entities_reserve(world, n);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
@@ -212,7 +213,8 @@ tes_result_t tes_archetype_spawn(tes_world_t *world, tes_archetype_t archetype, 
                                  tes_entity_t *out_entities) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     if (archetype >= world->archetype_count) return TES_ERR_UNKNOWN_ARCHETYPE;
-    return spawn_into(world, world->archetypes[archetype], n, out_entities);
+    if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
+    return tesi_spawn_rows(world, world->archetypes[archetype], n, out_entities);
 }
 
 /* Moves the sparse components of the sorted set in world->scratch to its end (their order
@@ -256,7 +258,7 @@ static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
             result = tesi_sparse_reserve(world, sparse[i], n, limit);
         }
     }
-    if (result == TES_OK) result = spawn_into(world, a, n, handles);
+    if (result == TES_OK) result = tesi_spawn_rows(world, a, n, handles);
     /* Room was made above: neither the adds nor the recorded adds can fail now. */
     for (uint32_t k = 0; result == TES_OK && k < n; k++) {
         for (uint32_t i = 0; i < sparse_count; i++) {
@@ -274,13 +276,15 @@ static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
 tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
                              uint32_t n, tes_entity_t *out_entities) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
+    /* More than the table can ever hold: refused before anything is sized by n. */
+    if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
     tesi_archetype_t *a;
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
     if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
     if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
-    if (table == count) return spawn_into(world, a, n, out_entities);
+    if (table == count) return tesi_spawn_rows(world, a, n, out_entities);
     /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
      * table, chunks, trackers, sparse sets, command buffer) builds sets. */
     return spawn_with_sparse(world, a, world->scratch + table, count - table, n, out_entities);
@@ -305,7 +309,7 @@ tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
     for (uint32_t i = 0; i < count - table && result == TES_OK; i++)
         result = tesi_sparse_reserve(world, sparse[i], 1, index + 1);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, 1);
-    if (result == TES_OK) result = table_reserve(world, index + 1);
+    if (result == TES_OK) result = tesi_table_reserve(world, index + 1);
     if (result != TES_OK) return result;
     if (index >= world->record_count) {
         /* The indices up to it join the free queue (as never used: generation 0). */
@@ -574,8 +578,10 @@ static inline void mark_written(tes_world_t *world, const field_ref_t *ref) {
 
 /* Where a write goes: at once into the entity's row (`ref`), or into the command buffer. A write
  * to an entity a deferred spawn has not placed yet is checked against the archetype it will
- * have, then recorded with the spawn. An initial value (`init`) while deferring is recorded too
- * when the entity lacks the component now: its add is recorded as well (or the flush skips it). */
+ * have, then recorded with the spawn. A write to a placed entity that lacks the component now
+ * is recorded when a recorded command adds it (so it applies after that add, as a change), and
+ * an initial value (`init`) is recorded whenever it lacks it (its add is recorded as well, or
+ * the flush skips it). */
 static tes_result_t plan_write(const tes_world_t *world, tes_entity_t entity,
                                tes_component_t component, uint32_t field, bool init,
                                field_ref_t *ref, bool *deferred) {
@@ -594,7 +600,9 @@ static tes_result_t plan_write(const tes_world_t *world, tes_entity_t entity,
         return result;
     }
     tes_result_t result = field_address(world, entity, component, field, ref);
-    if (result == TES_ERR_MISSING_COMPONENT && init) {
+    /* Missing now, but added by a recorded command: the write follows it. */
+    if (result == TES_ERR_MISSING_COMPONENT &&
+        (init || tesi_recorded(world, entity, component, 0) == 1)) {
         *deferred = true;
         return tesi_field_of(&world->components[component], field, &ref->field);
     }

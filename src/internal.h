@@ -325,6 +325,7 @@ struct tesi_archetype_t {
     tesi_edge_t *edges; /* by component id < edge_slots: a flat array, no hashing */
     uint32_t edge_slots;
     uint32_t tracked_count; /* components of the set tracked at all: 0 = no tracker work */
+    uint32_t plan;          /* during an item call (items.c): its plan entry + 1, else 0 */
 };
 
 /* ---- entity table ---------------------------------------------------------------------- */
@@ -343,6 +344,43 @@ typedef struct tesi_graph_t {
     uint32_t edge_count; /* cached transitions, over all archetypes */
     uint32_t generation; /* bumped on every new archetype */
 } tesi_graph_t;
+
+/* ---- item lists (items.c) ----------------------------------------------------------------- */
+
+/* One source archetype of an item call: the entities of the call in it move to `to`. */
+typedef struct tesi_plan_t {
+    tesi_archetype_t *from, *to;
+    const tesi_move_t *moves; /* the edge's move plan when one component differs, else NULL */
+    uint32_t rows;            /* the call's entities in `from` */
+} tesi_plan_t;
+
+/* Scratch of item calls, kept by the world so that a steady game allocates nothing per call. */
+typedef struct tesi_edit_t {
+    uint32_t *seen; /* by component id: the epoch of the call that listed it */
+    uint32_t seen_slots;
+    uint32_t epoch;
+    tes_component_t *table; /* the call's chunk components, sorted */
+    uint32_t table_slots;
+    uint32_t *pairs; /* the call's pair items, sorted; twice the items, for the merge sort */
+    uint32_t pair_slots;
+    uint8_t *had; /* by item: the entity had it before the call */
+    uint32_t had_slots;
+    tesi_plan_t *plans;
+    uint32_t plan_count;
+    uint32_t plan_slots;
+    tes_entity_t *entities; /* handles of a spawn whose caller wants none; a query's matches */
+    uint32_t entity_slots;
+} tesi_edit_t;
+
+void tesi_edit_fini(tes_world_t *world);
+/* A recorded item call's items and values (TESI_CMD_ITEMS data), as a tes_items_t. */
+void tesi_items_view(const uint8_t *blob, tes_items_t *out);
+/* What a recorded item call of this kind does to the items it names: 1 adds them, 0 removes
+ * them, -1 neither (writes). */
+int tesi_items_effect(uint32_t kind);
+/* Applies a recorded item call (kind: items.c's edit_t) to one entity, at the flush. */
+tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
+                              const tes_items_t *items);
 
 /* ---- world ----------------------------------------------------------------------------- */
 
@@ -429,6 +467,7 @@ struct tes_world_t {
     uint32_t command_data_size;
     uint32_t command_data_slots;
     uint32_t commands_skipped;
+    tesi_edit_t edit; /* item calls' scratch (items.c) */
 
     /* Stages and systems (system.c). */
     char **stage_names;
@@ -517,6 +556,9 @@ static inline const tesi_column_t *tesi_column_of(const tesi_archetype_t *archet
                                                   uint32_t field) {
     return &archetype->columns[archetype->first_column[type] + field];
 }
+/* Room for tesi_archetype_move_all(from, to): after it, the move cannot fail. */
+tes_result_t tesi_archetype_move_reserve(tes_world_t *world, tesi_archetype_t *from,
+                                         tesi_archetype_t *to);
 /* Moves every entity of `from` into `to` (which differs by one component). */
 tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
                                      tesi_archetype_t *to);
@@ -613,8 +655,15 @@ tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t
 /* The query's component terms (all, none, any; row terms included) into out (up to capacity
  * ids), the number of them as the result. */
 uint32_t tesi_query_terms(const tes_query_t *q, tes_component_t *out, uint32_t capacity);
+/* Whether any term, filter, removed term or pair change of the query names the component. */
+bool tesi_query_names(const tes_query_t *q, tes_component_t component);
 /* Sets the query's last_run: what a consumer has seen, so what pruning may drop. */
 void tesi_query_hold(tes_query_t *q, uint64_t last_run);
+/* True for a consumer: a run uses up what it reports (filters, removed terms, pair changes). */
+bool tesi_query_consumes(const tes_query_t *q);
+/* True when the query has row terms (sparse components, relations, pairs): it may visit part of
+ * an archetype. */
+bool tesi_query_by_rows(const tes_query_t *q);
 /* True when every archetype the query matches has the component (all, added, changed terms). */
 bool tesi_query_requires(const tes_query_t *q, tes_component_t component);
 /* The query's output array (valid until its next run), with room for n entities. */
@@ -644,8 +693,16 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
 static inline tes_result_t tesi_not_alive(const tes_world_t *world, tes_entity_t entity) {
     return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
 }
+/* What the recorded commands do to an entity's component or pair (target 0: the component, or
+ * any pair of a relation): 1 when the last of them adds it, 0 when it removes it, -1 when none
+ * names it. A scan of the buffer: for the rare writes that depend on a recorded add. */
+int tesi_recorded(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                  tes_entity_t target);
 /* Whether a pending entity will have a sparse component once its recorded commands apply. */
-bool tesi_pending_sparse(const tes_world_t *world, tes_entity_t entity, tes_component_t component);
+static inline bool tesi_pending_sparse(const tes_world_t *world, tes_entity_t entity,
+                                       tes_component_t component) {
+    return tesi_recorded(world, entity, component, 0) == 1;
+}
 static inline tesi_archetype_t *tesi_pending_archetype(const tes_world_t *world,
                                                        const tesi_record_t *record) {
     return world->archetypes[record->row & ~(TESI_ROW_PENDING | TESI_ROW_MARK)];
@@ -653,6 +710,9 @@ static inline tesi_archetype_t *tesi_pending_archetype(const tes_world_t *world,
 /* The chunk of an archetype, checking both ids. */
 tes_result_t tesi_chunk_lookup(const tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
                                tesi_chunk_t **out);
+/* Spawns n zeroed entities into an archetype (recorded while deferring), all or nothing. */
+tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *archetype, uint32_t n,
+                             tes_entity_t *out_entities);
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
 uint32_t tesi_take_index(tes_world_t *world);
@@ -661,7 +721,16 @@ uint32_t tesi_take_index(tes_world_t *world);
 void tesi_despawn_record(tes_world_t *world, tesi_record_t *record);
 /* Frees an index: next generation, to the back of the free queue. */
 void tesi_release_index(tes_world_t *world, uint32_t index);
+/* Makes sure `n` more entities can get an index without allocating: TES_ERR_TOO_MANY_ENTITIES
+ * past tesi_max_entities. */
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n);
+/* Live and pending entities a world can hold: every index but min_free of them. */
+static inline uint32_t tesi_max_entities(const tes_world_t *world) {
+    return TESI_INDEX_LIMIT - 1 - world->min_free;
+}
+/* Room for `needed` records (indices below it): the table doubles (from 1024) up to the index
+ * limit. */
+tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t needed);
 
 enum tesi_command_kind {
     TESI_CMD_SPAWN,            /* entity (reserved), a = archetype */
@@ -677,6 +746,7 @@ enum tesi_command_kind {
     TESI_CMD_PAIR_ADD,         /* entity = source, a = relation, b = target */
     TESI_CMD_PAIR_REMOVE,      /* entity = source, a = relation, b = target */
     TESI_CMD_PAIR_INIT_NUMBER, /* as PAIR_ADD, c = field, d = element, value */
+    TESI_CMD_ITEMS,            /* entity, a = the call's kind (items.c), data = its items */
 };
 
 typedef struct tesi_command_t {
@@ -729,6 +799,25 @@ static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side
     uint32_t index = e & TESI_INDEX_MASK;
     return index < r->list_slots ? &r->lists[side][index] : &empty;
 }
+/* Whether adding (source, target) to an ACYCLIC relation would make source its own ancestor. */
+bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation,
+                            tes_entity_t source, tes_entity_t target);
+/* Room to add `n` pairs of the relation whose ends have indices below index_limit: pair records,
+ * list heads, the sources' membership and two events per pair (an exclusive replacement). */
+tes_result_t tesi_pair_reserve(tes_world_t *world, tes_component_t relation, uint64_t n,
+                               uint32_t index_limit);
+/* Adds a pair that is not there yet, after tesi_pair_reserve (an EXCLUSIVE relation's other pair
+ * of the source is replaced): events, membership and marks. Returns its id + 1. */
+uint32_t tesi_pair_link(tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                        tes_entity_t target);
+/* Room to remove `pairs` pairs whose sources may lose their last pair (`sources` removals). */
+tes_result_t tesi_pair_unlink_reserve(tes_world_t *world, tes_component_t relation, uint64_t pairs,
+                                      uint32_t sources);
+/* Removes pair `id` (id + 1) with its effects, after tesi_pair_unlink_reserve. */
+void tesi_pair_unlink(tes_world_t *world, tes_component_t relation, uint32_t id);
+/* A data write to pair `id` as a change: one changed event per pair per tick (room for it was
+ * reserved: two events per pair), the source stamped changed. */
+void tesi_pair_mark(tes_world_t *world, tes_component_t relation, uint32_t id);
 /* Writes pair `id`'s fields from their packed form (a delta's); a write that is not an init is
  * a change (an event, the source stamped). */
 tes_result_t tesi_pair_write(tes_world_t *world, tes_component_t relation, uint32_t id,

@@ -392,6 +392,15 @@ uint32_t tesi_query_terms(const tes_query_t *q, tes_component_t *out, uint32_t c
     return n;
 }
 
+bool tesi_query_names(const tes_query_t *q, tes_component_t component) {
+    /* terms holds all (with the filters), none, any and removed; filters name their own. */
+    if (contains(q->terms, q->term_count, component)) return true;
+    for (uint32_t i = 0; i < q->row_term_count; i++) {
+        if (q->row_terms[i].component == component) return true;
+    }
+    return contains(q->pair_changes, q->pair_change_count, component);
+}
+
 void tesi_query_hold(tes_query_t *q, uint64_t last_run) {
     q->last_run = last_run;
 }
@@ -430,6 +439,14 @@ tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *
     tes_result_t result = tesi_query_prepare(world, query, NULL);
     if (result == TES_OK) tesi_query_start(world, query, out_iter);
     return result;
+}
+
+bool tesi_query_consumes(const tes_query_t *q) {
+    return q->filter_count || q->removed_count || q->pair_change_count;
+}
+
+bool tesi_query_by_rows(const tes_query_t *q) {
+    return q->row_term_count != 0;
 }
 
 bool tesi_query_requires(const tes_query_t *q, tes_component_t component) {

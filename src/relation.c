@@ -209,10 +209,12 @@ static bool pending(const tes_world_t *world, tes_entity_t e) {
     return tesi_pending_record(world, e) != NULL;
 }
 
-/* An ACYCLIC relation is EXCLUSIVE: following each entity's one target from `target` must not
- * reach `source`. */
-static bool closes_cycle(const tes_world_t *world, const tesi_relation_t *r, tes_entity_t source,
-                         tes_entity_t target) {
+bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                            tes_entity_t target) {
+    const tesi_relation_t *r = &world->components[relation].relation;
+    /* A source that is nobody's target has no descendants, so only itself can close a cycle:
+     * building a hierarchy top down (each new child under a deep parent) never walks. */
+    if (source != target && tesi_list_of(r, TESI_IN, source)->count == 0) return false;
     tes_entity_t e = target;
     for (uint32_t steps = 0; steps <= world->entity_count; steps++) {
         if (e == source) return true;
@@ -245,17 +247,34 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
     tes_result_t result =
         begin_pair_call(world, TESI_CMD_PAIR_ADD, source, relation, target, &c, &recorded);
     if (result != TES_OK || recorded) return result;
-    tesi_relation_t *r = &c->relation;
     if (tesi_pair_find(world, relation, source, target)) return TES_OK;
-    if ((c->flags & TES_RELATION_ACYCLIC) && closes_cycle(world, r, source, target)) {
+    if ((c->flags & TES_RELATION_ACYCLIC) &&
+        tesi_pair_closes_cycle(world, relation, source, target)) {
         return TES_ERR_CYCLE;
     }
     uint32_t si = source & TESI_INDEX_MASK, ti = target & TESI_INDEX_MASK;
-    result = pairs_reserve(world, c, 1);
-    if (result == TES_OK) result = lists_reserve(world, r, (si > ti ? si : ti) + 1);
-    if (result == TES_OK) result = tesi_sparse_reserve(world, relation, 1, si + 1);
-    if (result == TES_OK) result = events_reserve(world, r, 2);
+    result = tesi_pair_reserve(world, relation, 1, (si > ti ? si : ti) + 1);
     if (result != TES_OK) return result;
+    tesi_pair_link(world, relation, source, target);
+    return TES_OK;
+}
+
+tes_result_t tesi_pair_reserve(tes_world_t *world, tes_component_t relation, uint64_t n,
+                               uint32_t index_limit) {
+    tesi_component_t *c = &world->components[relation];
+    if (n > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = pairs_reserve(world, c, (uint32_t)n);
+    if (result == TES_OK) result = lists_reserve(world, &c->relation, index_limit);
+    if (result == TES_OK) result = tesi_sparse_reserve(world, relation, (uint32_t)n, index_limit);
+    if (result == TES_OK) result = events_reserve(world, &c->relation, 2 * n);
+    return result;
+}
+
+uint32_t tesi_pair_link(tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                        tes_entity_t target) {
+    tesi_component_t *c = &world->components[relation];
+    tesi_relation_t *r = &c->relation;
+    uint32_t si = source & TESI_INDEX_MASK;
     /* An exclusive relation's other pair goes first; the source keeps the relation throughout. */
     if ((c->flags & TES_RELATION_EXCLUSIVE) && r->lists[TESI_OUT][si].count) {
         uint32_t old = r->lists[TESI_OUT][si].first;
@@ -270,7 +289,18 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
     } else {
         tesi_sparse_insert(world, relation, source);
     }
-    return TES_OK;
+    return id;
+}
+
+tes_result_t tesi_pair_unlink_reserve(tes_world_t *world, tes_component_t relation, uint64_t pairs,
+                                      uint32_t sources) {
+    tes_result_t result = events_reserve(world, &world->components[relation].relation, pairs);
+    if (result == TES_OK) result = tesi_log_reserve(world, relation, sources);
+    return result;
+}
+
+void tesi_pair_unlink(tes_world_t *world, tes_component_t relation, uint32_t id) {
+    remove_pair(world, relation, id);
 }
 
 tes_result_t tes_pair_remove(tes_world_t *world, tes_entity_t source, tes_component_t relation,
@@ -516,7 +546,7 @@ static tes_result_t reserve_write(tes_world_t *world, tesi_relation_t *r, uint32
     return r->pairs[id - 1].changed != world->change_tick ? events_reserve(world, r, 1) : TES_OK;
 }
 
-static void mark_write(tes_world_t *world, tes_component_t relation, uint32_t id) {
+void tesi_pair_mark(tes_world_t *world, tes_component_t relation, uint32_t id) {
     tesi_component_t *c = &world->components[relation];
     tesi_pair_t *p = &c->relation.pairs[id - 1];
     if (p->changed != world->change_tick) {
@@ -537,7 +567,7 @@ tes_result_t tesi_pair_write(tes_world_t *world, tes_component_t relation, uint3
         memcpy(row + c->fields[f].offset, packed, c->fields[f].bytes);
         packed += c->fields[f].bytes;
     }
-    if (!init) mark_write(world, relation, id);
+    if (!init) tesi_pair_mark(world, relation, id);
     return TES_OK;
 }
 
@@ -564,7 +594,7 @@ static tes_result_t write_pair(tes_world_t *world, tes_entity_t source, tes_comp
     if (!id) return TES_ERR_MISSING_COMPONENT;
     if (!init && (result = reserve_write(world, &c->relation, id)) != TES_OK) return result;
     memcpy(pair_cell(c, id, f, element), scratch, tes_type_size(f->type));
-    if (!init) mark_write(world, relation, id);
+    if (!init) tesi_pair_mark(world, relation, id);
     return TES_OK;
 }
 

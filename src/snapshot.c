@@ -353,7 +353,7 @@ static void read_entities(tesi_reader_t *r, tes_world_t *world) {
     }
     const uint8_t *table = tesi_span(r, count - 1, 4);
     if (!table) return;
-    tes_result_t result = tesi_entities_reserve(world, count - 1);
+    tes_result_t result = tesi_table_reserve(world, count);
     if (result != TES_OK) {
         tesi_fail(r, result);
         return;

@@ -27,7 +27,10 @@ static bool alloc_all(tes_world_t *world, void **arrays, const size_t *elems, ui
     for (uint32_t i = 0; i < n; i++) {
         arrays[i] = NULL;
         if (!elems[i]) continue;
-        arrays[i] = tesi_alloc(world, (size_t)slots * elems[i]);
+        /* A member row can be 128 KiB (64 fields of 256 f64): the product may pass size_t. */
+        arrays[i] = (uint64_t)slots * elems[i] <= SIZE_MAX
+                        ? tesi_alloc(world, (size_t)slots * elems[i])
+                        : NULL;
         if (arrays[i]) continue;
         while (i-- > 0) {
             if (arrays[i]) tesi_free(world, arrays[i], (size_t)slots * elems[i]);

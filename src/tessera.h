@@ -254,6 +254,11 @@ typedef struct tes_component_desc_t {
 TES_API tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc_t *desc,
                                             tes_component_t *out_component);
 
+/* Takes back the latest registration while nothing uses the component yet (no archetype, query,
+ * member, pair or replica mapping names it): a host that registers on first use undoes the
+ * registration of a call that then failed, so that a failed call leaves the world as it was.
+ * TES_ERR_INVALID_ARGUMENT when it is not the latest or is in use. */
+TES_API tes_result_t tes_component_unregister(tes_world_t *world, tes_component_t component);
 /* Finds a component by name. TES_ERR_UNKNOWN_COMPONENT when there is none. */
 TES_API tes_result_t tes_component_lookup(const tes_world_t *world, const char *name,
                                           tes_component_t *out_component);
@@ -348,6 +353,87 @@ typedef struct tes_location_t {
 
 TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
                                   tes_location_t *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Item lists: several components, pairs and values in one call, all or nothing              */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * An item is a component (or tag), or a pair: a relation with its target. A value gives one
+ * field of one item all its elements (the field's length of them), as doubles converted by
+ * tes_set_number's rules. The calls below take a list of items with values and check every
+ * item, value and entity, and reserve every byte they may need, before they change anything:
+ * a failed call changes nothing (as everywhere, it may keep capacity it grew, and an archetype
+ * it created on the way), and *out_fault (may be NULL) says what it was about.
+ *
+ * Item checks, in order, for each item: an unregistered id is TES_ERR_UNKNOWN_COMPONENT; a
+ * relation without a target where a pair is needed TES_ERR_NEEDS_TARGET; a target on a
+ * component that is not a relation TES_ERR_NOT_A_RELATION; a component or pair listed twice,
+ * or (when adding) two pairs of one EXCLUSIVE relation, TES_ERR_INVALID_ARGUMENT; a target that
+ * is not alive TES_ERR_STALE_ENTITY (pending while deferring is fine). Then each value: its
+ * item index out of range TES_ERR_INVALID_ARGUMENT, an item without data TES_ERR_TAG_HAS_NO_DATA,
+ * an unknown field TES_ERR_UNKNOWN_FIELD, numbers out of range TES_ERR_INVALID_ARGUMENT, a
+ * number the field's type cannot hold TES_ERR_BAD_VALUE. Then each entity: not alive
+ * TES_ERR_STALE_ENTITY (or TES_ERR_PENDING_ENTITY where a pending one cannot be used), listed
+ * twice TES_ERR_DUPLICATE_ENTITY, a pair that would close a cycle TES_ERR_CYCLE.
+ *
+ * While an iteration is live (see tes_query_iter) these calls are recorded, with their items
+ * and values, after the checks above, and applied in order when the last iteration ends: what
+ * they do is decided then (an add of a component the entity has by then writes its values as
+ * a change, else as initial values). A recorded call whose entity is gone by then is skipped.
+ *
+ * wasm32 layouts: tes_item_t component 0, target 4 (8 bytes); tes_value_t item 0, field 4,
+ * number 8 (12 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12, numbers 16,
+ * number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12 (16 bytes). */
+typedef struct tes_item_t {
+    tes_component_t component; /* a component or tag; or a relation, with its target */
+    tes_entity_t target;       /* a pair's target; 0 for a component */
+} tes_item_t;
+
+typedef struct tes_value_t {
+    uint32_t item;   /* index in tes_items_t.items */
+    uint32_t field;  /* field index of the item's component (a pair: of the relation's data) */
+    uint32_t number; /* index in tes_items_t.numbers of its first element */
+} tes_value_t;
+
+typedef struct tes_items_t {
+    const tes_item_t *items;
+    uint32_t item_count;
+    const tes_value_t *values; /* may be NULL when value_count is 0 */
+    uint32_t value_count;
+    const double *numbers;
+    uint32_t number_count;
+} tes_items_t;
+
+#define TES_NO_FAULT 0xFFFFFFFFu
+
+/* What a failed item call was about: indices into its lists (TES_NO_FAULT: none), and the
+ * entity at fault (one of the call's entities, or a pair's target; 0: none). */
+typedef struct tes_fault_t {
+    uint32_t item;
+    uint32_t value;
+    uint32_t number;
+    tes_entity_t entity;
+} tes_fault_t;
+
+/* Spawns `n` entities with the items: their components (zeroed), their pairs (a relation
+ * needs its target) and the values as initial values (part of the spawn, not a change).
+ * out_entities (may be NULL) receives the handles. */
+TES_API tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
+                                     tes_entity_t *out_entities, tes_fault_t *out_fault);
+/* Adds the items to every listed entity. An item the entity has already stays as it is (its
+ * data kept) and its values are written as a change; a new one gets its values as initial
+ * values. Adding a pair of an EXCLUSIVE relation replaces the entity's other pair of it. */
+TES_API tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                                   const tes_items_t *items, tes_fault_t *out_fault);
+/* Writes the values, as a change, to every listed entity, which must have every item that has
+ * a value (TES_ERR_MISSING_COMPONENT). Items without values are ignored. */
+TES_API tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                                   const tes_items_t *items, tes_fault_t *out_fault);
+/* Removes the items (values are not allowed) from every listed entity: components and tags,
+ * pairs, and every pair of a relation given without a target. Items an entity lacks are
+ * skipped. */
+TES_API tes_result_t tes_remove_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                                      const tes_items_t *items, tes_fault_t *out_fault);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Archetypes and chunks (introspection and bulk operations)                                 */
@@ -723,6 +809,16 @@ typedef struct tes_collect_t {
  * change tick and every value stay as they were; the next call sees the same events).
  * TES_ERR_QUERY_IN_USE while the query has a live run. */
 TES_API tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_collect_t *out);
+
+/* tes_add_items and tes_remove_items for every entity a plain query visits (a consumer query is
+ * TES_ERR_INVALID_ARGUMENT: a run would use up what it reports), all or nothing. Without row
+ * terms, item lists of chunk components only and no values move whole archetypes: chunks change
+ * owner (see tes_archetype_add), so the cost follows chunks, not entities. While an iteration is
+ * live, the call is recorded per entity visited now. */
+TES_API tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query,
+                                         const tes_items_t *items, tes_fault_t *out_fault);
+TES_API tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *query,
+                                            const tes_items_t *items, tes_fault_t *out_fault);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Kernels                                                                                   */

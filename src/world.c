@@ -93,6 +93,8 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
     d.chunk_bytes = d.chunk_bytes ? tesi_align_up(d.chunk_bytes, 64) : TESI_DEFAULT_CHUNK_BYTES;
     if (d.chunk_bytes < 1024) d.chunk_bytes = 1024;
     if (!d.min_free_indices) d.min_free_indices = TESI_DEFAULT_MIN_FREE;
+    /* Half the indices at most may be held back from reuse (see tesi_max_entities). */
+    if (d.min_free_indices >= TESI_INDEX_LIMIT / 2) return TES_ERR_INVALID_ARGUMENT;
 
     tes_world_t *world = d.allocator.alloc(sizeof *world, d.allocator.user);
     if (!world) return TES_ERR_OUT_OF_MEMORY;
@@ -125,6 +127,7 @@ void tes_world_destroy(tes_world_t *world) {
     tesi_replicators_fini(world); /* before the queries: each owns some */
     tesi_queries_fini(world);
     tesi_commands_fini(world);
+    tesi_edit_fini(world);
     tesi_logs_fini(world);
     tesi_archetypes_fini(world);
     for (uint32_t i = 0; i < world->pool_count; i++) {

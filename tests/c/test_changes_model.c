@@ -1255,7 +1255,8 @@ enum {
     CM_CMD_REMOVE,
     CM_CMD_PAIR_ADD,
     CM_CMD_PAIR_INIT,
-    CM_CMD_INIT
+    CM_CMD_INIT,
+    CM_CMD_SET
 };
 
 typedef struct cm_command_t {
@@ -1793,6 +1794,13 @@ static void cm_flush(cm_model_t *m) {
         case CM_CMD_INIT: /* a value, not a change; skipped when the component is gone */
             if (!(m->live[slot].mask & BIT(cmd->component))) m->skipped++;
             break;
+        case CM_CMD_SET: /* a change, after the add it followed; skipped when gone again */
+            if (m->live[slot].mask & BIT(cmd->component)) {
+                cm_change(m, (uint32_t)slot, cmd->component);
+            } else {
+                m->skipped++;
+            }
+            break;
         default:
             CHECK(false);
         }
@@ -1802,6 +1810,20 @@ static void cm_flush(cm_model_t *m) {
 }
 
 /* ---- operations ---- */
+
+/* Whether the recorded commands end with e having component c (the last one naming it adds). */
+static bool cm_recorded_add(const cm_model_t *m, tes_entity_t e, uint32_t c) {
+    for (uint32_t i = m->command_count; i-- > 0;) {
+        const cm_command_t *cmd = &m->commands[i];
+        if (cmd->entity != e) continue;
+        if (cmd->kind == CM_CMD_DESPAWN) return false;
+        if (cmd->kind == CM_CMD_SPAWN) return (cmd->component & BIT(c)) != 0;
+        if ((cmd->kind == CM_CMD_ADD || cmd->kind == CM_CMD_REMOVE) && cmd->component == c) {
+            return cmd->kind == CM_CMD_ADD;
+        }
+    }
+    return false;
+}
 
 static int32_t cm_pick(cm_model_t *m) {
     return m->live_count ? (int32_t)fx_rng_below(&m->rng, m->live_count) : -1;
@@ -1856,6 +1878,12 @@ static void cm_op_write(cm_model_t *m) {
          * skipped there if the entity lacks it then (tes_init). */
         CHECK_OK(r);
         cm_push(m, CM_CMD_INIT, e->handle, c, 0, 0, v);
+        return;
+    }
+    if (how >= 2 && m->depth > 0 && !(e->mask & BIT(c)) && cm_recorded_add(m, e->handle, c)) {
+        /* A write to a component a recorded add brings: recorded after it, a change then. */
+        CHECK_OK(r);
+        cm_push(m, CM_CMD_SET, e->handle, c, 0, 0, v);
         return;
     }
     if (!(e->mask & BIT(c))) {

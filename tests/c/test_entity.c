@@ -433,25 +433,69 @@ TEST(million_live_entities_keep_their_data) {
 
 TEST(entity_table_full_reports_too_many_entities) {
     tes_world_t *world = fx_world(NULL);
+    /* Every index but min_free_indices (default 4096) of them can be in use at once. */
+    const uint32_t limit = TES_MAX_ENTITIES - 4096;
     tes_entity_t small[10];
     CHECK_OK(tes_spawn_batch(world, NULL, 0, 10, small));
     fx_snapshot_t *before = fx_snapshot_of(world);
     /* All or nothing: a batch that does not fit spawns none. */
-    CHECK_ERR(tes_spawn_batch(world, NULL, 0, TES_MAX_ENTITIES, NULL), TES_ERR_TOO_MANY_ENTITIES);
+    CHECK_ERR(tes_spawn_batch(world, NULL, 0, limit - 9, NULL), TES_ERR_TOO_MANY_ENTITIES);
+    CHECK_ERR(tes_spawn_batch(world, NULL, 0, UINT32_MAX, NULL), TES_ERR_TOO_MANY_ENTITIES);
     FX_CHECK_UNCHANGED(before, world);
 
-    CHECK_OK(tes_spawn_batch(world, NULL, 0, TES_MAX_ENTITIES - 10, NULL));
+    CHECK_OK(tes_spawn_batch(world, NULL, 0, limit - 10, NULL));
     tes_world_stats_t s = fx_stats(world);
-    CHECK_EQ(s.entity_count, TES_MAX_ENTITIES);
+    CHECK_EQ(s.entity_count, limit);
     tes_entity_t e;
     CHECK_ERR(tes_spawn(world, NULL, 0, &e), TES_ERR_TOO_MANY_ENTITIES);
     CHECK_ERR(tes_spawn_batch(world, NULL, 0, 1, &e), TES_ERR_TOO_MANY_ENTITIES);
-    CHECK_EQ(fx_stats(world).entity_count, TES_MAX_ENTITIES);
-    /* A full table reuses a freed slot at once, whatever min_free_indices says. */
+    CHECK_EQ(fx_stats(world).entity_count, limit);
+    /* A despawn makes room for one; the freed index waits behind min_free others. */
     CHECK_OK(tes_despawn(world, small[3]));
     CHECK_OK(tes_spawn(world, NULL, 0, &e));
-    CHECK_EQ(tes_entity_index(e), tes_entity_index(small[3]));
-    CHECK_EQ(tes_entity_generation(e), tes_entity_generation(small[3]) + 1);
+    CHECK(tes_entity_index(e) != tes_entity_index(small[3]));
     CHECK(!tes_is_alive(world, small[3]));
+    CHECK_OK(tes_world_validate(world));
+}
+
+TEST(min_free_indices_of_half_the_table_or_more_is_refused) {
+    tes_world_t *world = NULL;
+    tes_world_desc_t desc = {.min_free_indices = (TES_MAX_ENTITIES + 1) / 2};
+    CHECK_ERR(tes_world_create(&desc, &world), TES_ERR_INVALID_ARGUMENT);
+    CHECK(world == NULL);
+    desc.min_free_indices = (TES_MAX_ENTITIES + 1) / 2 - 1;
+    world = fx_world(&desc);
+    CHECK_OK(tes_world_validate(world));
+}
+
+TEST(a_stale_handle_never_aliases_before_512_recycles_of_min_free_despawns_even_when_full) {
+    /* The promise at every population: with the table as full as it can be, one entity churned
+     * over and over must not get a handle equal to an old, stale one before its index went
+     * through 512 generations, each after more than min_free other despawns. */
+    tes_world_desc_t desc = {.min_free_indices = 16};
+    tes_world_t *world = fx_world(&desc);
+    /* As many as the world takes. */
+    for (uint32_t batch = 1u << 16; batch;) {
+        tes_result_t result = tes_spawn_batch(world, NULL, 0, batch, NULL);
+        if (result == TES_ERR_TOO_MANY_ENTITIES) {
+            batch /= 2;
+        } else {
+            CHECK_OK(result);
+        }
+    }
+    CHECK_EQ(fx_stats(world).entity_count, TES_MAX_ENTITIES - 16);
+    tes_entity_t stale = 1; /* index 1, generation 0: the first entity spawned */
+    CHECK(tes_is_alive(world, stale));
+    CHECK_OK(tes_despawn(world, stale));
+    uint64_t despawns = 1;
+    for (uint32_t round = 0; round < 600 * 17; round++) {
+        tes_entity_t e;
+        CHECK_OK(tes_spawn(world, NULL, 0, &e));
+        if (e == stale) break;
+        CHECK(!tes_is_alive(world, stale));
+        CHECK_OK(tes_despawn(world, e));
+        despawns++;
+    }
+    CHECK(despawns >= 512ull * 17);
     CHECK_OK(tes_world_validate(world));
 }

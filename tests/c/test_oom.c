@@ -55,6 +55,7 @@ static tes_component_t reg(oom_run_t *run, const char *name, const tes_field_des
 
 static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t e0,
                                  tes_entity_t *batch);
+static void item_calls(oom_run_t *run, tes_component_t p);
 
 /* The world is created by the caller; this is everything after. */
 static void sequence(oom_run_t *run) {
@@ -103,6 +104,64 @@ static void sequence(oom_run_t *run) {
     CHECK_NUM_EQ(fx_get_number(w, batch[7], arr, 0, 2), 7);   /* {Arrays} since P was removed */
     CHECK_OK(tes_world_validate(w));
     sparse_and_relations(run, p, e0, batch);
+    item_calls(run, p);
+}
+
+/* Item lists: spawns, adds, writes and removes of components, sparse members and pairs with
+ * values, for lists of entities and over queries, at once and recorded inside a run. */
+static void item_calls(oom_run_t *run, tes_component_t p) {
+    tes_world_t *w = run->world;
+    tes_result_t r;
+    tes_component_t v = 0, sv = 0, link = 0;
+    STEP((v = reg(run, "ItemValue", value_fields, 1, &r), r));
+    STEP((sv = reg_flags(run, "ItemSparse", value_fields, 1, TES_COMPONENT_SPARSE, &r), r));
+    STEP((link = reg_flags(run, "ItemLink", value_fields, 1, TES_COMPONENT_RELATION, &r), r));
+    tes_entity_t hub = 0, made[40];
+    STEP(tes_spawn(w, &p, 1, &hub));
+    const tes_item_t items[] = {{p, 0}, {v, 0}, {sv, 0}, {link, 0}};
+    const tes_value_t values[] = {{1, 0, 0}, {2, 0, 1}, {3, 0, 2}};
+    const double numbers[] = {3, 4, 5};
+    tes_item_t spawn_items[] = {items[0], items[1], items[2], {link, 0}};
+    spawn_items[3].target = hub;
+    tes_items_t spawn = {spawn_items, 4, values, 3, numbers, 3};
+    STEP(tes_spawn_items(w, &spawn, 40, made, NULL));
+    tes_items_t adds = {spawn_items + 1, 1, (const tes_value_t[]){{0, 0, 0}}, 1, numbers, 1};
+    STEP(tes_add_items(w, made, 10, &adds, NULL)); /* held: a change */
+    tes_items_t removes = {items + 1, 3, NULL, 0, NULL, 0};
+    STEP(tes_remove_items(w, made + 10, 10, &removes, NULL));
+    STEP(tes_add_items(w, made + 10, 10, &spawn, NULL)); /* back, with values */
+    tes_items_t writes = {spawn_items + 2, 1, (const tes_value_t[]){{0, 0, 2}}, 1, numbers, 3};
+    STEP(tes_set_items(w, made, 5, &writes, NULL));
+    tes_query_t *with_v = NULL;
+    STEP(tes_query_create(w, &(tes_query_desc_t){.all = &v, .all_count = 1}, &with_v));
+    tes_items_t tag_list = {(const tes_item_t[]){{p, 0}}, 1, NULL, 0, NULL, 0};
+    STEP(tes_query_remove_items(w, with_v, &tag_list, NULL)); /* whole archetypes */
+    STEP(tes_query_add_items(w, with_v, &spawn, NULL));       /* row by row, with values */
+    tes_iter_t it;
+    STEP(tes_query_iter(w, with_v, &it));
+    CHECK(tes_iter_next(&it));
+    /* Recorded calls: refused whole (nothing recorded) when out of memory. */
+#define RECORDED(call)                               \
+    do {                                             \
+        if (run->stopped) break;                     \
+        fx_snapshot_take_full(run->before, w);       \
+        tes_result_t rec_r = (call);                 \
+        if (rec_r == TES_ERR_OUT_OF_MEMORY) {        \
+            FX_CHECK_UNCHANGED_FULL(run->before, w); \
+            run->failed++;                           \
+            run->stopped = run->sticky;              \
+            if (run->sticky) break;                  \
+            rec_r = (call);                          \
+        }                                            \
+        CHECK_OK(rec_r);                             \
+    } while (0)
+    tes_entity_t pending[3];
+    RECORDED(tes_remove_items(w, made + 20, 5, &removes, NULL));
+    RECORDED(tes_spawn_items(w, &spawn, 3, pending, NULL));
+    RECORDED(tes_add_items(w, made + 20, 5, &spawn, NULL));
+#undef RECORDED
+    tes_iter_fini(&it); /* the flush: out of memory skips what cannot be applied */
+    CHECK_OK(tes_world_validate(w));
 }
 
 /* Sparse sets, pairs, their logs (consumers of each kind exist) and cascading despawns. */

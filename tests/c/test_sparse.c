@@ -1177,19 +1177,23 @@ TEST(a_system_adding_sparse_markers_applies_them_before_the_next_system) {
 }
 
 TEST(a_full_entity_table_still_spawns_with_sparse_components_into_freed_slots) {
-    /* With every index handed out, new entities reuse freed ones: the sparse set must size its
-     * index map to the table's limit, not to "record count + n" (which passes it). */
-    scene_t s = make_scene(NULL);
-    CHECK_OK(tes_spawn_batch(s.world, NULL, 0, TES_MAX_ENTITIES - 3, NULL));
-    tes_entity_t e[3], f[3];
-    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 3, e));
-    for (int i = 0; i < 3; i++)
+    /* With the last indices handed out, "record count + n" passes the table's limit: the sparse
+     * set must size its index map to the limit. Every index but min_free (8 here) is in use,
+     * then 12 are freed and 12 spawned: 4 reuse freed ones, 8 take the table's last indices. */
+    tes_world_desc_t desc = {.min_free_indices = 8};
+    scene_t s = make_scene(&desc);
+    const uint32_t limit = TES_MAX_ENTITIES - 8;
+    CHECK_OK(tes_spawn_batch(s.world, NULL, 0, limit - 12, NULL));
+    tes_entity_t e[12], f[12];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 12, e));
+    for (int i = 0; i < 12; i++)
         CHECK_OK(tes_despawn(s.world, e[i]));
-    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.s), 3, f));
-    for (int i = 0; i < 3; i++) {
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.s), 12, f));
+    for (int i = 0; i < 12; i++)
         CHECK(fx_has(s.world, f[i], s.s));
+    for (int i = 0; i < 4; i++)
         CHECK_EQ(tes_entity_index(f[i]), tes_entity_index(e[i]));
-    }
+    CHECK_EQ(fx_stats(s.world).entity_capacity, TES_MAX_ENTITIES + 1);
     tes_entity_t g;
     CHECK_ERR(tes_spawn(s.world, FX_IDS(s.s), &g), TES_ERR_TOO_MANY_ENTITIES);
     validate(&s);

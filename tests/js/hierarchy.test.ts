@@ -305,15 +305,18 @@ describe('with loops, queries and subscriptions', () => {
         ]);
     });
 
-    test('ChildOf is registered per world on first use, like any component', async () => {
+    test('ChildOf is registered per world on first use, like any component (reads do not register)', async () => {
         const world = await newWorld();
         const before = world.stats().componentCount;
         const e = world.spawn(Position);
         expect(world.parentOf(e)).toBeUndefined();
-        expect(world.stats().componentCount).toBe(before + 2);
+        expect(world.childrenOf(e)).toEqual([]);
+        expect(world.stats().componentCount).toBe(before + 1);
         const other = await newWorld();
         const [a, b] = other.spawnMany(2, Position);
+        const registered = other.stats().componentCount;
         other.setParent(b!, a!);
+        expect(other.stats().componentCount).toBe(registered + 1);
         expect(other.childrenOf(a!)).toEqual([b!]);
         expect(snapshot(world, [e], [Position])).toEqual({ entities: [[e, { Position: { x: 0, y: 0 } }]], count: 1 });
     });

@@ -504,7 +504,7 @@ describe('errors', () => {
         expectError(() => world.addPair(dead, Likes, b!), 'STALE_ENTITY', { operation: 'world.addPair', ...ctx(dead) });
         const target = expectError(() => world.addPair(a!, Likes, dead), 'STALE_ENTITY', ctx(dead));
         expect(target.message).toContain('target');
-        expectError(() => world.addPair(a!, Likes, 0), 'STALE_ENTITY', ctx(0));
+        expectError(() => world.addPair(a!, Likes, 0), 'NEEDS_TARGET', { component: 'Likes' });
         expectError(() => world.removePair(a!, Likes, dead), 'STALE_ENTITY', ctx(dead));
         expectError(() => world.hasPair(dead, Likes, a!), 'STALE_ENTITY', ctx(dead));
         expectError(() => world.getPair(a!, Likes, dead), 'STALE_ENTITY', ctx(dead));

@@ -1,0 +1,884 @@
+/* Item lists (tessera.h, "Item lists"): spawning, adding, writing and removing several
+ * components, pairs and values in one call, all or nothing. Every call runs in three phases:
+ *   check   the items, values and entities, against the world as it is;
+ *   plan    the target archetype of each source archetype (created when missing) and every
+ *           byte the commit will need: chunk rows, sparse and pair room, removal logs, pair
+ *           events, or command room when the call is recorded;
+ *   commit  which cannot fail.
+ * While deferring, a call is recorded whole (TESI_CMD_ITEMS with a copy of its items and values)
+ * and the flush applies it through the same code, so what it does is decided then: an add of a
+ * component the entity has by then is a change, as it would be outside a loop. */
+#include "internal.h"
+
+/* The longest item list: far more than any component set (4096 components) plus pairs. */
+#define MAX_ITEMS (1u << 16)
+
+typedef enum edit_t {
+    EDIT_SPAWN,  /* new entities: values are initial */
+    EDIT_ADD,    /* values of items the entity had are changes, of new ones initial */
+    EDIT_INIT,   /* an add whose values are all initial: the items of a recorded spawn */
+    EDIT_SET,    /* values only, all changes */
+    EDIT_REMOVE, /* no values */
+} edit_t;
+
+/* One call's view of its items, built by check_items in the world's scratch (world->edit). */
+typedef struct call_t {
+    tes_world_t *world;
+    edit_t kind;
+    const tes_items_t *x;
+    tes_fault_t *fault;
+    const tes_component_t *table; /* the chunk components among the items, ascending */
+    uint32_t table_count;
+    const uint32_t
+        *pairs; /* indices of the pair items (and bare relations), by (relation, target) */
+    uint32_t pair_count;
+    uint32_t sparse_count; /* sparse components (not relations) among the items */
+    bool deferring;
+    bool record; /* a write that must follow recorded commands: record the call */
+} call_t;
+
+static bool is_adding(edit_t kind) {
+    return kind == EDIT_SPAWN || kind == EDIT_ADD || kind == EDIT_INIT;
+}
+
+static tes_result_t fail(const call_t *call, tes_result_t result, uint32_t item, uint32_t value,
+                         uint32_t number, tes_entity_t entity) {
+    if (call->fault) *call->fault = (tes_fault_t){item, value, number, entity};
+    return result;
+}
+
+static tes_result_t entity_fail(const call_t *call, tes_result_t result, tes_entity_t entity) {
+    return fail(call, result, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, entity);
+}
+
+/* ---- scratch ------------------------------------------------------------------------------ */
+
+void tesi_edit_fini(tes_world_t *world) {
+    tesi_edit_t *e = &world->edit;
+    tesi_free(world, e->seen, (size_t)e->seen_slots * sizeof *e->seen);
+    tesi_free(world, e->table, (size_t)e->table_slots * sizeof *e->table);
+    tesi_free(world, e->pairs, (size_t)e->pair_slots * sizeof *e->pairs);
+    tesi_free(world, e->had, (size_t)e->had_slots * sizeof *e->had);
+    tesi_free(world, e->plans, (size_t)e->plan_slots * sizeof *e->plans);
+    tesi_free(world, e->entities, (size_t)e->entity_slots * sizeof *e->entities);
+}
+
+static tes_result_t reserve_scratch(tes_world_t *world, uint32_t items) {
+    tesi_edit_t *e = &world->edit;
+    uint32_t old = e->seen_slots;
+    tes_result_t result = tesi_reserve(world, (void **)&e->seen, &e->seen_slots,
+                                       world->component_count + 1, sizeof *e->seen, 64);
+    if (result != TES_OK) return result;
+    /* Fresh slots must not look seen in this epoch. */
+    memset(e->seen + old, 0, (size_t)(e->seen_slots - old) * sizeof *e->seen);
+    result =
+        tesi_reserve(world, (void **)&e->table, &e->table_slots, items + 1, sizeof *e->table, 16);
+    /* Pairs are sorted with a merge sort that needs as much room again. */
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&e->pairs, &e->pair_slots, 2 * items + 2,
+                              sizeof *e->pairs, 16);
+    }
+    if (result == TES_OK) {
+        result =
+            tesi_reserve(world, (void **)&e->had, &e->had_slots, items + 1, sizeof *e->had, 16);
+    }
+    return result;
+}
+
+/* ---- check -------------------------------------------------------------------------------- */
+
+static uint64_t pair_key(const tes_item_t *item) {
+    return (uint64_t)item->component << 32 | item->target;
+}
+
+/* Sorts item indices by pair key (relation, target): a bottom-up merge sort through `tmp`. */
+static void sort_pairs(const tes_item_t *items, uint32_t *list, uint32_t *tmp, uint32_t n) {
+    for (uint32_t width = 1; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            uint32_t mid = lo + width < n ? lo + width : n;
+            uint32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint32_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi)
+                tmp[k++] =
+                    pair_key(&items[list[b]]) < pair_key(&items[list[a]]) ? list[b++] : list[a++];
+            while (a < mid)
+                tmp[k++] = list[a++];
+            while (b < hi)
+                tmp[k++] = list[b++];
+        }
+        memcpy(list, tmp, (size_t)n * sizeof *list);
+    }
+}
+
+/* A pair's target: alive, or (while recording) pending. */
+static tes_result_t check_target(const call_t *call, tes_entity_t target) {
+    const tes_world_t *world = call->world;
+    if (tesi_record_of(world, target)) return TES_OK;
+    if (call->deferring && tesi_pending_record(world, target)) return TES_OK;
+    return tesi_not_alive(world, target);
+}
+
+static tes_result_t check_items(call_t *call) {
+    tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    if (!x || x->item_count > MAX_ITEMS) return fail(call, TES_ERR_INVALID_ARGUMENT, 0, 0, 0, 0);
+    if ((x->item_count && !x->items) || (x->value_count && !x->values) ||
+        (x->number_count && !x->numbers)) {
+        return fail(call, TES_ERR_INVALID_ARGUMENT, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
+    }
+    if (call->kind == EDIT_REMOVE && x->value_count) {
+        return fail(call, TES_ERR_INVALID_ARGUMENT, x->values[0].item, 0, TES_NO_FAULT, 0);
+    }
+    tes_result_t result = reserve_scratch(world, x->item_count);
+    if (result != TES_OK) return result;
+    tesi_edit_t *e = &world->edit;
+    if (++e->epoch == 0) {
+        memset(e->seen, 0, (size_t)e->seen_slots * sizeof *e->seen);
+        e->epoch = 1;
+    }
+    uint32_t table = 0, pairs = 0, sparse = 0;
+    for (uint32_t i = 0; i < x->item_count; i++) {
+        const tes_item_t *item = &x->items[i];
+        if (item->component >= world->component_count) {
+            return fail(call, TES_ERR_UNKNOWN_COMPONENT, i, TES_NO_FAULT, TES_NO_FAULT, 0);
+        }
+        const tesi_component_t *c = &world->components[item->component];
+        if (tesi_is_relation(c)) {
+            /* A bare relation names every pair of the entity: only removing can do that. */
+            if (!item->target && call->kind != EDIT_REMOVE) {
+                return fail(call, TES_ERR_NEEDS_TARGET, i, TES_NO_FAULT, TES_NO_FAULT, 0);
+            }
+            if (item->target && (result = check_target(call, item->target)) != TES_OK) {
+                return fail(call, result, i, TES_NO_FAULT, TES_NO_FAULT, item->target);
+            }
+            e->pairs[pairs++] = i;
+            continue;
+        }
+        if (item->target) {
+            return fail(call, TES_ERR_NOT_A_RELATION, i, TES_NO_FAULT, TES_NO_FAULT, 0);
+        }
+        if (e->seen[item->component] == e->epoch) {
+            return fail(call, TES_ERR_INVALID_ARGUMENT, i, TES_NO_FAULT, TES_NO_FAULT, 0);
+        }
+        e->seen[item->component] = e->epoch;
+        if (tesi_is_sparse(c)) {
+            sparse++;
+            continue;
+        }
+        /* Insertion: component sets are short and usually come sorted. */
+        uint32_t at = table++;
+        while (at > 0 && e->table[at - 1] > item->component) {
+            e->table[at] = e->table[at - 1];
+            at--;
+        }
+        e->table[at] = item->component;
+    }
+    sort_pairs(x->items, e->pairs, e->pairs + pairs, pairs);
+    for (uint32_t k = 1; k < pairs; k++) {
+        const tes_item_t *a = &x->items[e->pairs[k - 1]], *b = &x->items[e->pairs[k]];
+        bool twice = pair_key(a) == pair_key(b);
+        bool exclusive = a->component == b->component && is_adding(call->kind) &&
+                         (world->components[a->component].flags & TES_RELATION_EXCLUSIVE);
+        if (twice || exclusive) {
+            uint32_t later = e->pairs[k - 1] > e->pairs[k] ? e->pairs[k - 1] : e->pairs[k];
+            return fail(call, TES_ERR_INVALID_ARGUMENT, later, TES_NO_FAULT, TES_NO_FAULT, 0);
+        }
+    }
+    for (uint32_t v = 0; v < x->value_count; v++) {
+        const tes_value_t *value = &x->values[v];
+        if (value->item >= x->item_count) {
+            return fail(call, TES_ERR_INVALID_ARGUMENT, TES_NO_FAULT, v, TES_NO_FAULT, 0);
+        }
+        const tesi_component_t *c = &world->components[x->items[value->item].component];
+        const tesi_field_t *f;
+        if ((result = tesi_field_of(c, value->field, &f)) != TES_OK) {
+            return fail(call, result, value->item, v, TES_NO_FAULT, 0);
+        }
+        if ((uint64_t)value->number + f->length > x->number_count) {
+            return fail(call, TES_ERR_INVALID_ARGUMENT, value->item, v, TES_NO_FAULT, 0);
+        }
+        uint8_t cell[8];
+        for (uint32_t k = 0; k < f->length; k++) {
+            if (!tesi_encode_number(f->type, x->numbers[value->number + k], cell)) {
+                return fail(call, TES_ERR_BAD_VALUE, value->item, v, value->number + k, 0);
+            }
+        }
+    }
+    call->table = e->table;
+    call->table_count = table;
+    call->pairs = e->pairs;
+    call->pair_count = pairs;
+    call->sparse_count = sparse;
+    return TES_OK;
+}
+
+/* Every listed entity alive (or, while recording, pending), none twice. */
+static tes_result_t check_entities(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    tes_world_t *world = call->world;
+    if (n && !entities) return entity_fail(call, TES_ERR_INVALID_ARGUMENT, 0);
+    tes_result_t result = TES_OK;
+    uint32_t marked = 0;
+    for (; marked < n; marked++) {
+        tes_entity_t entity = entities[marked];
+        tesi_record_t *record = tesi_record_of(world, entity);
+        if (!record && call->deferring) record = tesi_pending_record(world, entity);
+        if (!record) {
+            result = entity_fail(call, tesi_not_alive(world, entity), entity);
+            break;
+        }
+        if (record->row & TESI_ROW_MARK) {
+            result = entity_fail(call, TES_ERR_DUPLICATE_ENTITY, entity);
+            break;
+        }
+        record->row |= TESI_ROW_MARK;
+    }
+    for (uint32_t i = 0; i < marked; i++)
+        world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+    return result;
+}
+
+/* Whether a placed entity has item i now, and where its pair is (id + 1). */
+static bool has_item(const tes_world_t *world, const tesi_record_t *record, tes_entity_t entity,
+                     const tes_item_t *item, uint32_t *out_pair) {
+    const tesi_component_t *c = &world->components[item->component];
+    *out_pair = 0;
+    if (tesi_is_relation(c)) {
+        *out_pair = tesi_pair_find(world, item->component, entity, item->target);
+        return *out_pair != 0;
+    }
+    if (tesi_is_sparse(c)) return tesi_sparse_slot(&c->sparse, entity & TESI_INDEX_MASK) != 0;
+    return tesi_type_index(record->chunk->archetype, item->component) != TESI_NO_TYPE;
+}
+
+/* Checks that only placed entities can fail: cycles (adding), missing items (writing). */
+static tes_result_t check_placed(call_t *call, const tes_entity_t *entities, uint32_t n) {
+    const tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    for (uint32_t i = 0; i < n; i++) {
+        tes_entity_t entity = entities[i];
+        const tesi_record_t *record = tesi_record_of(world, entity);
+        if (!record) continue; /* pending: checked when its commands apply */
+        if (is_adding(call->kind)) {
+            for (uint32_t k = 0; k < call->pair_count; k++) {
+                const tes_item_t *item = &x->items[call->pairs[k]];
+                if ((world->components[item->component].flags & TES_RELATION_ACYCLIC) &&
+                    tesi_record_of(world, item->target) &&
+                    tesi_pair_closes_cycle(world, item->component, entity, item->target)) {
+                    return fail(call, TES_ERR_CYCLE, call->pairs[k], TES_NO_FAULT, TES_NO_FAULT,
+                                entity);
+                }
+            }
+        } else if (call->kind == EDIT_SET) {
+            for (uint32_t v = 0; v < x->value_count; v++) {
+                uint32_t item = x->values[v].item, pair;
+                const tes_item_t *it = &x->items[item];
+                if (has_item(world, record, entity, it, &pair)) continue;
+                /* Missing now, but brought by a recorded add: the write follows it. */
+                if (call->deferring &&
+                    tesi_recorded(world, entity, it->component, it->target) == 1) {
+                    call->record = true;
+                    continue;
+                }
+                return fail(call, TES_ERR_MISSING_COMPONENT, item, v, TES_NO_FAULT, entity);
+            }
+        }
+    }
+    return TES_OK;
+}
+
+/* ---- plan ----------------------------------------------------------------------------------- */
+
+static void unplan(tes_world_t *world) {
+    tesi_edit_t *e = &world->edit;
+    for (uint32_t p = 0; p < e->plan_count; p++)
+        e->plans[p].from->plan = 0;
+    e->plan_count = 0;
+}
+
+/* The archetype `from` becomes with the call's table components added or removed. */
+static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_archetype_t **out,
+                              const tesi_move_t **out_moves) {
+    tes_world_t *world = call->world;
+    bool removing = call->kind == EDIT_REMOVE;
+    *out = from;
+    *out_moves = NULL;
+    uint32_t changes = 0, last = 0;
+    for (uint32_t k = 0; k < call->table_count; k++) {
+        if ((tesi_type_index(from, call->table[k]) != TESI_NO_TYPE) == removing) {
+            changes++;
+            last = call->table[k];
+        }
+    }
+    if (changes == 0) return TES_OK;
+    /* One component: the cached edge, with its move plan. */
+    if (changes == 1) return tesi_graph_step(world, from, last, removing, out, out_moves);
+    tes_result_t result =
+        tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
+                     from->component_count + call->table_count + 1, sizeof *world->scratch, 32);
+    if (result != TES_OK) return result;
+    /* Merge from's set with the table components (both ascending). */
+    uint32_t n = 0, a = 0, b = 0;
+    while (a < from->component_count || b < call->table_count) {
+        tes_component_t ca = a < from->component_count ? from->components[a] : UINT32_MAX;
+        tes_component_t cb = b < call->table_count ? call->table[b] : UINT32_MAX;
+        if (ca < cb) {
+            world->scratch[n++] = ca;
+            a++;
+        } else if (cb < ca) {
+            if (!removing) world->scratch[n++] = cb;
+            b++;
+        } else {
+            if (!removing) world->scratch[n++] = ca;
+            a++;
+            b++;
+        }
+    }
+    return tesi_archetype_ensure(world, n, out);
+}
+
+/* Groups the entities by archetype and finds each group's target (creating it when missing). */
+static tes_result_t plan_moves(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    tes_world_t *world = call->world;
+    tesi_edit_t *e = &world->edit;
+    e->plan_count = 0;
+    if (!call->table_count) return TES_OK;
+    tes_result_t result = TES_OK;
+    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
+        const tesi_record_t *record = tesi_record_of(world, entities[i]);
+        if (!record) continue; /* pending */
+        tesi_archetype_t *from = record->chunk->archetype;
+        if (!from->plan) {
+            result = tesi_reserve(world, (void **)&e->plans, &e->plan_slots, e->plan_count + 1,
+                                  sizeof *e->plans, 8);
+            if (result != TES_OK) break;
+            e->plans[e->plan_count] = (tesi_plan_t){.from = from};
+            from->plan = ++e->plan_count;
+        }
+        e->plans[from->plan - 1].rows++;
+    }
+    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
+        tesi_plan_t *plan = &e->plans[p];
+        result = target_of(call, plan->from, &plan->to, &plan->moves);
+    }
+    return result;
+}
+
+/* Gives back the empty chunks reserve_rows added (a packed archetype has none), when a later
+ * reservation failed. */
+static void unreserve_rows(const call_t *call) {
+    tesi_edit_t *e = &call->world->edit;
+    for (uint32_t p = 0; p < e->plan_count; p++)
+        tesi_chunks_trim(call->world, e->plans[p].to);
+}
+
+/* Chunk rows in every target (a target of several groups gets all their rows). The last
+ * reservation of a call, as it leaves empty chunks behind until rows fill them. */
+static tes_result_t reserve_rows(const call_t *call) {
+    tesi_edit_t *e = &call->world->edit;
+    for (uint32_t p = 0; p < e->plan_count; p++) {
+        tesi_plan_t *plan = &e->plans[p];
+        if (plan->to == plan->from) continue;
+        uint64_t rows = 0;
+        bool first = true;
+        for (uint32_t q = 0; q < e->plan_count; q++) {
+            if (e->plans[q].to != plan->to || e->plans[q].to == e->plans[q].from) continue;
+            if (q < p) first = false;
+            rows += e->plans[q].rows;
+        }
+        if (!first) continue;
+        tes_result_t result = rows > UINT32_MAX
+                                  ? TES_ERR_OUT_OF_MEMORY
+                                  : tesi_chunks_reserve(call->world, plan->to, (uint32_t)rows);
+        if (result != TES_OK) {
+            unreserve_rows(call);
+            return result;
+        }
+    }
+    return TES_OK;
+}
+
+/* The highest entity index of the call, + 1 (spawns: the indices they may take). */
+static uint32_t index_limit(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    const tes_world_t *world = call->world;
+    uint64_t limit = 0;
+    if (call->kind == EDIT_SPAWN) {
+        limit = (uint64_t)world->record_count + n;
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t index = entities[i] & TESI_INDEX_MASK;
+            if (index + 1 > limit) limit = index + 1;
+        }
+    }
+    for (uint32_t k = 0; k < call->pair_count; k++) {
+        uint32_t index = call->x->items[call->pairs[k]].target & TESI_INDEX_MASK;
+        if (index + 1 > limit) limit = index + 1;
+    }
+    return limit > TESI_INDEX_LIMIT ? TESI_INDEX_LIMIT : (uint32_t)limit;
+}
+
+/* Sparse, pair, log and event room for the commit of n entities. */
+static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    uint32_t limit = index_limit(call, entities, n);
+    tes_result_t result = TES_OK;
+    for (uint32_t i = 0; i < x->item_count && result == TES_OK; i++) {
+        tes_component_t id = x->items[i].component;
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c)) continue;
+        if (tesi_is_sparse(c)) {
+            result = call->kind == EDIT_REMOVE ? tesi_log_reserve(world, id, n)
+                     : is_adding(call->kind)   ? tesi_sparse_reserve(world, id, n, limit)
+                                               : TES_OK;
+        } else if (call->kind == EDIT_REMOVE) {
+            result = tesi_log_reserve(world, id, n);
+        }
+    }
+    /* Pairs, a relation at a time (they are sorted by relation). */
+    for (uint32_t k = 0; k < call->pair_count && result == TES_OK;) {
+        tes_component_t relation = x->items[call->pairs[k]].component;
+        uint64_t pairs = 0;
+        for (; k < call->pair_count && x->items[call->pairs[k]].component == relation; k++) {
+            if (x->items[call->pairs[k]].target || call->kind != EDIT_REMOVE) {
+                pairs += n;
+                continue;
+            }
+            /* A bare relation removes every pair of the entity as a source. */
+            const tesi_relation_t *r = &world->components[relation].relation;
+            for (uint32_t i = 0; i < n; i++)
+                pairs += tesi_list_of(r, TESI_OUT, entities[i])->count;
+        }
+        if (is_adding(call->kind)) {
+            result = tesi_pair_reserve(world, relation, pairs, limit);
+        } else {
+            /* Writes log one changed event per pair; removals an event each, and a removal per
+             * source that loses its last pair. */
+            result =
+                tesi_pair_unlink_reserve(world, relation, pairs, call->kind == EDIT_REMOVE ? n : 0);
+        }
+    }
+    return result;
+}
+
+/* ---- commit --------------------------------------------------------------------------------- */
+
+/* Writes the call's values to one entity, all placed now; `had[i]` says whether item i was
+ * there before the call (its values are then a change when adding). */
+static void write_values(const call_t *call, tes_entity_t entity, const uint8_t *had) {
+    tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    for (uint32_t v = 0; v < x->value_count; v++) {
+        const tes_value_t *value = &x->values[v];
+        const tes_item_t *item = &x->items[value->item];
+        tesi_component_t *c = &world->components[item->component];
+        const tesi_field_t *f = &c->fields[value->field];
+        bool change = call->kind == EDIT_SET || (call->kind == EDIT_ADD && had[value->item]);
+        const tesi_record_t *record = tesi_record_of(world, entity);
+        uint8_t *cell;
+        uint32_t pair = 0, slot = 0, type = 0;
+        if (tesi_is_relation(c)) {
+            pair = tesi_pair_find(world, item->component, entity, item->target);
+            cell = c->relation.data + (size_t)(pair - 1) * c->stride + f->offset;
+        } else if (tesi_is_sparse(c)) {
+            slot = tesi_sparse_slot(&c->sparse, entity & TESI_INDEX_MASK) - 1;
+            cell = c->sparse.data + (size_t)slot * c->stride + f->offset;
+        } else {
+            const tesi_archetype_t *a = record->chunk->archetype;
+            type = tesi_type_index(a, item->component);
+            cell = tesi_cell(record->chunk, tesi_column_of(a, type, value->field), record->row);
+        }
+        uint32_t size = tes_type_size(f->type);
+        for (uint32_t k = 0; k < f->length; k++)
+            tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+        if (!change) continue;
+        if (pair) {
+            tesi_pair_mark(world, item->component, pair);
+        } else if (tesi_is_sparse(c)) {
+            tesi_sparse_mark(world, item->component, slot);
+        } else if (record->chunk->trackers) {
+            tesi_mark_changed(world, record->chunk, type, record->row);
+        }
+    }
+}
+
+/* Moves one placed entity along its plan (a swap-remove behind it). */
+static void move_entity(const call_t *call, tesi_record_t *record, tes_entity_t entity,
+                        const tesi_plan_t *plan) {
+    tes_world_t *world = call->world;
+    if (call->kind == EDIT_REMOVE && tesi_logging(world)) {
+        for (uint32_t k = 0; k < call->table_count; k++) {
+            if (tesi_type_index(plan->from, call->table[k]) != TESI_NO_TYPE) {
+                tesi_log_removal(world, call->table[k], entity);
+            }
+        }
+    }
+    tesi_chunk_t *chunk = record->chunk, *dst;
+    uint32_t row = record->row, dst_row;
+    tesi_chunk_take_rows(world, plan->to, 1, &dst, &dst_row);
+    tesi_move_row(world, dst, dst_row, chunk, row, plan->moves);
+    record->chunk = dst;
+    record->row = dst_row;
+    tesi_remove_row(world, chunk, row);
+}
+
+/* Everything but the archetype move, for one entity: sparse components, pairs, values. */
+static void commit_rest(const call_t *call, tes_entity_t entity, const uint8_t *had) {
+    tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    for (uint32_t i = 0; i < x->item_count; i++) {
+        const tes_item_t *item = &x->items[i];
+        const tesi_component_t *c = &world->components[item->component];
+        if (!tesi_is_sparse(c) || call->kind == EDIT_SET) continue;
+        if (tesi_is_relation(c)) {
+            const tesi_relation_t *r = &c->relation;
+            if (is_adding(call->kind)) {
+                if (!tesi_pair_find(world, item->component, entity, item->target)) {
+                    tesi_pair_link(world, item->component, entity, item->target);
+                }
+            } else if (item->target) {
+                uint32_t id = tesi_pair_find(world, item->component, entity, item->target);
+                if (id) tesi_pair_unlink(world, item->component, id);
+            } else {
+                const tesi_list_t *out = tesi_list_of(r, TESI_OUT, entity);
+                while (out->count)
+                    tesi_pair_unlink(world, item->component, out->first);
+            }
+        } else if (is_adding(call->kind)) {
+            tesi_sparse_insert(world, item->component, entity); /* a member stays as it is */
+        } else {
+            tesi_sparse_erase(world, item->component, entity);
+        }
+    }
+    if (x->value_count) write_values(call, entity, had);
+}
+
+/* Which items a placed entity has before the call changes it. */
+static void note_had(const call_t *call, tes_entity_t entity, uint8_t *had) {
+    const tes_world_t *world = call->world;
+    const tesi_record_t *record = tesi_record_of(world, entity);
+    uint32_t pair;
+    for (uint32_t i = 0; i < call->x->item_count; i++)
+        had[i] = has_item(world, record, entity, &call->x->items[i], &pair);
+}
+
+static void commit_placed(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    tes_world_t *world = call->world;
+    tesi_edit_t *e = &world->edit;
+    bool rest = call->sparse_count || call->pair_count || call->x->value_count;
+    for (uint32_t i = 0; i < n; i++) {
+        tes_entity_t entity = entities[i];
+        tesi_record_t *record = tesi_record_of(world, entity);
+        if (call->x->value_count && call->kind == EDIT_ADD) note_had(call, entity, e->had);
+        tesi_archetype_t *from = record->chunk->archetype;
+        if (from->plan) {
+            const tesi_plan_t *plan = &e->plans[from->plan - 1];
+            if (plan->to != from) move_entity(call, record, entity, plan);
+        }
+        if (rest) commit_rest(call, entity, e->had);
+    }
+}
+
+/* ---- recording ------------------------------------------------------------------------------ */
+
+/* A recorded call's items and values in the command data: a header of counts, then the three
+ * arrays (numbers 8-aligned). */
+typedef struct blob_t {
+    uint32_t item_count, value_count, number_count, pad;
+} blob_t;
+
+static uint64_t blob_bytes(const tes_items_t *x) {
+    uint64_t head = sizeof(blob_t) + (uint64_t)x->item_count * sizeof(tes_item_t) +
+                    (uint64_t)x->value_count * sizeof(tes_value_t);
+    return ((head + 7) & ~(uint64_t)7) + (uint64_t)x->number_count * sizeof(double);
+}
+
+void tesi_items_view(const uint8_t *blob, tes_items_t *out) {
+    blob_t head;
+    memcpy(&head, blob, sizeof head);
+    const uint8_t *at = blob + sizeof head;
+    out->items = (const tes_item_t *)(const void *)at;
+    out->item_count = head.item_count;
+    at += (size_t)head.item_count * sizeof(tes_item_t);
+    out->values = (const tes_value_t *)(const void *)at;
+    out->value_count = head.value_count;
+    at += (size_t)head.value_count * sizeof(tes_value_t);
+    at = blob + (((size_t)(at - blob) + 7) & ~(size_t)7);
+    out->numbers = (const double *)(const void *)at;
+    out->number_count = head.number_count;
+}
+
+/* The pending entities' archetypes follow their recorded table changes, so that later writes
+ * to them are checked against what they will have. Targets are found (or made) for all first. */
+static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entities, uint32_t n,
+                                 bool commit) {
+    tes_world_t *world = call->world;
+    if (!call->table_count || call->kind == EDIT_SET) return TES_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        tesi_record_t *pending = tesi_pending_record(world, entities[i]);
+        if (!pending) continue;
+        tesi_archetype_t *to;
+        const tesi_move_t *moves;
+        tes_result_t result = target_of(call, tesi_pending_archetype(world, pending), &to, &moves);
+        if (result != TES_OK) return result;
+        if (commit) pending->row = TESI_ROW_PENDING | to->id;
+    }
+    return TES_OK;
+}
+
+/* Records the call for the flush: one command per entity, sharing one copy of the items. */
+static tes_result_t record_call(const call_t *call, const tes_entity_t *entities, uint32_t n) {
+    tes_world_t *world = call->world;
+    uint64_t bytes = blob_bytes(call->x);
+    /* Command data offsets are 8-aligned for the numbers: up to 7 bytes of padding first. */
+    if (bytes + 8 > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = plan_pending(call, entities, n, false);
+    if (result == TES_OK) result = tesi_commands_reserve(world, n, (uint32_t)bytes + 8);
+    if (result != TES_OK) return result;
+    plan_pending(call, entities, n, true);
+    uint32_t offset = (world->command_data_size + 7u) & ~7u;
+    uint8_t *blob = world->command_data + offset;
+    const tes_items_t *x = call->x;
+    blob_t head = {x->item_count, x->value_count, x->number_count, 0};
+    memcpy(blob, &head, sizeof head);
+    tes_items_t view;
+    tesi_items_view(blob, &view);
+    if (x->item_count) memcpy((void *)view.items, x->items, x->item_count * sizeof *x->items);
+    if (x->value_count) memcpy((void *)view.values, x->values, x->value_count * sizeof *x->values);
+    if (x->number_count) {
+        memcpy((void *)view.numbers, x->numbers, x->number_count * sizeof *x->numbers);
+    }
+    world->command_data_size = offset + (uint32_t)bytes;
+    for (uint32_t i = 0; i < n; i++) {
+        world->commands[world->command_count++] = (tesi_command_t){
+            .kind = TESI_CMD_ITEMS,
+            .entity = entities[i],
+            .a = call->kind,
+            .data_offset = offset,
+            .data_size = (uint32_t)bytes,
+        };
+    }
+    return TES_OK;
+}
+
+/* ---- the calls ------------------------------------------------------------------------------ */
+
+/* Add, init, set or remove for a list of entities that exist (placed, or pending while
+ * recording). */
+static tes_result_t edit(tes_world_t *world, edit_t kind, const tes_entity_t *entities, uint32_t n,
+                         const tes_items_t *x, tes_fault_t *fault) {
+    if (fault) *fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    call_t call = {
+        .world = world, .kind = kind, .x = x, .fault = fault, .deferring = tesi_deferring(world)};
+    tes_result_t result = check_items(&call);
+    if (result == TES_OK) result = check_entities(&call, entities, n);
+    if (result == TES_OK) result = check_placed(&call, entities, n);
+    if (result != TES_OK) return result;
+    if (call.deferring) {
+        /* What moves no row happens now when every entity is placed, as tes_set and
+         * tes_pair_add do: writes, and pairs whose ends are placed. */
+        bool now = !call.record && (kind == EDIT_SET || (!call.table_count && !call.sparse_count));
+        for (uint32_t i = 0; i < n && now; i++)
+            now = tesi_record_of(world, entities[i]) != NULL;
+        for (uint32_t k = 0; k < call.pair_count && now; k++) {
+            tes_entity_t target = x->items[call.pairs[k]].target;
+            now = !target || tesi_record_of(world, target) != NULL;
+        }
+        if (!now) return record_call(&call, entities, n);
+    }
+    result = plan_moves(&call, entities, n);
+    if (result == TES_OK) result = reserve_extras(&call, entities, n);
+    if (result == TES_OK) result = reserve_rows(&call);
+    if (result == TES_OK) commit_placed(&call, entities, n);
+    unplan(world);
+    return result;
+}
+
+int tesi_items_effect(uint32_t kind) {
+    return kind == EDIT_REMOVE ? 0 : kind == EDIT_SET ? -1 : 1;
+}
+
+tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
+                              const tes_items_t *x) {
+    return edit(world, (edit_t)kind, &entity, 1, x, NULL);
+}
+
+tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                           const tes_items_t *items, tes_fault_t *out_fault) {
+    return edit(world, EDIT_ADD, entities, n, items, out_fault);
+}
+
+tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                           const tes_items_t *items, tes_fault_t *out_fault) {
+    return edit(world, EDIT_SET, entities, n, items, out_fault);
+}
+
+tes_result_t tes_remove_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
+                              const tes_items_t *items, tes_fault_t *out_fault) {
+    return edit(world, EDIT_REMOVE, entities, n, items, out_fault);
+}
+
+tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
+                             tes_entity_t *out_entities, tes_fault_t *out_fault) {
+    if (out_fault) *out_fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    call_t call = {.world = world,
+                   .kind = EDIT_SPAWN,
+                   .x = items,
+                   .fault = out_fault,
+                   .deferring = tesi_deferring(world)};
+    tes_result_t result = check_items(&call);
+    if (result != TES_OK) return result;
+    /* More than the table can ever hold: refused before anything is sized by n. */
+    if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
+    tesi_archetype_t *a;
+    result = tesi_sort_set(world, call.table, call.table_count);
+    if (result == TES_OK) result = tesi_archetype_ensure(world, call.table_count, &a);
+    if (result != TES_OK) return result;
+    bool rest = call.sparse_count || call.pair_count || items->value_count;
+    tesi_edit_t *e = &world->edit;
+    tes_entity_t *handles = out_entities;
+    if (!handles && rest) {
+        result = tesi_reserve(world, (void **)&e->entities, &e->entity_slots, n + 1,
+                              sizeof *e->entities, 64);
+        if (result != TES_OK) return result;
+        handles = e->entities;
+    }
+    if (call.deferring) {
+        /* Pending entities, placed by their spawn commands; the rest follows each of them. */
+        uint64_t bytes = blob_bytes(items);
+        if (rest && bytes + 8 > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+        result = tesi_commands_reserve(world, rest ? 2 * n : n, rest ? (uint32_t)bytes + 8 : 0);
+        if (result == TES_OK) result = tesi_defer_spawn(world, a, n, handles);
+        if (result != TES_OK || !rest) return result;
+        call.kind = EDIT_INIT;
+        return record_call(&call, handles, n); /* cannot fail: room was reserved */
+    }
+    result = reserve_extras(&call, NULL, n);
+    if (result == TES_OK) result = tesi_spawn_rows(world, a, n, handles);
+    if (result != TES_OK || !rest) return result;
+    /* New entities: nothing to move, nothing they had. */
+    call.kind = EDIT_INIT;
+    memset(e->had, 0, items->item_count);
+    for (uint32_t i = 0; i < n; i++)
+        commit_rest(&call, handles[i], e->had);
+    return TES_OK;
+}
+
+/* ---- over a query --------------------------------------------------------------------------- */
+
+/* The entities a plain query visits, into world->edit.entities (a run that defers nothing). */
+static tes_result_t collect(tes_world_t *world, tes_query_t *query, uint32_t *out_n) {
+    tesi_edit_t *e = &world->edit;
+    tes_iter_t it;
+    tes_result_t result = tes_query_iter(world, query, &it);
+    if (result != TES_OK) return result;
+    uint32_t n = 0;
+    while (result == TES_OK && tes_iter_next(&it)) {
+        result = tesi_reserve(world, (void **)&e->entities, &e->entity_slots, n + it.row_count,
+                              sizeof *e->entities, 64);
+        for (uint32_t i = 0; i < it.row_count && result == TES_OK; i++)
+            e->entities[n++] = it.entities[it.rows ? it.rows[i] : i];
+    }
+    tes_iter_fini(&it);
+    *out_n = n;
+    return result;
+}
+
+/* The archetypes a plain query matches with entities, as plans of whole archetypes; false when
+ * two of them would move to one target (then rows go one by one). */
+static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool *out_whole) {
+    tes_world_t *world = call->world;
+    tesi_edit_t *e = &world->edit;
+    tes_iter_t it;
+    tes_result_t result = tes_query_iter(world, query, &it);
+    if (result != TES_OK) return result;
+    while (result == TES_OK && tes_iter_next(&it)) {
+        tesi_archetype_t *a = world->archetypes[it.archetype];
+        if (a->plan) continue;
+        result = tesi_reserve(world, (void **)&e->plans, &e->plan_slots, e->plan_count + 1,
+                              sizeof *e->plans, 8);
+        if (result != TES_OK) break;
+        e->plans[e->plan_count] = (tesi_plan_t){.from = a, .rows = a->entity_count};
+        a->plan = ++e->plan_count;
+    }
+    tes_iter_fini(&it);
+    *out_whole = true;
+    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
+        tesi_plan_t *plan = &e->plans[p];
+        result = target_of(call, plan->from, &plan->to, &plan->moves);
+        for (uint32_t q = 0; q < p && result == TES_OK; q++) {
+            const tesi_plan_t *other = &e->plans[q];
+            if (plan->to != plan->from && other->to != other->from && other->to == plan->to) {
+                *out_whole = false;
+            }
+        }
+    }
+    return result;
+}
+
+static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t kind,
+                               const tes_items_t *x, tes_fault_t *fault) {
+    if (fault) *fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
+    if (!world || !query) return TES_ERR_INVALID_ARGUMENT;
+    /* A consumer's run would use up what it reports. */
+    if (tesi_query_consumes(query)) return TES_ERR_INVALID_ARGUMENT;
+    call_t call = {
+        .world = world, .kind = kind, .x = x, .fault = fault, .deferring = tesi_deferring(world)};
+    tes_result_t result = check_items(&call);
+    if (result != TES_OK) return result;
+    bool whole = !call.deferring && !tesi_query_by_rows(query) && !call.sparse_count &&
+                 !call.pair_count && !x->value_count;
+    if (whole) {
+        /* Whole archetypes: chunks may change owner, O(chunks) rather than O(entities). */
+        result = plan_archetypes(&call, query, &whole);
+        if (result == TES_OK && whole) {
+            tesi_edit_t *e = &world->edit;
+            uint64_t rows = 0;
+            for (uint32_t p = 0; p < e->plan_count; p++)
+                rows += e->plans[p].to != e->plans[p].from ? e->plans[p].rows : 0;
+            for (uint32_t k = 0; k < call.table_count && result == TES_OK && kind == EDIT_REMOVE;
+                 k++) {
+                result = rows > UINT32_MAX ? TES_ERR_OUT_OF_MEMORY
+                                           : tesi_log_reserve(world, call.table[k], (uint32_t)rows);
+            }
+            /* Last, as it may leave empty chunks until the moves fill them. */
+            for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
+                result = tesi_archetype_move_reserve(world, e->plans[p].from, e->plans[p].to);
+            if (result != TES_OK) unreserve_rows(&call);
+            for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
+                tesi_plan_t *plan = &e->plans[p];
+                if (plan->to == plan->from) continue;
+                for (uint32_t c = 0; kind == EDIT_REMOVE && c < plan->from->chunk_count; c++) {
+                    const tesi_chunk_t *chunk = plan->from->chunks[c];
+                    for (uint32_t row = 0; row < chunk->count; row++) {
+                        tes_entity_t entity = tesi_chunk_entities(chunk)[row];
+                        for (uint32_t k = 0; k < call.table_count; k++) {
+                            if (tesi_type_index(plan->from, call.table[k]) != TESI_NO_TYPE) {
+                                tesi_log_removal(world, call.table[k], entity);
+                            }
+                        }
+                    }
+                }
+                tesi_archetype_move_all(world, plan->from, plan->to); /* reserved: cannot fail */
+            }
+        }
+        unplan(world);
+        if (result != TES_OK || whole) return result;
+    }
+    uint32_t n = 0;
+    result = collect(world, query, &n);
+    if (result != TES_OK) return result;
+    /* edit() reuses the scratch that holds the matches only for its own lists, not entities. */
+    return edit(world, kind, world->edit.entities, n, x, fault);
+}
+
+tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query, const tes_items_t *items,
+                                 tes_fault_t *out_fault) {
+    return query_edit(world, query, EDIT_ADD, items, out_fault);
+}
+
+tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *query,
+                                    const tes_items_t *items, tes_fault_t *out_fault) {
+    return query_edit(world, query, EDIT_REMOVE, items, out_fault);
+}

@@ -1,0 +1,613 @@
+/* Item lists: tes_spawn_items, tes_add_items, tes_set_items, tes_remove_items. Every call is all
+ * or nothing (a refused one leaves the world byte for byte as it was, and says which item, value,
+ * number and entity it was about), values follow tes_set_number's rules, and a call recorded
+ * inside an iteration applies in order, with its values, as what it is at the flush. */
+#include "fixtures.h"
+
+static const tes_field_desc_t value_fields[] = {{"v", TES_I32, 0}};
+static const tes_field_desc_t bytes_fields[] = {{"n", TES_I32, 0}, {"b", TES_U8, 3}};
+
+typedef struct scene_t {
+    tes_world_t *world;
+    tes_component_t a, b, bytes, tag, s, m, likes, tree;
+} scene_t;
+
+static scene_t make_scene(const tes_world_desc_t *desc) {
+    scene_t s;
+    s.world = fx_world(desc);
+    s.a = fx_component(s.world, "A", value_fields, 1);
+    s.b = fx_component(s.world, "B", value_fields, 1);
+    s.bytes = fx_component(s.world, "Bytes", bytes_fields, 2);
+    s.tag = fx_tag(s.world, "Tag");
+    s.s = fx_sparse(s.world, "S", value_fields, 1);
+    s.m = fx_sparse(s.world, "M", NULL, 0);
+    s.likes = fx_relation(s.world, "Likes", value_fields, 1, 0);
+    s.tree = fx_relation(s.world, "ChildOf", NULL, 0,
+                         TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE);
+    return s;
+}
+
+/* An item list written inline: items, then values (item, field, numbers...). */
+typedef struct list_t {
+    tes_item_t items[16];
+    tes_value_t values[16];
+    double numbers[32];
+    tes_items_t x;
+} list_t;
+
+static list_t *list_new(void) {
+    list_t *l = fx_malloc(sizeof *l);
+    memset(l, 0, sizeof *l);
+    l->x = (tes_items_t){l->items, 0, l->values, 0, l->numbers, 0};
+    return l;
+}
+
+static list_t *item(list_t *l, tes_component_t component, tes_entity_t target) {
+    l->items[l->x.item_count++] = (tes_item_t){component, target};
+    return l;
+}
+
+/* A value of the latest item: `n` numbers. */
+static list_t *value(list_t *l, uint32_t field, uint32_t n, const double *numbers) {
+    l->values[l->x.value_count++] = (tes_value_t){l->x.item_count - 1, field, l->x.number_count};
+    for (uint32_t i = 0; i < n; i++)
+        l->numbers[l->x.number_count++] = numbers[i];
+    return l;
+}
+
+static list_t *value1(list_t *l, uint32_t field, double number) {
+    return value(l, field, 1, &number);
+}
+
+static void check_fault(const tes_fault_t *f, uint32_t item, uint32_t value, uint32_t number,
+                        tes_entity_t entity) {
+    CHECK_EQ(f->item, item);
+    CHECK_EQ(f->value, value);
+    CHECK_EQ(f->number, number);
+    CHECK_EQ(f->entity, entity);
+}
+
+static uint64_t changed_tick(tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    uint64_t added = 0, changed = 0;
+    CHECK_OK(tes_ticks(world, e, c, &added, &changed));
+    return changed;
+}
+
+static uint64_t added_tick(tes_world_t *world, tes_entity_t e, tes_component_t c) {
+    uint64_t added = 0, changed = 0;
+    CHECK_OK(tes_ticks(world, e, c, &added, &changed));
+    return added;
+}
+
+/* A consumer that makes every component of the scene tracked (added and changed ticks). */
+static tes_query_t *track(scene_t *s, const tes_component_t *changed, uint32_t n) {
+    return fx_query(s->world, &(tes_query_desc_t){.changed = changed, .changed_count = n});
+}
+
+static double pair_value(tes_world_t *world, tes_entity_t source, tes_component_t relation,
+                         tes_entity_t target) {
+    double v = -1;
+    CHECK_OK(tes_pair_get_number(world, source, relation, target, 0, 0, &v));
+    return v;
+}
+
+TEST(spawn_items_gives_components_sparse_members_pairs_and_initial_values) {
+    scene_t s = make_scene(NULL);
+    track(&s, FX_IDS(s.a, s.s));
+    tes_entity_t parent = fx_spawn(s.world, FX_IDS(s.b));
+    list_t *l = list_new();
+    item(l, s.a, 0);
+    value1(l, 0, -5);
+    item(item(l, s.tag, 0), s.s, 0);
+    value1(l, 0, 7);
+    item(item(l, s.m, 0), s.likes, parent);
+    value1(l, 0, 2);
+    item(l, s.tree, parent);
+    tes_entity_t e[3];
+    tes_fault_t fault;
+    CHECK_OK(tes_spawn_items(s.world, &l->x, 3, e, &fault));
+    check_fault(&fault, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK(fx_has(s.world, e[i], s.a) && fx_has(s.world, e[i], s.tag));
+        CHECK(fx_has(s.world, e[i], s.s) && fx_has(s.world, e[i], s.m));
+        CHECK(fx_pair_has(s.world, e[i], s.likes, parent));
+        CHECK(fx_pair_has(s.world, e[i], s.tree, parent));
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.a, 0, 0), -5);
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.s, 0, 0), 7);
+        CHECK_NUM_EQ(pair_value(s.world, e[i], s.likes, parent), 2);
+        /* Initial values: part of the spawn, not a change. */
+        CHECK(added_tick(s.world, e[i], s.a) > 0);
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
+        CHECK_EQ(changed_tick(s.world, e[i], s.s), 0);
+    }
+    /* Without out_entities the spawn still happens, values and all. */
+    CHECK_OK(tes_spawn_items(s.world, &l->x, 2, NULL, NULL));
+    CHECK_EQ(fx_stats(s.world).entity_count, 6);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(add_items_writes_values_of_held_items_as_changes_and_of_new_ones_as_initial_values) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changes = track(&s, FX_IDS(s.a));
+    track(&s, FX_IDS(s.b)); /* B and S tracked too: their ticks are kept */
+    track(&s, FX_IDS(s.s));
+    tes_entity_t target = fx_spawn(s.world, NULL, 0);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 1));
+    CHECK_OK(tes_pair_add(s.world, e, s.likes, target));
+    fx_run(s.world, changes); /* sees e, then last_run moves past it */
+    list_t *l = list_new();
+    item(l, s.a, 0);
+    value1(l, 0, 9);
+    item(l, s.b, 0);
+    value1(l, 0, 3);
+    item(l, s.s, 0);
+    value1(l, 0, 4);
+    item(l, s.likes, target);
+    value1(l, 0, 6);
+    CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 9);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 3);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.s, 0, 0), 4);
+    CHECK_NUM_EQ(pair_value(s.world, e, s.likes, target), 6);
+    CHECK(changed_tick(s.world, e, s.a) > 0); /* held: a change */
+    CHECK_EQ(changed_tick(s.world, e, s.b), 0);
+    CHECK_EQ(changed_tick(s.world, e, s.s), 0);
+    fx_entities_t *seen = fx_run(s.world, changes);
+    FX_CHECK_VISITED(seen, e); /* A changed (B and S were added: no change) */
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(add_items_moves_each_entity_once_whatever_archetype_it_starts_in) {
+    /* {A} and {A, Tag} both end in {A, Tag, B}: the target gets the rows of both groups. */
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_entity_t list[300];
+    for (int i = 0; i < 300; i++) {
+        list[i] = i % 2 ? fx_spawn(s.world, FX_IDS(s.a)) : fx_spawn(s.world, FX_IDS(s.a, s.tag));
+        CHECK_OK(tes_set_number(s.world, list[i], s.a, 0, 0, i));
+    }
+    list_t *l = list_new();
+    item(item(l, s.tag, 0), s.b, 0);
+    value1(l, 0, 77);
+    CHECK_OK(tes_add_items(s.world, list, 300, &l->x, NULL));
+    tes_archetype_t target;
+    CHECK_OK(tes_archetype_find(s.world, FX_IDS(s.a, s.b, s.tag), &target));
+    CHECK_EQ(fx_archetype(s.world, target).entity_count, 300);
+    for (int i = 0; i < 300; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.a, 0, 0), i);
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.b, 0, 0), 77);
+    }
+    fx_check_all_packed(s.world);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* Runs a call that must fail with `expected`, and checks the world did not change. */
+#define CHECK_REFUSED(s, call, expected)                         \
+    do {                                                         \
+        fx_snapshot_t *before_ = fx_snapshot_full_of((s).world); \
+        CHECK_ERR((call), (expected));                           \
+        FX_CHECK_UNCHANGED_FULL(before_, (s).world);             \
+        CHECK_OK(tes_world_validate((s).world));                 \
+    } while (0)
+
+TEST(every_bad_item_value_and_entity_is_refused_with_its_place_and_nothing_changes) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.bytes));
+    tes_entity_t other = fx_spawn(s.world, FX_IDS(s.a));
+    tes_entity_t dead = fx_spawn(s.world, NULL, 0);
+    CHECK_OK(tes_despawn(s.world, dead));
+    tes_fault_t f;
+    list_t *l;
+
+    l = item(item(list_new(), s.b, 0), 4096, 0);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_COMPONENT);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    l = item(item(list_new(), s.b, 0), s.likes, 0);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_NEEDS_TARGET);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    l = item(item(list_new(), s.b, 0), s.tag, other);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_NOT_A_RELATION);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    l = item(item(item(list_new(), s.b, 0), s.tag, 0), s.b, 0);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    l = item(item(item(list_new(), s.likes, other), s.b, 0), s.likes, other);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    tes_entity_t third = fx_spawn(s.world, NULL, 0);
+    l = item(item(list_new(), s.tree, other), s.tree, third); /* exclusive: one target */
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
+
+    l = item(item(list_new(), s.b, 0), s.likes, dead);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_STALE_ENTITY);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, dead);
+
+    /* Values: the item index, data, field, numbers, and the value itself. */
+    l = item(list_new(), s.b, 0);
+    l->values[0] = (tes_value_t){1, 0, 0};
+    l->x.value_count = 1;
+    l->x.number_count = 1;
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, TES_NO_FAULT, 0, TES_NO_FAULT, 0);
+
+    l = value1(item(item(list_new(), s.b, 0), s.tag, 0), 0, 1);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_TAG_HAS_NO_DATA);
+    check_fault(&f, 1, 0, TES_NO_FAULT, 0);
+
+    l = value1(item(list_new(), s.b, 0), 1, 1);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_FIELD);
+    check_fault(&f, 0, 0, TES_NO_FAULT, 0);
+
+    l = value(item(list_new(), s.bytes, 0), 1, 2, (const double[]){1, 2}); /* b has 3 */
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 0, 0, TES_NO_FAULT, 0);
+
+    /* The first value is fine: the second's last element is not. Nothing is written. */
+    l = value1(item(list_new(), s.bytes, 0), 0, 5);
+    value(l, 1, 3, (const double[]){1, 2, 300});
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
+    check_fault(&f, 0, 1, 3, 0);
+    CHECK_REFUSED(s, tes_set_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
+    CHECK_REFUSED(s, tes_spawn_items(s.world, &l->x, 1, NULL, &f), TES_ERR_BAD_VALUE);
+
+    l = value1(item(list_new(), s.a, 0), 0, 1.5);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
+    check_fault(&f, 0, 0, 0, 0);
+
+    /* Entities. */
+    l = item(list_new(), s.b, 0);
+    tes_entity_t stale_list[] = {e, dead};
+    CHECK_REFUSED(s, tes_add_items(s.world, stale_list, 2, &l->x, &f), TES_ERR_STALE_ENTITY);
+    check_fault(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, dead);
+    tes_entity_t twice[] = {e, other, e};
+    CHECK_REFUSED(s, tes_add_items(s.world, twice, 3, &l->x, &f), TES_ERR_DUPLICATE_ENTITY);
+    check_fault(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, e);
+    CHECK_REFUSED(s, tes_remove_items(s.world, twice, 3, &l->x, &f), TES_ERR_DUPLICATE_ENTITY);
+
+    /* Values where there are none to take. */
+    l = value1(item(list_new(), s.b, 0), 0, 1);
+    CHECK_REFUSED(s, tes_remove_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
+    CHECK_REFUSED(s, tes_set_items(s.world, &other, 1, &l->x, &f), TES_ERR_MISSING_COMPONENT);
+    check_fault(&f, 0, 0, TES_NO_FAULT, other);
+    CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, NULL, &f), TES_ERR_INVALID_ARGUMENT);
+}
+
+TEST(an_add_that_makes_a_row_too_large_adds_nothing_else) {
+    /* 63 components of 64 fields of [f64, 256] fill an entity to just under the largest row; a
+     * 64th is too many. Adding it with a tag must not leave the tag added. */
+    tes_world_t *world = fx_world(NULL);
+    static tes_field_desc_t wide_fields[64];
+    static char names[64][8];
+    for (int f = 0; f < 64; f++) {
+        snprintf(names[f], sizeof names[f], "f%d", f);
+        wide_fields[f] = (tes_field_desc_t){names[f], TES_F64, 256};
+    }
+    tes_component_t wide[64];
+    for (int i = 0; i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "W%d", i);
+        wide[i] = fx_component(world, name, wide_fields, 64);
+    }
+    tes_component_t frozen = fx_tag(world, "Frozen");
+    tes_entity_t big;
+    CHECK_OK(tes_spawn(world, wide, 63, &big));
+    list_t *l = item(item(list_new(), frozen, 0), wide[63], 0);
+    tes_fault_t f;
+    fx_snapshot_t *before = fx_snapshot_full_of(world);
+    CHECK_ERR(tes_add_items(world, &big, 1, &l->x, &f), TES_ERR_ROW_TOO_LARGE);
+    FX_CHECK_UNCHANGED_FULL(before, world);
+    CHECK(!fx_has(world, big, frozen));
+    CHECK_OK(tes_world_validate(world));
+}
+
+TEST(remove_items_takes_components_sparse_members_one_pair_or_all_pairs_and_logs_them) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *gone =
+        fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.a, s.s, s.likes, s.tree)});
+    tes_entity_t x = fx_spawn(s.world, NULL, 0), y = fx_spawn(s.world, NULL, 0);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b, s.s, s.m));
+    CHECK_OK(tes_pair_add(s.world, e, s.likes, x));
+    CHECK_OK(tes_pair_add(s.world, e, s.likes, y));
+    CHECK_OK(tes_pair_add(s.world, e, s.tree, x));
+    tes_collect_t c;
+    CHECK_OK(tes_query_collect(s.world, gone, &c));
+    list_t *l = item(item(item(list_new(), s.a, 0), s.s, 0), s.likes, 0);
+    item(item(l, s.tree, y), s.tag, 0); /* not there: skipped */
+    CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
+    CHECK(!fx_has(s.world, e, s.a) && fx_has(s.world, e, s.b));
+    CHECK(!fx_has(s.world, e, s.s) && fx_has(s.world, e, s.m));
+    CHECK(!fx_has(s.world, e, s.likes));
+    CHECK(fx_pair_has(s.world, e, s.tree, x));
+    CHECK_OK(tes_query_collect(s.world, gone, &c));
+    CHECK_EQ(c.removed_total, 3); /* A, S, Likes: one each */
+    l = item(list_new(), s.tree, x);
+    CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
+    CHECK(!fx_has(s.world, e, s.tree));
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(set_items_writes_every_value_as_a_change_or_nothing) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changes = track(&s, FX_IDS(s.bytes));
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.bytes, s.s));
+    fx_run(s.world, changes);
+    list_t *l = value1(item(list_new(), s.bytes, 0), 0, -3);
+    value(l, 1, 3, (const double[]){1, 2, 3});
+    item(l, s.s, 0);
+    value1(l, 0, 8);
+    CHECK_OK(tes_set_items(s.world, &e, 1, &l->x, NULL));
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.bytes, 0, 0), -3);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.bytes, 1, 2), 3);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.s, 0, 0), 8);
+    fx_entities_t *seen = fx_run(s.world, changes);
+    FX_CHECK_VISITED(seen, e);
+}
+
+TEST(a_cycle_anywhere_in_the_list_refuses_the_whole_add) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t root = fx_spawn(s.world, NULL, 0), child = fx_spawn(s.world, NULL, 0);
+    CHECK_OK(tes_pair_add(s.world, child, s.tree, root));
+    list_t *l = item(item(list_new(), s.b, 0), s.tree, child);
+    tes_fault_t f;
+    CHECK_REFUSED(s, tes_add_items(s.world, &root, 1, &l->x, &f), TES_ERR_CYCLE);
+    check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, root);
+    CHECK(!fx_has(s.world, root, s.b));
+}
+
+TEST(a_deep_chain_builds_and_still_refuses_the_cycle_at_its_bottom) {
+    /* Top down, every new child has no children of its own: no walk up the chain is needed. */
+    scene_t s = make_scene(NULL);
+    enum { DEPTH = 80000 };
+    tes_entity_t *chain = fx_malloc(DEPTH * sizeof *chain);
+    CHECK_OK(tes_spawn_batch(s.world, NULL, 0, DEPTH, chain));
+    for (int i = 1; i < DEPTH; i++)
+        CHECK_OK(tes_pair_add(s.world, chain[i], s.tree, chain[i - 1]));
+    CHECK_ERR(tes_pair_add(s.world, chain[0], s.tree, chain[DEPTH - 1]), TES_ERR_CYCLE);
+    CHECK_ERR(tes_pair_add(s.world, chain[0], s.tree, chain[0]), TES_ERR_CYCLE);
+    list_t *l = item(list_new(), s.tree, chain[DEPTH - 1]);
+    CHECK_ERR(tes_add_items(s.world, &chain[10], 1, &l->x, NULL), TES_ERR_CYCLE);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(a_spawn_of_more_entities_than_a_table_holds_is_refused_before_anything_is_sized) {
+    scene_t s = make_scene(NULL);
+    list_t *l = item(item(list_new(), s.a, 0), s.s, 0);
+    fx_snapshot_t *before = fx_snapshot_full_of(s.world);
+    uint64_t bytes = fx_stats(s.world).bytes_allocated;
+    const uint32_t counts[] = {1u << 30, 1u << 31, UINT32_MAX, TES_MAX_ENTITIES + 1};
+    for (int i = 0; i < 4; i++) {
+        CHECK_ERR(tes_spawn_items(s.world, &l->x, counts[i], NULL, NULL),
+                  TES_ERR_TOO_MANY_ENTITIES);
+        CHECK_ERR(tes_spawn_batch(s.world, FX_IDS(s.a, s.s), counts[i], NULL),
+                  TES_ERR_TOO_MANY_ENTITIES);
+        CHECK_ERR(tes_spawn_batch(s.world, FX_IDS(s.a), counts[i], NULL),
+                  TES_ERR_TOO_MANY_ENTITIES);
+    }
+    FX_CHECK_UNCHANGED_FULL(before, s.world);
+    CHECK(fx_stats(s.world).bytes_allocated <= bytes + 4096);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* ---- inside an iteration ------------------------------------------------------------------ */
+
+typedef struct loop_t {
+    tes_iter_t it;
+} loop_t;
+
+/* Starts a run of a plain query over everything, so that structural calls are recorded. */
+static void loop_begin(scene_t *s, loop_t *loop) {
+    tes_query_t *all = fx_query(s->world, &(tes_query_desc_t){0});
+    CHECK_OK(tes_query_iter(s->world, all, &loop->it));
+    CHECK(tes_iter_next(&loop->it));
+}
+
+static void loop_end(loop_t *loop) {
+    tes_iter_fini(&loop->it);
+}
+
+TEST(recorded_item_calls_apply_in_order_with_their_values_as_what_they_are_then) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changed = track(&s, FX_IDS(s.b));
+    tes_query_t *added = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.b)});
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t f = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t g = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_set_number(s.world, e, s.b, 0, 0, 1));
+    fx_run(s.world, changed);
+    fx_run(s.world, added);
+    loop_t loop;
+    loop_begin(&s, &loop);
+    /* (a) remove then add with a value: the value survives the remove it follows. */
+    list_t *l = item(list_new(), s.b, 0);
+    CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
+    value1(l, 0, 5);
+    CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 1); /* nothing applied yet */
+    /* (b) an add of a held component with a value, then a set: the set is a write to a placed
+     * component, so it happens at once; the add's value is written when the loop ends. */
+    list_t *seven = value1(item(list_new(), s.b, 0), 0, 7);
+    CHECK_OK(tes_add_items(s.world, &f, 1, &seven->x, NULL));
+    CHECK_OK(tes_set_number(s.world, f, s.b, 0, 0, 8));
+    CHECK_NUM_EQ(fx_get_number(s.world, f, s.b, 0, 0), 8);
+    /* (c) two adds to an entity that lacks B: the second one's value is a change then. */
+    list_t *one = value1(item(list_new(), s.b, 0), 0, 1);
+    list_t *two = value1(item(list_new(), s.b, 0), 0, 2);
+    CHECK_OK(tes_add_items(s.world, &g, 1, &one->x, NULL));
+    CHECK_OK(tes_add_items(s.world, &g, 1, &two->x, NULL));
+    /* A set of B on g follows the recorded adds, as a change. */
+    CHECK_OK(tes_set_number(s.world, g, s.b, 0, 0, 3));
+    loop_end(&loop);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 5);
+    CHECK_NUM_EQ(fx_get_number(s.world, f, s.b, 0, 0), 7);
+    CHECK_NUM_EQ(fx_get_number(s.world, g, s.b, 0, 0), 3);
+    FX_CHECK_VISITED(fx_run(s.world, added), e, g);   /* e lost B and got it back */
+    FX_CHECK_VISITED(fx_run(s.world, changed), f, g); /* f: 8 then 7; g: 2, 3 */
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(a_recorded_spawn_with_items_is_pending_then_placed_with_its_values) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t parent = fx_spawn(s.world, NULL, 0);
+    loop_t loop;
+    loop_begin(&s, &loop);
+    list_t *l = value1(item(list_new(), s.a, 0), 0, 4);
+    item(l, s.s, 0);
+    value1(l, 0, 6);
+    item(l, s.likes, parent);
+    value1(l, 0, 9);
+    tes_entity_t e[2];
+    CHECK_OK(tes_spawn_items(s.world, &l->x, 2, e, NULL));
+    bool has;
+    CHECK_ERR(tes_has(s.world, e[0], s.a, &has), TES_ERR_PENDING_ENTITY);
+    /* Writes to the pending entity are checked against what it will have. */
+    CHECK_OK(tes_set_number(s.world, e[1], s.s, 0, 0, 10));
+    CHECK_ERR(tes_set_number(s.world, e[1], s.b, 0, 0, 10), TES_ERR_MISSING_COMPONENT);
+    /* A recorded add to a pending entity joins what it will have. */
+    list_t *b = value1(item(list_new(), s.b, 0), 0, 2);
+    CHECK_OK(tes_add_items(s.world, &e[1], 1, &b->x, NULL));
+    CHECK_OK(tes_set_number(s.world, e[1], s.b, 0, 0, 12));
+    loop_end(&loop);
+    for (int i = 0; i < 2; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.a, 0, 0), 4);
+        CHECK_NUM_EQ(pair_value(s.world, e[i], s.likes, parent), 9);
+    }
+    CHECK_NUM_EQ(fx_get_number(s.world, e[0], s.s, 0, 0), 6);
+    CHECK_NUM_EQ(fx_get_number(s.world, e[1], s.s, 0, 0), 10);
+    CHECK_NUM_EQ(fx_get_number(s.world, e[1], s.b, 0, 0), 12);
+    CHECK(!fx_has(s.world, e[0], s.b));
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(a_recorded_call_whose_entity_is_gone_at_the_flush_is_skipped) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    loop_t loop;
+    loop_begin(&s, &loop);
+    CHECK_OK(tes_despawn(s.world, e));
+    list_t *l = value1(item(list_new(), s.b, 0), 0, 2);
+    CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
+    loop_end(&loop);
+    CHECK(!tes_is_alive(s.world, e));
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 1);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* ---- over a query ------------------------------------------------------------------------- */
+
+TEST(query_add_items_is_all_or_nothing_over_every_archetype_it_matches) {
+    /* Two archetypes match; adding a component makes one of them too large. Nothing moves. */
+    tes_world_t *world = fx_world(NULL);
+    static tes_field_desc_t wide_fields[64];
+    static char names[64][8];
+    for (int f = 0; f < 64; f++) {
+        snprintf(names[f], sizeof names[f], "f%d", f);
+        wide_fields[f] = (tes_field_desc_t){names[f], TES_F64, 256};
+    }
+    tes_component_t wide[64];
+    for (int i = 0; i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "W%d", i);
+        wide[i] = fx_component(world, name, wide_fields, 64);
+    }
+    tes_component_t mark = fx_tag(world, "Mark");
+    fx_spawn(world, FX_IDS(wide[0], mark));
+    fx_spawn(world, wide, 63);
+    /* Both have W0; {W0, Mark} + W63 fits, {W0..W62} + W63 does not. */
+    tes_query_t *q = fx_query(world, &(tes_query_desc_t){.all = FX_IDS(wide[0])});
+    list_t *l = item(list_new(), wide[63], 0);
+    fx_snapshot_t *before = fx_snapshot_full_of(world);
+    CHECK_ERR(tes_query_add_items(world, q, &l->x, NULL), TES_ERR_ROW_TOO_LARGE);
+    FX_CHECK_UNCHANGED_FULL(before, world);
+    CHECK_OK(tes_world_validate(world));
+}
+
+TEST(query_add_and_remove_items_move_whole_archetypes_or_rows_with_their_values) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_query_t *gone = fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.tag)});
+    tes_entity_t list[500];
+    for (int i = 0; i < 500; i++) {
+        list[i] = i % 3 ? fx_spawn(s.world, FX_IDS(s.a)) : fx_spawn(s.world, FX_IDS(s.a, s.b));
+        CHECK_OK(tes_set_number(s.world, list[i], s.a, 0, 0, i));
+    }
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
+    list_t *tag = item(list_new(), s.tag, 0);
+    CHECK_OK(tes_query_add_items(s.world, q, &tag->x, NULL));
+    for (int i = 0; i < 500; i++) {
+        CHECK(fx_has(s.world, list[i], s.tag));
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.a, 0, 0), i);
+    }
+    fx_check_all_packed(s.world);
+    /* With a value and a sparse member: row by row. */
+    list_t *more = value1(item(list_new(), s.b, 0), 0, 3);
+    item(more, s.m, 0);
+    CHECK_OK(tes_query_add_items(s.world, q, &more->x, NULL));
+    for (int i = 0; i < 500; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.b, 0, 0), 3);
+        CHECK(fx_has(s.world, list[i], s.m));
+    }
+    tes_collect_t c;
+    CHECK_OK(tes_query_collect(s.world, gone, &c));
+    CHECK_OK(tes_query_remove_items(s.world, q, &tag->x, NULL));
+    CHECK_OK(tes_query_collect(s.world, gone, &c));
+    CHECK_EQ(c.removed_total, 500);
+    for (int i = 0; i < 500; i++)
+        CHECK(!fx_has(s.world, list[i], s.tag));
+    /* A consumer's run would use up what it reports. */
+    tes_query_t *filtered = track(&s, FX_IDS(s.a));
+    CHECK_ERR(tes_query_add_items(s.world, filtered, &tag->x, NULL), TES_ERR_INVALID_ARGUMENT);
+    fx_check_all_packed(s.world);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(query_items_inside_an_iteration_are_recorded_for_the_entities_matched_now) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
+    loop_t loop;
+    loop_begin(&s, &loop);
+    list_t *l = value1(item(list_new(), s.b, 0), 0, 4);
+    CHECK_OK(tes_query_add_items(s.world, q, &l->x, NULL));
+    tes_entity_t late = fx_spawn(s.world, FX_IDS(s.a)); /* pending: not matched now */
+    CHECK(!fx_has(s.world, e, s.b));
+    loop_end(&loop);
+    CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 4);
+    CHECK(!fx_has(s.world, late, s.b));
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* ---- registration taken back -------------------------------------------------------------- */
+
+TEST(the_latest_registration_can_be_taken_back_while_nothing_uses_it) {
+    scene_t s = make_scene(NULL);
+    uint32_t count = fx_stats(s.world).component_count;
+    fx_snapshot_t *before = fx_snapshot_full_of(s.world);
+    tes_component_t fresh = fx_sparse(s.world, "Fresh", value_fields, 1);
+    CHECK_ERR(tes_component_unregister(s.world, s.a), TES_ERR_INVALID_ARGUMENT); /* not latest */
+    CHECK_OK(tes_component_unregister(s.world, fresh));
+    FX_CHECK_UNCHANGED_FULL(before, s.world);
+    CHECK_EQ(fx_stats(s.world).component_count, count);
+    CHECK_ERR(tes_component_unregister(s.world, fresh), TES_ERR_UNKNOWN_COMPONENT);
+    /* The name and id can be had again. */
+    CHECK_EQ(fx_sparse(s.world, "Fresh", value_fields, 1), fresh);
+    /* In use: an archetype, a query, a member. */
+    tes_component_t used = fx_component(s.world, "Used", value_fields, 1);
+    tes_archetype_t a;
+    CHECK_OK(tes_archetype_find(s.world, FX_IDS(used), &a));
+    CHECK_ERR(tes_component_unregister(s.world, used), TES_ERR_INVALID_ARGUMENT);
+    tes_component_t queried = fx_component(s.world, "Queried", value_fields, 1);
+    fx_query(s.world, &(tes_query_desc_t){.none = FX_IDS(queried)});
+    CHECK_ERR(tes_component_unregister(s.world, queried), TES_ERR_INVALID_ARGUMENT);
+    tes_component_t member = fx_sparse(s.world, "Member", NULL, 0);
+    tes_entity_t e = fx_spawn(s.world, NULL, 0);
+    CHECK_OK(tes_add(s.world, e, member));
+    CHECK_ERR(tes_component_unregister(s.world, member), TES_ERR_INVALID_ARGUMENT);
+    CHECK_OK(tes_world_validate(s.world));
+}
