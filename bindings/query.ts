@@ -9,6 +9,7 @@ import { TesseraError } from './errors.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import {
     arrayTypes,
+    describeDefinition,
     describeValue,
     fieldOf,
     isDefinition,
@@ -192,7 +193,9 @@ export class Query {
                         `${operation} ${term}`,
                         op > 2 && isDefinition(pair?.relation)
                             ? `${term} takes components and relations, not pairs (use ${pair!.relation!.name}, or the pair in all)`
-                            : `expected a component${op > 2 ? ' or a relation' : ', a relation or a pair'}, got ${describeValue(item)}`,
+                            : typeof item === 'function'
+                              ? describeDefinition(item)
+                              : `expected a component${op > 2 ? ' or a relation' : ', a relation or a pair'}, got ${describeValue(item)}`,
                     );
                 }
                 if (typeof pair.target !== 'number' || pair.target >>> 0 !== pair.target) {

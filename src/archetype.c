@@ -37,6 +37,18 @@ static tes_result_t layout(const tes_world_t *world, tesi_archetype_t *a) {
     return TES_OK;
 }
 
+tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t *set,
+                                 uint32_t count) {
+    /* layout()'s test: the rows must fit TESI_MIN_CAPACITY times in the largest block. */
+    uint64_t size = tesi_align_up(TESI_MIN_CAPACITY * (uint32_t)sizeof(tes_entity_t), TESI_ALIGN);
+    for (uint32_t i = 0; i < count; i++) {
+        const tesi_component_t *c = &world->components[set[i]];
+        for (uint32_t f = 0; f < c->field_count; f++)
+            size += ((uint64_t)c->fields[f].bytes * TESI_MIN_CAPACITY + TESI_ALIGN - 1) & ~15ull;
+    }
+    return size > TESI_MAX_BLOCK_BYTES ? TES_ERR_ROW_TOO_LARGE : TES_OK;
+}
+
 static void archetype_free(tes_world_t *world, tesi_archetype_t *a) {
     tesi_free(world, a->components, (size_t)a->component_count * sizeof *a->components);
     tesi_free(world, a->type_index, (size_t)a->lookup_length * sizeof *a->type_index);

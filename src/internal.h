@@ -543,6 +543,10 @@ void tesi_entities_fini(tes_world_t *world);
 
 /* ---- archetype.c ----------------------------------------------------------------------- */
 
+/* Whether an archetype of the sorted set could be made: TES_ERR_ROW_TOO_LARGE when its rows are
+ * too wide for any block. Nothing is allocated. */
+tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t *set,
+                                 uint32_t count);
 /* The archetype of the set in world->scratch[0..count-1] (sorted), created if missing. */
 tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_archetype_t **out);
 void tesi_archetypes_fini(tes_world_t *world);

@@ -295,13 +295,12 @@ static void unplan(tes_world_t *world) {
     e->plan_count = 0;
 }
 
-/* The archetype `from` becomes with the call's table components added or removed. */
-static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_archetype_t **out,
-                              const tesi_move_t **out_moves) {
+/* The set `from` becomes with the call's table components added or removed, into
+ * world->scratch; *out_count 0 changes means `from` itself (nothing written). */
+static tes_result_t target_set(const call_t *call, const tesi_archetype_t *from,
+                               uint32_t *out_changes, uint32_t *out_last, uint32_t *out_count) {
     tes_world_t *world = call->world;
     bool removing = call->kind == EDIT_REMOVE;
-    *out = from;
-    *out_moves = NULL;
     uint32_t changes = 0, last = 0;
     for (uint32_t k = 0; k < call->table_count; k++) {
         if ((tesi_type_index(from, call->table[k]) != TESI_NO_TYPE) == removing) {
@@ -309,9 +308,10 @@ static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_a
             last = call->table[k];
         }
     }
+    *out_changes = changes;
+    *out_last = last;
+    *out_count = 0;
     if (changes == 0) return TES_OK;
-    /* One component: the cached edge, with its move plan. */
-    if (changes == 1) return tesi_graph_step(world, from, last, removing, out, out_moves);
     tes_result_t result =
         tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
                      from->component_count + call->table_count + 1, sizeof *world->scratch, 32);
@@ -333,7 +333,34 @@ static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_a
             b++;
         }
     }
-    return tesi_archetype_ensure(world, n, out);
+    *out_count = n;
+    return TES_OK;
+}
+
+/* Whether `from`'s target exists or could be made (TES_ERR_ROW_TOO_LARGE), creating nothing:
+ * every target of a call is checked before the first is made. */
+static tes_result_t target_fits(const call_t *call, const tesi_archetype_t *from) {
+    uint32_t changes, last, n;
+    tes_result_t result = target_set(call, from, &changes, &last, &n);
+    if (result != TES_OK || changes == 0) return result;
+    const tes_component_t *set = call->world->scratch;
+    if (tesi_graph_find(call->world, set, n, tesi_hash_set(set, n))) return TES_OK;
+    return tesi_archetype_fits(call->world, set, n);
+}
+
+/* The archetype `from` becomes with the call's table components added or removed. */
+static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_archetype_t **out,
+                              const tesi_move_t **out_moves) {
+    *out = from;
+    *out_moves = NULL;
+    uint32_t changes, last, n;
+    tes_result_t result = target_set(call, from, &changes, &last, &n);
+    if (result != TES_OK || changes == 0) return result;
+    /* One component: the cached edge, with its move plan. */
+    if (changes == 1) {
+        return tesi_graph_step(call->world, from, last, call->kind == EDIT_REMOVE, out, out_moves);
+    }
+    return tesi_archetype_ensure(call->world, n, out);
 }
 
 /* Groups the entities by archetype and finds each group's target (creating it when missing). */
@@ -356,6 +383,8 @@ static tes_result_t plan_moves(const call_t *call, const tes_entity_t *entities,
         }
         e->plans[from->plan - 1].rows++;
     }
+    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
+        result = target_fits(call, e->plans[p].from);
     for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
         tesi_plan_t *plan = &e->plans[p];
         result = target_of(call, plan->from, &plan->to, &plan->moves);
@@ -613,6 +642,12 @@ static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entitie
                                  bool commit) {
     tes_world_t *world = call->world;
     if (!call->table_count || call->kind == EDIT_SET) return TES_OK;
+    for (uint32_t i = 0; i < n && !commit; i++) {
+        tesi_record_t *pending = tesi_pending_record(world, entities[i]);
+        tes_result_t result =
+            pending ? target_fits(call, tesi_pending_archetype(world, pending)) : TES_OK;
+        if (result != TES_OK) return result;
+    }
     for (uint32_t i = 0; i < n; i++) {
         tesi_record_t *pending = tesi_pending_record(world, entities[i]);
         if (!pending) continue;
@@ -804,6 +839,8 @@ static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool
     }
     tes_iter_fini(&it);
     *out_whole = true;
+    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
+        result = target_fits(call, e->plans[p].from);
     for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
         tesi_plan_t *plan = &e->plans[p];
         result = target_of(call, plan->from, &plan->to, &plan->moves);

@@ -428,6 +428,7 @@ tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_compone
     tesi_component_t *c;
     tes_result_t result = check_pair(world, source, relation, target, false, &c);
     if (result != TES_OK) return result;
+    if (before && !tesi_record_of(world, before)) return tesi_not_alive(world, before);
     uint32_t id = tesi_pair_find(world, relation, source, target);
     uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
     if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;

@@ -29,10 +29,13 @@
  *   recycled. Every handle is below 2^30, so JavaScript engines keep it as a small integer.
  *   Handle 0 is never a live entity. A handle whose entity was despawned is "stale": every call
  *   that takes it fails with TES_ERR_STALE_ENTITY and touches nothing. Slots are recycled first
- *   in, first out, and only while more than `min_free_indices` slots wait in the free queue, so
- *   a stale handle can alias a newer entity only after its slot went through 2^9 = 512
- *   recycles, which takes at least 512 * (min_free_indices + 1) spawns (2.1 million with the
- *   default).
+ *   in, first out, and only while more than `min_free_indices` slots wait in the free queue. A
+ *   world holds at most TES_MAX_ENTITIES - min_free_indices live (and pending) entities
+ *   (2,093,055 with the default), so that the queue always holds more than min_free_indices
+ *   slots when no fresh one is left: at every population, a slot is reused only after more than
+ *   min_free_indices others were freed after it, and a stale handle can alias a newer entity
+ *   only after its slot went through 2^9 = 512 recycles, that is after at least
+ *   512 * (min_free_indices + 1) despawns (2.1 million with the default).
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -112,7 +115,7 @@ typedef uint32_t tes_archetype_t; /* dense, 0 = the empty archetype */
 
 #define TES_INDEX_BITS       21u
 #define TES_GENERATION_BITS  9u
-#define TES_MAX_ENTITIES     ((1u << TES_INDEX_BITS) - 1u) /* 2,097,151 live entities */
+#define TES_MAX_ENTITIES     ((1u << TES_INDEX_BITS) - 1u) /* entity indices 1..2,097,151 */
 #define TES_MAX_COMPONENTS   4096u                         /* component types per world */
 #define TES_MAX_FIELDS       64u                           /* fields per component */
 #define TES_MAX_ARRAY_LENGTH 256u                          /* elements per array field */
@@ -149,8 +152,9 @@ typedef struct tes_world_desc_t {
      * freed when empty instead of pooled. */
     uint32_t chunk_bytes;
     /* Freed entity slots are reused only while more than this many wait in the FIFO free
-     * queue, unless the table is full. Default 4096. Larger delays aliasing of stale handles
-     * further. */
+     * queue; the world holds at most TES_MAX_ENTITIES - min_free_indices entities. Default
+     * 4096; at most 2^20 - 1 (TES_ERR_INVALID_ARGUMENT). Larger delays aliasing of stale
+     * handles further. */
     uint32_t min_free_indices;
     /* Allocator for everything the world owns. Default: malloc/free. */
     tes_allocator_t allocator;
@@ -380,6 +384,9 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * and values, after the checks above, and applied in order when the last iteration ends: what
  * they do is decided then (an add of a component the entity has by then writes its values as
  * a change, else as initial values). A recorded call whose entity is gone by then is skipped.
+ * What moves no row happens at once when every entity (and pair target) is placed, as
+ * tes_pair_add and tes_set do: a call of pairs only, and tes_set_items to items the entities
+ * have now (to an item a recorded add brings, it is recorded after that add).
  *
  * wasm32 layouts: tes_item_t component 0, target 4 (8 bytes); tes_value_t item 0, field 4,
  * number 8 (12 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12, numbers 16,
@@ -615,6 +622,7 @@ TES_API tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_
                                         uint32_t capacity, uint32_t *out_count);
 /* Moves the pair (source, relation, target) in the target's list of sources to just before the
  * pair of `before` (another source of the same target), or to the end when before is 0.
+ * TES_ERR_STALE_ENTITY when source, target or before is not alive (checked in that order),
  * TES_ERR_MISSING_COMPONENT when either pair does not exist. */
 TES_API tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source,
                                     tes_component_t relation, tes_entity_t target,
@@ -732,13 +740,14 @@ typedef struct tes_iter_t {
 /* Starts a run of the query. While any iteration is live, structural changes (spawn, despawn,
  * add, remove and their batch forms) are recorded and applied, in order, when the last live
  * iteration ends; tes_spawn then hands out a handle that is TES_ERR_PENDING_ENTITY until
- * then. tes_add, tes_remove, tes_despawn and the writes (tes_set, tes_set_number, tes_init*)
- * on such a pending entity are recorded like any other command (writes to placed entities
- * happen at once, except tes_init*'s, see there), and checked when recorded against the
- * components the entity will have (the sparse ones included: its spawn's and its recorded adds and
- * removes). A command whose entity is
- * gone by then (or that runs out of memory) is skipped and counted in commands_skipped. A consumer
- * query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
+ * then. tes_add, tes_remove, tes_despawn, the item calls and the writes (tes_set,
+ * tes_set_number, tes_init*) on such a pending entity are recorded like any other command, and
+ * checked when recorded against the components the entity will have (the sparse ones included:
+ * its spawn's and its recorded adds and removes). A write to a placed entity happens at once
+ * when the entity has the component now; when it lacks it but a recorded command adds it, the
+ * write is recorded after that command (tes_set* as a change, tes_init* see there). A command
+ * whose entity is gone by then (or that runs out of memory) is skipped and counted in
+ * commands_skipped. A consumer query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
 TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
  * run is over: the query's last_run becomes this_run and deferred commands are applied. */
