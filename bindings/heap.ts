@@ -1,13 +1,14 @@
 /**
  * The module's linear memory as the wrapper sees it: typed-array views that are re-derived
  * whenever `memory.buffer` changed (memory growth detaches every earlier view), a scratch
- * block for out-parameters, a growable temporary block for arrays passed to C, and C strings.
+ * block for out-parameters, a growable temporary block and copies for arrays passed to C
+ * (safe when the caller's array is itself a view of this memory), and C strings.
  *
  * @module
  */
 import type { Pointer, TesseraExports } from './load.js';
 import { TesseraError, type ErrorCode } from './errors.js';
-import type { FieldType, TypedArrayOf } from './schema.js';
+import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;
@@ -29,6 +30,11 @@ export class Heap {
     private views!: { typed: { [T in FieldType]: TypedArrayOf[T] }; data: DataView };
     private temp: Pointer = 0;
     private tempBytes = 0;
+    /**
+     * The temporary block a growing `reserveTemp` replaced, freed only once the caller's input
+     * is copied (the input may lie in it, if the caller made a view of memory by hand).
+     */
+    private staleTemp: Pointer = 0;
     private readonly decoder = new TextDecoder();
     private readonly encoder = new TextEncoder();
 
@@ -102,18 +108,14 @@ export class Heap {
     }
 
     /**
-     * A temporary block of at least `bytes`, valid until the next `tempBlock` call. It only
-     * grows, so steady-state calls allocate nothing.
+     * A temporary block of at least `bytes`, valid until the next `tempBlock`, `tempU32` or
+     * `tempArray` call. It only grows, so steady-state calls allocate nothing. Its contents
+     * are the caller's to write: to copy an array the caller was given, use `tempArray`.
      */
     tempBlock(bytes: number, operation: string): Pointer {
-        if (bytes > this.tempBytes) {
-            const size = Math.max(bytes, this.tempBytes * 2, 1024);
-            const block = this.malloc(size, operation);
-            if (this.temp) this.exports.tes_free(this.temp);
-            this.temp = block;
-            this.tempBytes = size;
-        }
-        return this.temp;
+        const pointer = this.reserveTemp(bytes, operation);
+        this.freeStaleTemp();
+        return pointer;
     }
 
     /** Bytes of the current temporary block (0 before the first `tempBlock`). */
@@ -121,13 +123,84 @@ export class Heap {
         return this.tempBytes;
     }
 
-    /** Copies a list of u32 (entities, components) into the temporary block. */
+    /**
+     * Copies a list of u32 (entities, components) into the temporary block. The list may be a
+     * view of this memory (`chunk.entities`): see {@link Heap.tempArray}.
+     */
     tempU32(values: ArrayLike<number>, operation: string): Pointer {
-        const pointer = this.tempBlock(Math.max(4, values.length * 4), operation);
-        const u32 = this.u32;
-        // A loop beats TypedArray.set for the few ids of a component set (and plain arrays).
-        for (let i = 0, at = pointer >>> 2; i < values.length; i++) u32[at + i] = values[i]!;
+        return this.tempArray(values, 'u32', operation);
+    }
+
+    /**
+     * Copies numbers into the temporary block as elements of `type`. `values` may be a view of
+     * this very memory (`delta.bytes`, `chunk.entities`, a column): allocating the block may
+     * grow memory, which detaches such a view, so where it lies is noted first and it is
+     * copied from there afterwards (see `copyIn`).
+     */
+    tempArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
+        const pointer = this.copyIn(values, type, (bytes) => this.reserveTemp(Math.max(bytes, 4), operation));
+        this.freeStaleTemp();
         return pointer;
+    }
+
+    /**
+     * Copies numbers into fresh memory from the C heap (free it with tes_free), for inputs too
+     * big to keep in the temporary block (snapshots). `values` may be a view of this memory,
+     * as for {@link Heap.tempArray}.
+     */
+    newArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
+        return this.copyIn(values, type, (bytes) => this.malloc(Math.max(bytes, 1), operation));
+    }
+
+    /**
+     * The one way a caller's array gets into wasm memory. An array that is a view of this
+     * memory (its buffer is `memory.buffer`) is detached by any growth, and `reserve` may
+     * grow memory: so its byte offset is noted before, and its bytes are copied within memory
+     * after (the region it views is not freed by an allocation). A view of another element
+     * type is copied out to JS first. Anything else (plain arrays, typed arrays over JS
+     * memory) is read only after `reserve`, as it cannot be detached by it.
+     */
+    private copyIn(values: ArrayLike<number>, type: FieldType, reserve: (bytes: number) => Pointer): Pointer {
+        const Type = arrayTypes[type];
+        const elementBytes = Type.BYTES_PER_ELEMENT;
+        let source = -1;
+        // Debug worlds hand out Proxies over views: property reads go through to the view.
+        const buffer = (values as Partial<ArrayBufferView>).buffer;
+        if (buffer !== undefined && buffer === this.current) {
+            if (values instanceof Type) source = (values as unknown as ArrayBufferView).byteOffset;
+            else values = Array.from(values);
+        }
+        const length = values.length;
+        const pointer = reserve(length * elementBytes);
+        if (source >= 0) {
+            this.u8.copyWithin(pointer, source, source + length * elementBytes);
+        } else if (type === 'u32' && !ArrayBuffer.isView(values)) {
+            // A loop beats TypedArray.set for the few ids of a component set (and plain arrays).
+            const u32 = this.u32;
+            for (let i = 0, at = pointer >>> 2; i < length; i++) u32[at + i] = values[i]!;
+        } else {
+            this.typed(type).set(values, pointer / elementBytes);
+        }
+        return pointer;
+    }
+
+    /** The temporary block, grown when smaller than `bytes`; the old one waits in `staleTemp`. */
+    private reserveTemp(bytes: number, operation: string): Pointer {
+        if (bytes > this.tempBytes) {
+            const size = Math.max(bytes, this.tempBytes * 2, 1024);
+            const block = this.malloc(size, operation);
+            this.staleTemp = this.temp;
+            this.temp = block;
+            this.tempBytes = size;
+        }
+        return this.temp;
+    }
+
+    private freeStaleTemp(): void {
+        if (this.staleTemp !== 0) {
+            this.exports.tes_free(this.staleTemp);
+            this.staleTemp = 0;
+        }
     }
 
     /** Reads a NUL-terminated UTF-8 string. */
@@ -164,3 +237,4 @@ export class Heap {
         };
     }
 }
+

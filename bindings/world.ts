@@ -232,11 +232,12 @@ export class World {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
         }
         const heap = this.heap;
-        const block = heap.tempBlock(Math.max(bytes.length, 1), operation);
-        heap.u8.set(bytes, block);
+        const size = bytes.length;
+        // The bytes may be a view of this module's memory (delta.bytes of a source world here).
+        const block = heap.tempArray(bytes, 'u8', operation);
         const out = heap.scratch;
         heap.u32[out >>> 2] = 0;
-        const result = heap.exports.tes_delta_apply(world, block, bytes.length, out);
+        const result = heap.exports.tes_delta_apply(world, block, size, out);
         // A keyframe may have registered components: definitions claim them by name.
         this.restored = true;
         this.check(result, operation);
@@ -1636,11 +1637,12 @@ function restore(heap: Heap, desc: Pointer, snapshot: Uint8Array, operation: str
     if (!(snapshot instanceof Uint8Array)) {
         throw new TesseraError('INVALID_ARGUMENT', operation, `snapshot: expected a Uint8Array, got ${describeValue(snapshot)}`);
     }
-    const bytes = heap.malloc(Math.max(snapshot.length, 1), operation);
+    const size = snapshot.length;
+    // The bytes may be a view of this module's memory: newArray copies them safely.
+    const bytes = heap.newArray(snapshot, 'u8', operation);
     try {
-        heap.u8.set(snapshot, bytes);
         const out = desc + 32;
-        const result = heap.exports.tes_world_restore(desc, bytes, snapshot.length, out);
+        const result = heap.exports.tes_world_restore(desc, bytes, size, out);
         if (result !== 0) {
             const code = heap.codes[result]!;
             throw new TesseraError(code, operation, `snapshot: ${heap.messages[result]}`);
