@@ -2,7 +2,8 @@
  * The module's linear memory as the wrapper sees it: typed-array views that are re-derived
  * whenever `memory.buffer` changed (memory growth detaches every earlier view), a scratch
  * block for out-parameters, a growable temporary block and copies for arrays passed to C
- * (safe when the caller's array is itself a view of this memory), and C strings.
+ * (safe when the caller's array is itself a view of this memory), the pool of iteration
+ * blocks, and C strings.
  *
  * @module
  */
@@ -12,6 +13,9 @@ import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;
+
+/** Bytes of a `tes_iter_t` (wasm32): one per live iteration that asks the C core for chunks. */
+const ITER_BYTES = 56;
 
 /** @internal */
 export class Heap {
@@ -35,6 +39,11 @@ export class Heap {
      * is copied (the input may lie in it, if the caller made a view of memory by hand).
      */
     private staleTemp: Pointer = 0;
+    /**
+     * Iteration blocks no live iteration uses, shared by every world of the module: its size is
+     * the most iterations that were ever live at once, whatever worlds come and go.
+     */
+    private readonly iterBlocks: Pointer[] = [];
     private readonly decoder = new TextDecoder();
     private readonly encoder = new TextEncoder();
 
@@ -150,6 +159,21 @@ export class Heap {
      */
     newArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
         return this.copyIn(values, type, (bytes) => this.malloc(Math.max(bytes, 1), operation));
+    }
+
+    /** @internal A 56-byte `tes_iter_t` block, from the pool when one is free. */
+    takeIterBlock(operation: string): Pointer {
+        return this.iterBlocks.pop() ?? this.malloc(ITER_BYTES, operation);
+    }
+
+    /** @internal Gives an iteration block back to the pool (its iteration ended, or its world went). */
+    returnIterBlock(block: Pointer): void {
+        this.iterBlocks.push(block);
+    }
+
+    /** @internal Iteration blocks in the pool (no live iteration uses them). */
+    get pooledIterBlocks(): number {
+        return this.iterBlocks.length;
     }
 
     /**

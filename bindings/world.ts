@@ -6,8 +6,9 @@
  */
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
-import { TES_MAX_COMPONENTS, type Pointer, type TesseraExports } from './load.js';
+import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import { Query, type QueryDesc } from './query.js';
+import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import {
     arrayTypes,
     ChildOf,
@@ -93,13 +94,6 @@ export interface WorldStats {
     readonly commandsSkipped: number;
 }
 
-const worldsToFree = new FinalizationRegistry<{ exports: TesseraExports; pointer: Pointer }>(
-    ({ exports, pointer }) => exports.tes_world_destroy(pointer),
-);
-
-/** Where an iteration block (`tes_iter_t`, 56 bytes) comes from and goes back to. */
-const ITER_BYTES = 56;
-
 /**
  * A world: entities, their components, queries over them, change subscriptions and systems.
  * Make one with `createWorld()`; free it with {@link World.destroy}.
@@ -129,6 +123,8 @@ export class World {
     readonly columnOffsets = new Map<number, number>();
     /** @internal Live iterations started from JS. */
     liveIterations = 0;
+    /** @internal What the world's finalizer needs (lifetime.ts). */
+    readonly link: WorldLink;
     /**
      * @internal Adds with values to placed entities deferred by the live iterations, as
      * `entity * TES_MAX_COMPONENTS + id`: a `set` of such a component in the same loop joins
@@ -141,7 +137,6 @@ export class World {
     private readonly ids: number[] = [];
     /** Components and relations by C id. */
     private readonly components: Definition[] = [];
-    private readonly freeIterBlocks: Pointer[] = [];
     private readonly scheduler: Scheduler;
 
     /** @internal Use `createWorld()`. */
@@ -169,7 +164,8 @@ export class World {
             this.check(heap.exports.tes_world_create(desc, out), operation);
             this.pointer = heap.u32At(out);
         }
-        worldsToFree.register(this, { exports: heap.exports, pointer: this.pointer }, this);
+        this.link = new WorldLink(heap, this.pointer);
+        watchWorld(this, this.link);
         this.scheduler = new Scheduler(this);
     }
 
@@ -268,11 +264,9 @@ export class World {
                 'an iteration of this world is still live: end the loop first',
             );
         }
-        worldsToFree.unregister(this);
-        this.heap.exports.tes_world_destroy(this.pointer);
+        forgetWorld(this);
+        this.link.destroy();
         this.pointer = 0;
-        for (const block of this.freeIterBlocks) this.heap.exports.tes_free(block);
-        this.freeIterBlocks.length = 0;
     }
 
     // ---- entities ------------------------------------------------------------------------
@@ -932,15 +926,24 @@ export class World {
         return heap.u32.subarray(components, components + heap.u32At(out + 4)).includes(id);
     }
 
-    /** @internal A 56-byte `tes_iter_t` block. */
+    /**
+     * @internal A 56-byte `tes_iter_t` block for a run, from the module's pool. It is lent: if
+     * the world goes before the run ends, the block goes back to the pool with it.
+     */
     takeIterBlock(operation: string): Pointer {
-        return this.freeIterBlocks.pop() ?? this.heap.malloc(ITER_BYTES, operation);
+        const block = this.heap.takeIterBlock(operation);
+        this.link.lentBlocks.push(block);
+        return block;
     }
 
-    /** @internal */
+    /** @internal A run ended: its block goes back to the module's pool. */
     returnIterBlock(block: Pointer): void {
-        if (this.pointer === 0) this.heap.exports.tes_free(block);
-        else this.freeIterBlocks.push(block);
+        const lent = this.link.lentBlocks;
+        const at = lent.lastIndexOf(block);
+        if (at < 0) return; // the world went first and gave it back
+        lent[at] = lent[lent.length - 1]!;
+        lent.pop();
+        this.heap.returnIterBlock(block);
     }
 
     private register(component: Definition, operation: string): number {

@@ -1,16 +1,32 @@
-// Lifetimes: inputs that are views of wasm memory itself.
+// Lifetimes: the finalizers that free forgotten worlds (and the iteration blocks they used),
+// inputs that are views of wasm memory itself.
 import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 
-import { component, init, type TesseraModule } from '../../dist/index.js';
+import { component, init, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
 import { sorted } from './support.js';
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Health = component('Health', { value: 'i32' });
 
+// The garbage collector, for the finalizer tests (Vitest gives no --expose-gc flag).
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Collects garbage and lets the finalization callbacks run (they run as tasks after a GC). */
+async function collect(): Promise<void> {
+    for (let round = 0; round < 4; round++) {
+        gc();
+        await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+}
+
 /** The internals of a module that these tests look at. */
 interface HeapInternals {
     exports: Record<string, unknown> & { tes_malloc(bytes: number): number; tes_free(pointer: number): void };
+    readonly pooledIterBlocks: number;
 }
 
 function heapOf(module: TesseraModule): HeapInternals {
@@ -46,6 +62,58 @@ async function instrumentedModule(growFirst = false): Promise<{ module: TesseraM
     };
     return { module, outstanding };
 }
+
+describe('finalizers (a backstop for worlds the program drops without destroy)', () => {
+    /** Makes a world, iterates it (completing one run, abandoning another), and forgets it. */
+    function iterateAndForget(module: TesseraModule, abandon: boolean): void {
+        const world = module.createWorld();
+        world.spawn(Position);
+        const q = world.query({ all: [Position], added: [Position] });
+        for (const chunk of q) chunk.column(Position, 'x');
+        if (abandon) world.query({ all: [Position] }).chunks().next();
+    }
+
+    test('forgotten worlds that iterated keep no iteration blocks: the pool stays bounded', async () => {
+        const { module, outstanding } = await instrumentedModule();
+        const heap = heapOf(module);
+        iterateAndForget(module, true);
+        await collect();
+        const baseline = outstanding.size;
+        for (let round = 0; round < 10; round++) {
+            for (let i = 0; i < 50; i++) iterateAndForget(module, i % 2 === 0);
+            await collect();
+        }
+        // Every block the bindings allocated for those 500 worlds was freed or pooled again: the
+        // pool holds at most as many as were live at once (25 abandoned runs of forgotten
+        // worlds, live until their worlds are collected, and one more).
+        expect(outstanding.size).toBeLessThanOrEqual(baseline + 26);
+        expect(heap.pooledIterBlocks).toBeLessThanOrEqual(26);
+    });
+
+    test('the pool holds as many blocks as iterations were live at once', async () => {
+        const { module } = await instrumentedModule();
+        const heap = heapOf(module);
+        const worlds = [module.createWorld(), module.createWorld()];
+        const iterators: ChunkIterator[] = [];
+        for (const world of worlds) {
+            world.spawn(Position);
+            for (let i = 0; i < 3; i++) {
+                const q = world.query({ all: [Position], changed: [Position] }); // consumers never replay
+                iterators.push(q.chunks());
+            }
+        }
+        for (const iterator of iterators) iterator.return();
+        expect(heap.pooledIterBlocks).toBe(6);
+        for (let cycle = 0; cycle < 100; cycle++) {
+            const world = module.createWorld();
+            world.spawn(Position);
+            for (const _ of world.query({ all: [Position], changed: [Position] }));
+            world.destroy();
+        }
+        expect(heap.pooledIterBlocks).toBe(6);
+        for (const world of worlds) world.destroy();
+    });
+});
 
 describe('inputs that are views of wasm memory', () => {
     test('applyDelta(delta.bytes): source and replica in one module, memory growing as keyframes grow', async () => {
