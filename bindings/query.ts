@@ -550,7 +550,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         // own chunk: only a run started while none is live uses the query's reusable lists.
         this.marks = query.runs === 0 ? query.marks : new Map();
         query.runs++;
-        owner.liveIterations++;
+        owner.iterations.push(this);
     }
 
     [Symbol.iterator](): this {
@@ -558,7 +558,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     }
 
     next(): IteratorResult<Chunk, undefined> {
-        if (this.done) return DONE;
+        if (this.done) return this.ended();
         try {
             this.finishChunk();
         } catch (error) {
@@ -634,14 +634,37 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current = undefined;
         this.query.runs--;
         const world = this.query.world;
-        world.liveIterations--;
+        const live = world.iterations;
+        // Runs mostly end newest first: then this is the last entry.
+        const at = live.lastIndexOf(this);
+        if (at === live.length - 1) live.pop();
+        else live.splice(at, 1);
         const exports = world.heap.exports;
         if (this.replay !== undefined) exports.tes_defer_end(world.pointer);
         else {
             exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
             world.returnIterBlock(this.block);
         }
-        if (world.liveIterations === 0) world.deferredAdds.clear();
+        if (live.length === 0) world.deferredAdds.clear();
+    }
+
+    /**
+     * @internal The world is being destroyed: the run ends with it, without a call into C (the
+     * C world, its run and its deferred commands go whole; the block goes back with the
+     * world's). From now on the iterator and its chunks throw `DESTROYED`.
+     */
+    abandon(): void {
+        if (this.done) return;
+        this.done = true;
+        this.current?.expire();
+        this.current = undefined;
+        this.query.runs--;
+    }
+
+    /** `next()` after the end: done (its end, break, tick()), or DESTROYED (world.destroy()). */
+    private ended(): IteratorResult<Chunk, undefined> {
+        if (this.query.world.pointer === 0) throw new TesseraError('DESTROYED', 'iterator.next', 'the world was destroyed');
+        return DONE;
     }
 }
 
@@ -735,7 +758,7 @@ export class Chunk {
      */
     column<S extends Schema, K extends FieldName<S>>(component: Component<S>, field: K): ColumnOf<S, K> {
         // The views handed out before, found by identity: no lookups when a loop (or a replayed
-        // run) asks again. A live chunk implies a live world (destroy refuses while iterating).
+        // run) asks again. A live chunk implies a live world (destroy expires every chunk).
         // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
         const views = this.views;
         if (!this.expired) {
@@ -844,10 +867,11 @@ export class Chunk {
     }
 
     private alive(operation: string): void {
+        // The world first: destroying it expires the chunk too, and DESTROYED says why.
+        this.query.world.live(operation);
         if (this.expired) {
             throw new TesseraError('CHUNK_EXPIRED', operation, 'the iteration has moved past this chunk');
         }
-        this.query.world.live(operation);
     }
 }
 

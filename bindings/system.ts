@@ -103,23 +103,31 @@ export class Scheduler {
         return Object.freeze(system);
     }
 
+    /**
+     * Ends the iterations a program left live (abandoned iterators), then runs the due systems
+     * stage by stage, ending what each system leaves live when it returns, then prunes. Called
+     * from inside a system, it is refused and changes nothing.
+     */
     tick(): void {
         const operation = 'world.tick';
         const world = this.world;
-        if (world.liveIterations > 0) {
-            throw new TesseraError(
-                'QUERY_IN_USE',
-                operation,
-                'an iteration is still live: a loop over a query was left without ending it (drive it to the end or break out of for...of)',
-            );
+        if (this.ticking) {
+            // Refused as it always was: ending the system's own run under it, or running every
+            // system inside one, would pull the frame from under the running system.
+            if (world.liveIterations > 0) {
+                throw new TesseraError('QUERY_IN_USE', operation, 'tick() was called from a system, inside a loop over a query');
+            }
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'tick() was called from a system');
         }
-        if (this.ticking) throw new TesseraError('INVALID_ARGUMENT', operation, 'tick() was called from a system');
+        // Abandoned iterations (a chunks() iterator not run to its end) would defer every
+        // structural change forever: they end here, as break would have ended them.
+        world.endIterations();
         this.ticking = true;
         try {
             for (const { systems } of this.stages) {
                 for (const entry of [...systems]) {
                     if (this.frame % entry.interval !== 0 || entry.system.query.closed) continue;
-                    entry.run(entry.system.query, world);
+                    this.runSystem(entry);
                 }
             }
         } finally {
@@ -127,5 +135,23 @@ export class Scheduler {
         }
         world.check(world.heap.exports.tes_tick(world.live(operation)), operation);
         this.frame++;
+    }
+
+    /** One system's run; an iteration it leaves live ends when it returns (or throws). */
+    private runSystem(entry: Entry): void {
+        const world = this.world;
+        try {
+            entry.run(entry.system.query, world);
+        } catch (error) {
+            if (!world.destroyed) {
+                try {
+                    world.endIterations();
+                } catch {
+                    // The system's own error is the one to report.
+                }
+            }
+            throw error;
+        }
+        if (!world.destroyed && world.liveIterations > 0) world.endIterations();
     }
 }

@@ -7,7 +7,7 @@
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
-import { Query, type QueryDesc } from './query.js';
+import { Query, type ChunkIterator, type QueryDesc } from './query.js';
 import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import {
     arrayTypes,
@@ -121,8 +121,11 @@ export class World {
      * field: the same in every chunk of an archetype, and archetypes never change layout.
      */
     readonly columnOffsets = new Map<number, number>();
-    /** @internal Live iterations started from JS. */
-    liveIterations = 0;
+    /**
+     * @internal The live iterations of this world, oldest first: `tick()` ends those a program
+     * abandoned, `destroy()` ends them all. Only live ones: an iteration leaves when it ends.
+     */
+    readonly iterations: ChunkIterator[] = [];
     /** @internal What the world's finalizer needs (lifetime.ts). */
     readonly link: WorldLink;
     /**
@@ -251,19 +254,16 @@ export class World {
     }
 
     /**
-     * Frees the world and everything in it. Its queries, subscriptions and systems die with
-     * it; any later use of them or of the world throws `DESTROYED`. Calling it again does
-     * nothing. Not while an iteration of the world is live.
+     * Frees the world and everything in it. Its queries, subscriptions, replicators and
+     * systems die with it; any later use of them, of the world, or of a chunk or an iterator of
+     * it throws `DESTROYED`. Always succeeds: iterations still live end with the world (their
+     * deferred changes are dropped with it). Calling it again does nothing.
      */
     destroy(): void {
         if (this.pointer === 0) return;
-        if (this.liveIterations > 0) {
-            throw new TesseraError(
-                'QUERY_IN_USE',
-                'world.destroy',
-                'an iteration of this world is still live: end the loop first',
-            );
-        }
+        // The C world goes whole, its runs and deferred commands with it: no call ends them.
+        for (const iteration of this.iterations.splice(0)) iteration.abandon();
+        this.deferredAdds.clear();
         forgetWorld(this);
         this.link.destroy();
         this.pointer = 0;
@@ -924,6 +924,30 @@ export class World {
         this.check(heap.exports.tes_archetype_info(this.pointer, archetype, out), 'archetype');
         const components = heap.u32At(out) >>> 2;
         return heap.u32.subarray(components, components + heap.u32At(out + 4)).includes(id);
+    }
+
+    /** @internal Live iterations of this world (started from JS: every run is). */
+    get liveIterations(): number {
+        return this.iterations.length;
+    }
+
+    /**
+     * @internal Ends every live iteration, newest first, as `break` would: its current chunk is
+     * marked and expires, and the deferred changes are applied when the last one ends. Every
+     * one is ended even when one fails; then the first failure is thrown.
+     */
+    endIterations(): void {
+        let failure: unknown;
+        let failed = false;
+        for (const iteration of this.iterations.slice().reverse()) {
+            try {
+                iteration.return();
+            } catch (error) {
+                if (!failed) failure = error;
+                failed = true;
+            }
+        }
+        if (failed) throw failure;
     }
 
     /**

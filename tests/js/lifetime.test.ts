@@ -1,12 +1,15 @@
-// Lifetimes: the finalizers that free forgotten worlds (and the iteration blocks they used),
-// inputs that are views of wasm memory itself.
+// Lifetimes: iterations a program leaves live (abandoned iterators), the finalizers that free
+// forgotten worlds (and the iteration blocks they used), inputs that are views of wasm memory
+// itself.
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 
-import { component, init, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
-import { sorted } from './support.js';
+import { component, init, type Chunk, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
+import { expectError, sorted, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Health = component('Health', { value: 'i32' });
@@ -62,6 +65,142 @@ async function instrumentedModule(growFirst = false): Promise<{ module: TesseraM
     };
     return { module, outstanding };
 }
+
+describe('iterations left live', () => {
+    test('world.destroy() ends them: it always succeeds, and their block goes back to the pool', async () => {
+        const { module } = await instrumentedModule();
+        const heap = heapOf(module);
+        const world = module.createWorld();
+        world.spawn(Position({ x: 1 }));
+        const abandoned = world.query({ all: [Position] }).chunks();
+        const chunk = abandoned.next().value as Chunk;
+        world.spawn(Position); // deferred by the live iteration
+        const pooled = heap.pooledIterBlocks;
+        world.destroy();
+        expect(world.destroyed).toBe(true);
+        expect(heap.pooledIterBlocks).toBe(pooled + 1);
+        expectError(() => chunk.column(Position, 'x'), 'DESTROYED');
+        expectError(() => abandoned.next(), 'DESTROYED');
+        // The module goes on: a new world iterates with the pooled block.
+        const next = module.createWorld();
+        next.spawn(Position({ x: 2 }));
+        expect(next.query({ all: [Position] }).count()).toBe(1);
+        next.destroy();
+    });
+
+    test('world.tick() ends an abandoned iterator: its changes are applied, next() is done, its chunk expired', async () => {
+        const world = await newWorld();
+        const first = world.spawn(Position({ x: 1 }), Health);
+        const victim = world.spawn(Position);
+        const watcher = world.subscribe({ changed: [Position] });
+        const movers = world.query({ all: [Position, Health], writes: [Position] });
+        const abandoned = movers.chunks();
+        const chunk = abandoned.next().value as Chunk;
+        chunk.column(Position, 'x')[0] = 5;
+        const spawned = world.spawn(Position({ x: 2 }));
+        world.despawn(victim);
+        expectError(() => world.get(spawned, Position), 'PENDING_ENTITY'); // deferred so far
+        expect(world.isAlive(victim)).toBe(true);
+        let seen = -1;
+        world.system({ query: { all: [Position] }, run: (query) => void (seen = query.count()) });
+        world.tick();
+        expect(seen).toBe(2); // the systems ran after the deferred changes were applied
+        expect(world.get(spawned, Position)).toEqual({ x: 2, y: 0 });
+        expect(world.get(first, Position)).toEqual({ x: 5, y: 0 });
+        expect(world.isAlive(victim)).toBe(false);
+        expect(abandoned.next().done).toBe(true);
+        expectError(() => chunk.column(Position, 'x'), 'CHUNK_EXPIRED', { operation: 'chunk.column' });
+        expectError(() => chunk.entities, 'CHUNK_EXPIRED');
+        expect(watcher.drain().entities).toEqual(new Uint32Array([first])); // the chunk's writes were marked
+        // Nothing is deferred any more: structural changes apply at once.
+        const after = world.spawn(Position);
+        expect(world.get(after, Position)).toEqual({ x: 0, y: 0 });
+        expect(() => world.snapshot()).not.toThrow();
+        movers.close();
+        world.destroy();
+    });
+
+    test('a replayed run, a consumer run and a subscription run left live are ended by tick()', async () => {
+        const world = await newWorld();
+        world.spawnMany(3, Position, Health);
+        const plain = world.query({ all: [Position] });
+        expect(plain.count()).toBe(3); // recorded: the next run replays it
+        const replayed = plain.chunks();
+        replayed.next();
+        const consumer = world.query({ all: [Position], added: [Health] });
+        const consumed = consumer.chunks();
+        consumed.next();
+        const sub = world.subscribe({ added: [Position] });
+        const subRun = sub.chunks();
+        subRun.next();
+        const later = world.spawn(Position, Health);
+        world.tick();
+        for (const iterator of [replayed, consumed, subRun]) expect(iterator.next().done).toBe(true);
+        expect(world.has(later, Health)).toBe(true);
+        expect(plain.count()).toBe(4);
+        expect(sorted(sub.drain().entities)).toEqual([later]); // the abandoned run consumed the rest
+        expect(sorted(consumer.entities())).toEqual([later]);
+        plain.close();
+        consumer.close(); // no run is live any more
+        sub.close();
+    });
+
+    test('tick() called inside a loop (not from a system) ends that loop', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(500, Position);
+        const q = world.query({ all: [Position] });
+        let visited = 0;
+        for (const chunk of q) {
+            visited++;
+            world.spawn(Position);
+            world.tick();
+            expectError(() => chunk.column(Position, 'x'), 'CHUNK_EXPIRED');
+        }
+        expect(visited).toBe(1); // the loop's next next() was done
+        expect(world.frame).toBe(1);
+        expect(q.count()).toBe(501);
+        q.close();
+    });
+
+    test('an iteration a system leaves live ends when the system returns; the tick completes', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        const spawned: number[] = [];
+        world.system({
+            query: { all: [Position] },
+            run(query, w) {
+                query.chunks().next(); // left live
+                spawned.push(w.spawn(Health));
+            },
+        });
+        world.tick();
+        world.tick();
+        expect(world.frame).toBe(2);
+        for (const e of spawned) expect(world.has(e, Health)).toBe(true);
+    });
+
+    test('tick() from a system is still refused while a loop is live, and changes nothing', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        const codes: string[] = [];
+        world.system({
+            query: { all: [Position] },
+            run(query, w) {
+                for (const _ of query) {
+                    try {
+                        w.tick();
+                    } catch (error) {
+                        codes.push((error as { code: string }).code);
+                    }
+                    expect(w.frame).toBe(0);
+                }
+            },
+        });
+        world.tick();
+        expect(codes).toEqual(['QUERY_IN_USE']);
+        expect(world.frame).toBe(1);
+    });
+});
 
 describe('finalizers (a backstop for worlds the program drops without destroy)', () => {
     /** Makes a world, iterates it (completing one run, abandoning another), and forgets it. */
