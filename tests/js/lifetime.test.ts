@@ -223,10 +223,11 @@ describe('finalizers (a backstop for worlds the program drops without destroy)',
             await collect();
         }
         // Every block the bindings allocated for those 500 worlds was freed or pooled again: the
-        // pool holds at most as many as were live at once (25 abandoned runs of forgotten
-        // worlds, live until their worlds are collected, and one more).
-        expect(outstanding.size).toBeLessThanOrEqual(baseline + 26);
-        expect(heap.pooledIterBlocks).toBeLessThanOrEqual(26);
+        // pool holds at most as many as were live at once, about one round's abandoned runs
+        // (25, live until their worlds are collected, and a few the collector has not yet
+        // finalized), however many rounds ran (the old per-world pools left 502 behind).
+        expect(outstanding.size).toBeLessThanOrEqual(baseline + 50);
+        expect(heap.pooledIterBlocks).toBeLessThanOrEqual(50);
     });
 
     test('the pool holds as many blocks as iterations were live at once', async () => {
