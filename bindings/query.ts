@@ -331,6 +331,7 @@ export class Query {
     /** Despawns every entity the query matches. */
     despawnAll(): void {
         const operation = 'query.despawnAll';
+        this.live(operation);
         this.plainOnly(operation);
         const entities = this.entities();
         this.world.despawnMany(entities);

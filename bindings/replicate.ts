@@ -1,3 +1,10 @@
+/**
+ * Replication, the sending side: a `Replicator` encodes what changed in its world since a
+ * replica's acknowledged tick, a `Peer` keeps one replica's acknowledgements, a `Delta` is one
+ * encode's bytes (a view of wasm memory until the next encode).
+ *
+ * @module
+ */
 import { TesseraError } from './errors.js';
 import { Query, type Term } from './query.js';
 import { describeValue, type Component, type Relation } from './schema.js';
@@ -27,9 +34,10 @@ export interface ReplicatorOptions {
 /** One encoded delta (or keyframe), as {@link Replicator.encode} hands it out. */
 export interface Delta {
     /**
-     * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again;
-     * send or copy them (`bytes.slice()`) right away. Reading it after the next encode throws
-     * `VIEW_DETACHED`.
+     * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again
+     * (or memory grows); send or copy them (`bytes.slice()`) right away. Reading it after the
+     * next encode throws `VIEW_DETACHED`; after the replicator closed or its world was
+     * destroyed, `DESTROYED`.
      */
     readonly bytes: Uint8Array;
     /** The source tick it brings a replica to: what the replica acknowledges. */
@@ -126,13 +134,22 @@ export class Replicator {
         const pointer = heap.u32At(out), size = heap.u32At(out + 4), tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
         const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
-        const owner = this;
+        // The buffer is the replicator's: gone at its next encode, its close, its world's end.
+        const problem = (operation: string): TesseraError | undefined => {
+            if (this.closed) {
+                const gone = this.world.destroyed ? 'the world was destroyed' : 'the replicator was closed';
+                return new TesseraError('DESTROYED', operation, `${gone}: copy a delta's bytes before that`);
+            }
+            if (this.encodes !== generation) {
+                return new TesseraError('VIEW_DETACHED', operation, "the replicator encoded again: copy a delta's bytes before the next encode");
+            }
+            return undefined;
+        };
         return {
             get bytes(): Uint8Array {
-                if (owner.encodes !== generation || owner.pointer === 0) {
-                    throw new TesseraError('VIEW_DETACHED', 'delta.bytes', 'the replicator encoded again (or closed): copy a delta\'s bytes before the next encode');
-                }
-                return new Uint8Array(heap.memory.buffer, pointer, size);
+                const error = problem('delta.bytes');
+                if (error !== undefined) throw error;
+                return new Uint8Array(heap.current, pointer, size);
             },
             tick,
             keyframe,
@@ -178,7 +195,8 @@ export class Replicator {
         return this.pointer === 0 || this.world.destroyed;
     }
 
-    private live(operation: string): number {
+    /** @internal The world pointer, or `DESTROYED` when the replicator or its world is gone. */
+    live(operation: string): number {
         const world = this.world.live(operation);
         if (this.pointer === 0) throw new TesseraError('DESTROYED', operation, 'the replicator was closed');
         return world;
@@ -207,6 +225,7 @@ export class Peer {
      * or out of order: only a newer tick counts.
      */
     ack(tick: number): void {
+        this.live('peer.ack');
         if (!(Number.isSafeInteger(tick) && tick >= 0)) {
             throw new TesseraError('INVALID_ARGUMENT', 'peer.ack', `tick must be a non-negative integer, got ${describeValue(tick)}`);
         }
@@ -215,12 +234,14 @@ export class Peer {
 
     /** Forgets the acknowledgements (a replica that restarted): the next encode is a keyframe. */
     reset(): void {
+        this.live('peer.reset');
         this.ackedTick = 0;
     }
 
     /** The delta since the acknowledged tick (a keyframe when it is 0 or too old). */
     encode(): Delta {
-        if (this.closed) throw new TesseraError('DESTROYED', 'peer.encode', 'the peer was closed');
+        // Before releasing: that calls into C with the replicator, which must still exist.
+        this.live('peer.encode');
         this.replicator.releaseAcknowledged();
         return this.replicator.encode(this.ackedTick);
     }
@@ -232,5 +253,11 @@ export class Peer {
     close(): void {
         this.replicator.peers.delete(this);
         this.closed = true;
+    }
+
+    /** `DESTROYED` when the peer was closed, or its replicator or world is gone. */
+    private live(operation: string): void {
+        this.replicator.live(operation);
+        if (this.closed) throw new TesseraError('DESTROYED', operation, 'the peer was closed');
     }
 }

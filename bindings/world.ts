@@ -255,9 +255,9 @@ export class World {
 
     /**
      * Frees the world and everything in it. Its queries, subscriptions, replicators and
-     * systems die with it; any later use of them, of the world, or of a chunk or an iterator of
-     * it throws `DESTROYED`. Always succeeds: iterations still live end with the world (their
-     * deferred changes are dropped with it). Calling it again does nothing.
+     * systems die with it; any later use of them, of the world, of a chunk, an iterator or a
+     * delta of it throws `DESTROYED`. Always succeeds: iterations still live end with the
+     * world (their deferred changes are dropped with it). Calling it again does nothing.
      */
     destroy(): void {
         if (this.pointer === 0) return;

@@ -1,18 +1,19 @@
-// Lifetimes: iterations a program leaves live (abandoned iterators), the finalizers that free
-// forgotten worlds (and the iteration blocks they used), inputs that are views of wasm memory
-// itself.
+// Lifetimes: what happens to every object the API hands out once its world is destroyed,
+// iterations a program leaves live (abandoned iterators), the finalizers that free forgotten
+// worlds (and the iteration blocks they used), inputs that are views of wasm memory itself.
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 
-import { component, init, type Chunk, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
+import { component, init, tag, type Chunk, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
 import { expectError, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Health = component('Health', { value: 'i32' });
+const Filler = tag('Filler');
 
 // The garbage collector, for the finalizer tests (Vitest gives no --expose-gc flag).
 setFlagsFromString('--expose-gc');
@@ -65,6 +66,78 @@ async function instrumentedModule(growFirst = false): Promise<{ module: TesseraM
     };
     return { module, outstanding };
 }
+
+describe('after world.destroy()', () => {
+    test("a delta's bytes and a peer of a replicator left open throw DESTROYED", async () => {
+        const world = await newWorld();
+        world.spawn(Position({ x: 1 }), Health);
+        const replicator = world.replicator();
+        const peer = replicator.peer();
+        peer.ack(peer.encode().tick); // acknowledged: the next encode releases history first
+        const delta = peer.encode();
+        expect(delta.bytes.length).toBeGreaterThan(0);
+        world.destroy();
+        expectError(() => delta.bytes, 'DESTROYED', { operation: 'delta.bytes' });
+        expectError(() => peer.encode(), 'DESTROYED', { operation: 'peer.encode' });
+        expectError(() => peer.ack(delta.tick), 'DESTROYED', { operation: 'peer.ack' });
+        expectError(() => peer.reset(), 'DESTROYED', { operation: 'peer.reset' });
+        expectError(() => replicator.encode(), 'DESTROYED', { operation: 'replicator.encode' });
+        expectError(() => replicator.peer(), 'DESTROYED', { operation: 'replicator.peer' });
+        expect(replicator.closed).toBe(true);
+        expect(delta.keyframe).toBe(false); // plain values stay readable
+        replicator.close(); // idempotent, touches nothing
+        peer.close();
+    });
+
+    test('chunks, iterators, queries, subscriptions and systems throw DESTROYED; copies stay', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        world.spawnMany(300, Position, Health);
+        const plain = world.query({ all: [Position] });
+        const consumer = world.query({ all: [Position], changed: [Health] });
+        const sub = world.subscribe({ added: [Health], removed: [Health] });
+        const changes = sub.drain();
+        const system = world.system({ query: { all: [Health] }, run() {} });
+        let finished: Chunk | undefined;
+        for (const chunk of plain) finished = chunk; // a complete run: its chunks expired
+        const left = plain.chunks(); // a run left live, on its first chunk
+        const current = left.next().value as Chunk;
+        const x = current.column(Position, 'x');
+        world.destroy();
+        for (const chunk of [current, finished!]) {
+            expectError(() => chunk.column(Position, 'x'), 'DESTROYED', { operation: 'chunk.column' });
+            expectError(() => chunk.entities, 'DESTROYED', { operation: 'chunk.entities' });
+            expectError(() => chunk.slots, 'DESTROYED', { operation: 'chunk.slots' });
+            expectError(() => chunk.markChanged(Position, 0), 'DESTROYED', { operation: 'chunk.markChanged' });
+            expectError(() => chunk.markChanged(Position), 'DESTROYED');
+        }
+        expectError(() => left.next(), 'DESTROYED', { operation: 'iterator.next' });
+        expect(left.return().done).toBe(true); // ending it again is harmless
+        expect(x).toBeInstanceOf(Float32Array); // a plain view cannot be guarded (debug worlds do)
+        const calls: [string, () => unknown][] = [
+            ['query.chunks', () => plain.chunks()],
+            ['query.chunks', () => plain.count()],
+            ['query.chunks', () => plain.entities()],
+            ['query.chunks', () => consumer.entities()],
+            ['query.fill', () => plain.fill(Position, 'x', 1)],
+            ['query.clamp', () => plain.clamp(Position, 'x', 0, 1)],
+            ['query.countdown', () => plain.countdown(Position, 'x', 1)],
+            ['query.addAll', () => plain.addAll(Filler)],
+            ['query.removeAll', () => plain.removeAll(Filler)],
+            ['query.despawnAll', () => plain.despawnAll()],
+            ['subscription.drain', () => sub.drain()],
+            ['subscription.chunks', () => sub.chunks()],
+            ['world.replicator', () => world.replicator()],
+            ['world.snapshot', () => world.snapshot()],
+            ['world.applyDelta', () => world.applyDelta(new Uint8Array(8))],
+        ];
+        for (const [operation, call] of calls) expectError(call, 'DESTROYED', { operation });
+        expect([plain.closed, consumer.closed, sub.closed, system.query.closed]).toEqual([true, true, true, true]);
+        expect(changes.entities.length).toBe(300); // drained before: a copy, still readable
+        plain.close();
+        sub.close();
+        system.destroy();
+    });
+});
 
 describe('iterations left live', () => {
     test('world.destroy() ends them: it always succeeds, and their block goes back to the pool', async () => {
