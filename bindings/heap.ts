@@ -3,12 +3,12 @@
  * whenever `memory.buffer` changed (memory growth detaches every earlier view), a scratch
  * block for out-parameters, a growable temporary block and copies for arrays passed to C
  * (safe when the caller's array is itself a view of this memory), the pool of iteration
- * blocks, and C strings.
+ * blocks, C strings, and the guards debug worlds put around the views they hand out.
  *
  * @module
  */
 import type { Pointer, TesseraExports } from './load.js';
-import { TesseraError, type ErrorCode } from './errors.js';
+import { TesseraError, type ErrorCode, type ErrorContext } from './errors.js';
 import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
@@ -262,3 +262,51 @@ export class Heap {
     }
 }
 
+/**
+ * A view handed out by a debug world, wrapped so that every use checks first that it may still
+ * be used: `problem` answers the error to throw (the world was destroyed, memory grew, the
+ * delta was encoded again), or undefined. The only way to make a stale typed array loud; a
+ * Proxy costs on every element access, so only debug worlds use it. Methods are bound to the
+ * view, so `view.fill()`, `view.slice()` and `view.subarray()` work on it too.
+ */
+export function guardView<T extends object>(view: T, problem: () => TesseraError | undefined): T {
+    const check = () => {
+        const error = problem();
+        if (error !== undefined) throw error;
+    };
+    return new Proxy(view, {
+        get(target, property) {
+            check();
+            const value = Reflect.get(target, property, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+        },
+        set(target, property, value) {
+            check();
+            return Reflect.set(target, property, value, target);
+        },
+    });
+}
+
+/**
+ * The usual problem of a view over wasm memory in a debug world: `DESTROYED` once its world is,
+ * `VIEW_DETACHED` once memory grew (growth detaches the buffer: every view over it drops to
+ * length 0, and the views the API hands out are never empty).
+ */
+export function viewProblem(
+    view: ArrayLike<number>,
+    destroyed: () => boolean,
+    operation: string,
+    refresh: string,
+    context: ErrorContext = {},
+): TesseraError | undefined {
+    if (destroyed()) return new TesseraError('DESTROYED', operation, 'the world was destroyed', context);
+    if (view.length === 0) {
+        return new TesseraError(
+            'VIEW_DETACHED',
+            operation,
+            `memory grew after this view was made (a call that allocates ran); ${refresh}`,
+            context,
+        );
+    }
+    return undefined;
+}

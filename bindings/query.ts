@@ -6,6 +6,7 @@
  * @module
  */
 import { TesseraError } from './errors.js';
+import { guardView, viewProblem } from './heap.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import {
     arrayTypes,
@@ -700,8 +701,13 @@ export class Chunk {
      * worlds). A few entries per chunk: a list is cheaper to make and search than a Map.
      */
     private readonly views: { component: Definition; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
-    /** `entities` and `slots`, made once per chunk: loops read them per row. */
+    /**
+     * `entities` and `slots`, made once per chunk (loops read them per row): the typed array,
+     * and what the caller got (the same array, or a guard in debug worlds).
+     */
+    private entitiesRaw: Uint32Array | undefined;
     private entitiesView: Uint32Array | undefined;
+    private slotsRaw: Uint32Array | undefined;
     private slotsView: Uint32Array | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
@@ -729,11 +735,13 @@ export class Chunk {
     get entities(): Uint32Array {
         this.alive('chunk.entities');
         // A view detached by growth has length 0 (a visited chunk has rows): make it again.
-        if (this.entitiesView === undefined || this.entitiesView.length === 0) {
+        if (this.entitiesRaw === undefined || this.entitiesRaw.length === 0) {
             const start = this.entitiesPointer >>> 2;
-            this.entitiesView = this.query.world.heap.u32.subarray(start, start + this.count);
+            const raw = this.query.world.heap.u32.subarray(start, start + this.count);
+            this.entitiesRaw = raw;
+            this.entitiesView = this.guard(raw, 'entities view', 'read chunk.entities again');
         }
-        return this.entitiesView;
+        return this.entitiesView!;
     }
 
     /**
@@ -742,13 +750,14 @@ export class Chunk {
      */
     get slots(): Uint32Array {
         this.alive('chunk.slots');
-        if (this.slotsView === undefined || this.slotsView.length === 0) {
+        if (this.slotsRaw === undefined || this.slotsRaw.length === 0) {
             const start = this.rowsPointer >>> 2;
-            this.slotsView = this.filtered
-                ? this.query.world.heap.u32.subarray(start, start + this.rowCount)
-                : identityRows(this.count);
+            // Unfiltered: rows 0..count-1 from a shared JS array, which growth cannot detach.
+            const raw = this.filtered ? this.query.world.heap.u32.subarray(start, start + this.rowCount) : identityRows(this.count);
+            this.slotsRaw = raw;
+            this.slotsView = this.guard(raw, 'slots view', 'read chunk.slots again');
         }
-        return this.slotsView;
+        return this.slotsView!;
     }
 
     /**
@@ -793,7 +802,7 @@ export class Chunk {
             world.columnOffsets.set(offsetKey, offset);
         }
         const raw: ColumnArray = new arrayTypes[meta.type](heap.current, this.entitiesPointer + offset, this.count * meta.length);
-        const view = world.debug ? guardView(raw, component.name, field) : raw;
+        const view = this.guard(raw, 'column view', 'call chunk.column() again', component.name, field);
         const entry = { component, field, raw, view };
         const detached = views.findIndex((v) => v.component === component && v.field === field);
         if (detached >= 0) views[detached] = entry;
@@ -874,32 +883,17 @@ export class Chunk {
             throw new TesseraError('CHUNK_EXPIRED', operation, 'the iteration has moved past this chunk');
         }
     }
-}
 
-/** A view that throws `VIEW_DETACHED` when used after memory growth (debug worlds). */
-function guardView(view: ColumnArray, component: string, field: string): ColumnArray {
-    const check = () => {
-        // Growth detaches the buffer: every view over it drops to length 0.
-        if (view.length === 0) {
-            throw new TesseraError(
-                'VIEW_DETACHED',
-                'column view',
-                'memory grew after this view was made (a call that allocates ran); call chunk.column() again',
-                { component, field },
-            );
-        }
-    };
-    return new Proxy(view, {
-        get(target, property) {
-            check();
-            const value = Reflect.get(target, property, target);
-            return typeof value === 'function' ? value.bind(target) : value;
-        },
-        set(target, property, value) {
-            check();
-            return Reflect.set(target, property, value, target);
-        },
-    });
+    /**
+     * What a view handed out is: the typed array itself, or in a debug world a guard that
+     * throws `DESTROYED` once the world is destroyed and `VIEW_DETACHED` once memory grew.
+     */
+    private guard<T extends ColumnArray>(raw: T, operation: string, refresh: string, component?: string, field?: string): T {
+        const world = this.query.world;
+        if (!world.debug) return raw;
+        const context = component === undefined ? {} : { component, field };
+        return guardView(raw, () => viewProblem(raw, () => world.destroyed, operation, refresh, context));
+    }
 }
 
 function componentList(list: unknown, operation: string): unknown[] {

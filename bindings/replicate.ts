@@ -6,6 +6,7 @@
  * @module
  */
 import { TesseraError } from './errors.js';
+import { guardView, viewProblem } from './heap.js';
 import { Query, type Term } from './query.js';
 import { describeValue, type Component, type Relation } from './schema.js';
 import type { World } from './world.js';
@@ -37,7 +38,9 @@ export interface Delta {
      * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again
      * (or memory grows); send or copy them (`bytes.slice()`) right away. Reading it after the
      * next encode throws `VIEW_DETACHED`; after the replicator closed or its world was
-     * destroyed, `DESTROYED`.
+     * destroyed, `DESTROYED`. In a debug world the view itself checks the same on every use,
+     * and `VIEW_DETACHED` after memory grew (it is then a Proxy: copy it before
+     * `postMessage`).
      */
     readonly bytes: Uint8Array;
     /** The source tick it brings a replica to: what the replica acknowledges. */
@@ -145,11 +148,14 @@ export class Replicator {
             }
             return undefined;
         };
+        const debug = this.world.debug;
         return {
             get bytes(): Uint8Array {
                 const error = problem('delta.bytes');
                 if (error !== undefined) throw error;
-                return new Uint8Array(heap.current, pointer, size);
+                const view = new Uint8Array(heap.current, pointer, size);
+                if (!debug) return view;
+                return guardView(view, () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'));
             },
             tick,
             keyframe,

@@ -1,12 +1,22 @@
 // Lifetimes: what happens to every object the API hands out once its world is destroyed,
 // iterations a program leaves live (abandoned iterators), the finalizers that free forgotten
-// worlds (and the iteration blocks they used), inputs that are views of wasm memory itself.
+// worlds (and the iteration blocks they used), inputs that are views of wasm memory itself,
+// and the guards debug worlds put on every view.
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 
-import { component, init, tag, type Chunk, type ChunkIterator, type TesseraModule } from '../../dist/index.js';
+import {
+    component,
+    createWorld,
+    init,
+    tag,
+    type Chunk,
+    type ChunkIterator,
+    type TesseraModule,
+    type World,
+} from '../../dist/index.js';
 import { expectError, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -65,6 +75,15 @@ async function instrumentedModule(growFirst = false): Promise<{ module: TesseraM
         },
     };
     return { module, outstanding };
+}
+
+/** Spawns inside the caller's loop (deferred) until memory grew. */
+function growMemory(world: World, memory: WebAssembly.Memory): void {
+    const buffer = memory.buffer;
+    for (let spawned = 0; memory.buffer === buffer; spawned += 25_000) {
+        if (spawned >= 1_000_000) throw new Error('memory did not grow');
+        world.spawnMany(25_000, Filler);
+    }
 }
 
 describe('after world.destroy()', () => {
@@ -388,3 +407,72 @@ describe('inputs that are views of wasm memory', () => {
     });
 });
 
+describe('debug worlds guard every view', () => {
+    test('entities and slots of a filtered chunk: VIEW_DETACHED after growth, fresh ones work', async () => {
+        const { memory } = await init();
+        const world = await newWorld({ debug: true });
+        const handles = world.spawnMany(4, Position, Health);
+        const dirty = world.query({ all: [Health], changed: [Health] });
+        dirty.entities(); // consumes the spawns
+        world.set(handles[2]!, Health, { value: 1 });
+        let checked = false;
+        for (const chunk of dirty) {
+            const entities = chunk.entities;
+            const slots = chunk.slots;
+            expect([entities[slots[0]!]]).toEqual([handles[2]]);
+            growMemory(world, memory);
+            expectError(() => entities[0], 'VIEW_DETACHED', { operation: 'entities view' });
+            expectError(() => slots[0], 'VIEW_DETACHED', { operation: 'slots view' });
+            expectError(() => entities.length, 'VIEW_DETACHED');
+            expect(chunk.entities[chunk.slots[0]!]).toBe(handles[2]);
+            checked = true;
+        }
+        expect(checked).toBe(true);
+        dirty.close();
+    });
+
+    test("a delta's bytes: VIEW_DETACHED after growth or the next encode, DESTROYED after destroy", async () => {
+        const { memory } = await init();
+        const world = await createWorld({ debug: true });
+        world.spawn(Position({ x: 3 }));
+        const replicator = world.replicator();
+        const bytes = replicator.encode().bytes;
+        const copy = bytes.slice();
+        expect(copy).toBeInstanceOf(Uint8Array);
+        expect(Object.getPrototypeOf(copy)).toBe(Uint8Array.prototype); // a real array: send it
+        expect(bytes[0]).toBe(copy[0]);
+        memory.grow(1);
+        expectError(() => bytes[0], 'VIEW_DETACHED', { operation: 'bytes view' });
+        const second = replicator.encode();
+        const fresh = second.bytes;
+        expect(fresh.length).toBeGreaterThan(0);
+        const replica = await createWorld({ debug: true });
+        expect(replica.applyDelta(fresh)).toBe(true); // the guard is read through
+        expect(replica.query({ all: [Position] }).count()).toBe(1);
+        replicator.encode();
+        expectError(() => fresh[0], 'VIEW_DETACHED', { operation: 'bytes view' });
+        const last = replicator.encode().bytes;
+        world.destroy();
+        expectError(() => last[0], 'DESTROYED', { operation: 'bytes view' });
+        replica.destroy();
+    });
+
+    test('every view used after its world was destroyed throws DESTROYED', async () => {
+        const world = await createWorld({ debug: true });
+        const e = world.spawn(Position({ x: 1 }), Health);
+        const dirty = world.query({ all: [Health], changed: [Health] });
+        dirty.entities();
+        world.set(e, Health, { value: 2 });
+        const views: [string, ArrayLike<number>][] = [];
+        for (const chunk of world.query({ all: [Position] })) {
+            views.push(['column view', chunk.column(Position, 'x')], ['entities view', chunk.entities], ['slots view', chunk.slots]);
+        }
+        for (const chunk of dirty) views.push(['slots view', chunk.slots]);
+        for (const [, view] of views) expect(view[0]).toBeDefined();
+        world.destroy();
+        for (const [operation, view] of views) {
+            expectError(() => view[0], 'DESTROYED', { operation });
+            expectError(() => view.length, 'DESTROYED');
+        }
+    });
+});
