@@ -7,6 +7,7 @@
  */
 import { TesseraError } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
+import { forgetQuery, watchQuery } from './lifetime.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
 import {
     arrayTypes,
@@ -149,8 +150,11 @@ export class Query {
     /** @internal */
     cachedLayout = 0;
 
-    /** @internal Use `world.query()`. */
-    constructor(world: World, desc: QueryDesc, operation: string) {
+    /**
+     * @internal Use `world.query()`. `owned`: a system or a replicator frees the query, so it
+     * gets no finalizer of its own (see lifetime.ts).
+     */
+    constructor(world: World, desc: QueryDesc, operation: string, owned = false) {
         // The published types hide this constructor's parameters (they are internal).
         if (typeof (world as Partial<World> | undefined)?.live !== 'function') {
             throw new TesseraError('INVALID_ARGUMENT', 'new Query', 'make queries with world.query()');
@@ -262,6 +266,7 @@ export class Query {
         const out = heap.scratch;
         world.check(heap.exports.tes_query_create(pointerOfWorld, desc64, out), operation);
         this.pointer = heap.u32At(out);
+        if (!owned) watchQuery(this, world.link, this.pointer);
     }
 
     /** True after {@link Query.close} (or when its world was destroyed). */
@@ -382,12 +387,17 @@ export class Query {
         return this.apply('query.countdown', OP.subCollect, component, field, amount);
     }
 
-    /** Closes the query: a consumer stops holding back change history. Idempotent. */
+    /**
+     * Closes the query: a consumer stops holding back change history. Idempotent. A query the
+     * program drops without closing is freed after the garbage collector finds it unreachable
+     * (a backstop: that may come late or never, and until then a consumer holds history).
+     */
     close(): void {
         if (this.pointer === 0) return;
         if (this.runs > 0) {
             throw new TesseraError('QUERY_IN_USE', 'query.close', 'an iteration of this query is live');
         }
+        forgetQuery(this);
         if (!this.world.destroyed) this.world.heap.exports.tes_query_destroy(this.world.pointer, this.pointer);
         this.pointer = 0;
     }

@@ -7,6 +7,7 @@
  */
 import { TesseraError } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
+import { forgetReplicator, watchReplicator } from './lifetime.js';
 import { Query, type Term } from './query.js';
 import { describeValue, type Component, type Relation } from './schema.js';
 import type { World } from './world.js';
@@ -55,7 +56,9 @@ const DESC_BYTES = 16;
 /**
  * The sending side of replication (see {@link World.replicator}): encodes what changed since a
  * replica's acknowledged tick, walking the world's dirty lists and logs, so a delta costs what
- * changed. Close it when done: while it lives, its components are change-tracked.
+ * changed. Close it when done: while it lives, its components are change-tracked (a dropped
+ * replicator is freed once the garbage collector finds it unreachable: a backstop that may
+ * come late or never).
  */
 export class Replicator {
     /** The world it encodes. */
@@ -88,7 +91,8 @@ export class Replicator {
         if (scope?.all) terms.all = scope.all;
         if (scope?.none) terms.none = scope.none;
         if (scope?.any) terms.any = scope.any;
-        this.scope = scope === undefined ? undefined : new Query(world, terms, operation);
+        // Owned: freed by close() or the replicator's finalizer, after the replicator.
+        this.scope = scope === undefined ? undefined : new Query(world, terms, operation, true);
         const heap = world.heap;
         try {
             const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);
@@ -110,6 +114,7 @@ export class Replicator {
             }
             world.check(result, operation);
             this.pointer = heap.u32At(out);
+            watchReplicator(this, world.link, this.pointer, this.scope?.pointer ?? 0);
         } catch (error) {
             this.scope?.close();
             throw error;
@@ -191,6 +196,7 @@ export class Replicator {
     /** Stops the change tracking the replicator asked for. Idempotent. */
     close(): void {
         if (this.pointer === 0) return;
+        forgetReplicator(this);
         if (!this.world.destroyed) this.world.heap.exports.tes_replicator_destroy(this.pointer);
         this.pointer = 0;
         this.scope?.close();

@@ -6,7 +6,7 @@
  * @module
  */
 import { TesseraError } from './errors.js';
-import type { Query, QueryDesc } from './query.js';
+import { Query, type QueryDesc } from './query.js';
 import type { World } from './world.js';
 
 /** A named group of systems; stages run in creation order. */
@@ -84,7 +84,8 @@ export class Scheduler {
         }
         const slot = this.slot(typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE));
         const stage = slot.stage;
-        const query = this.world.query(desc.query);
+        // The system owns its query: it lives as long as the system (no finalizer of its own).
+        const query = new Query(this.world, desc.query, operation, true);
         const name = desc.name ?? (desc.run.name || `system ${slot.systems.length + 1}`);
         const system: System = {
             name,

@@ -126,7 +126,7 @@ export class World {
      * abandoned, `destroy()` ends them all. Only live ones: an iteration leaves when it ends.
      */
     readonly iterations: ChunkIterator[] = [];
-    /** @internal What the world's finalizer needs (lifetime.ts). */
+    /** @internal What the finalizers of the world and of its queries share (lifetime.ts). */
     readonly link: WorldLink;
     /**
      * @internal Adds with values to placed entities deferred by the live iterations, as

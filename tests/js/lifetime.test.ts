@@ -1,7 +1,8 @@
 // Lifetimes: what happens to every object the API hands out once its world is destroyed,
 // iterations a program leaves live (abandoned iterators), the finalizers that free forgotten
-// worlds (and the iteration blocks they used), inputs that are views of wasm memory itself,
+// worlds, queries, subscriptions and replicators, inputs that are views of wasm memory itself,
 // and the guards debug worlds put on every view.
+
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -294,7 +295,7 @@ describe('iterations left live', () => {
     });
 });
 
-describe('finalizers (a backstop for worlds the program drops without destroy)', () => {
+describe('finalizers (a backstop for what the program drops without destroy or close)', () => {
     /** Makes a world, iterates it (completing one run, abandoning another), and forgets it. */
     function iterateAndForget(module: TesseraModule, abandon: boolean): void {
         const world = module.createWorld();
@@ -344,6 +345,77 @@ describe('finalizers (a backstop for worlds the program drops without destroy)',
         }
         expect(heap.pooledIterBlocks).toBe(6);
         for (const world of worlds) world.destroy();
+    });
+
+    test('dropped queries, subscriptions and replicators are freed; systems keep their queries', async () => {
+        const world = await newWorld();
+        world.spawnMany(10, Position, Health);
+        let runs = 0;
+        world.system({ query: { all: [Position] }, run: (query) => void (runs += query.count()) });
+        const kept = world.subscribe({ changed: [Health] });
+        const baseline = world.stats().queryCount;
+        (() => {
+            for (let i = 0; i < 100; i++) {
+                world.query({ all: [Position] }).count();
+                world.query({ all: [Position], changed: [Health] }).entities();
+                world.subscribe({ changed: [Health], removed: [Position] }).drain();
+                world.replicator({ scope: { all: [Position] } }).peer().encode();
+            }
+        })();
+        expect(world.stats().queryCount).toBeGreaterThan(baseline + 300);
+        await collect();
+        expect(world.stats().queryCount).toBe(baseline);
+        world.tick();
+        expect(runs).toBe(10); // the system's query lives on
+        world.set(world.query({ all: [Health] }).entities()[0]!, Health, { value: 1 });
+        expect(kept.drain().entities.length).toBe(1);
+        world.validate();
+    });
+
+    test('the world holds no reference to a dropped query or subscription', async () => {
+        const world = await newWorld();
+        world.spawn(Position, Health);
+        const refs = (() => {
+            const query = world.query({ all: [Position] });
+            for (const chunk of query) chunk.column(Position, 'x'); // recorded for replay
+            for (const chunk of query) chunk.entities;
+            const sub = world.subscribe({ changed: [Health] });
+            for (const _ of sub);
+            const replicator = world.replicator();
+            replicator.peer().encode();
+            return [new WeakRef(query), new WeakRef(sub), new WeakRef(replicator)];
+        })();
+        await collect();
+        expect(refs.map((ref) => ref.deref())).toEqual([undefined, undefined, undefined]);
+    });
+
+    test('finalizers never touch a destroyed world, nor free what close() freed', async () => {
+        const { module } = await instrumentedModule();
+        const gone = module.createWorld();
+        gone.spawn(Position);
+        (() => {
+            for (let i = 0; i < 20; i++) {
+                gone.query({ all: [Position] }).count();
+                gone.subscribe({ added: [Position] });
+                gone.replicator({ scope: { all: [Position] } });
+                const closed = gone.query({ all: [Position] });
+                closed.close();
+            }
+        })();
+        gone.destroy();
+        // A world in the memory the destroyed one gave back, with queries at reused addresses.
+        const world = module.createWorld();
+        world.spawnMany(5, Position);
+        const queries = Array.from({ length: 40 }, () => world.query({ all: [Position] }));
+        (() => {
+            for (let i = 0; i < 20; i++) world.query({ all: [Position] }).close(); // closed, then dropped
+        })();
+        const count = world.stats().queryCount;
+        await collect();
+        expect(world.stats().queryCount).toBe(count);
+        for (const q of queries) expect(q.count()).toBe(5);
+        world.validate();
+        world.destroy();
     });
 });
 
