@@ -9,6 +9,7 @@ import { TesseraError } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetQuery, watchQuery } from './lifetime.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
+import { checkKeys } from './options.js';
 import {
     arrayTypes,
     describeValue,
@@ -62,6 +63,9 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
+
+/** The keys of a query description (`removed` and `pairs` only for subscriptions: see there). */
+const QUERY_KEYS = ['all', 'none', 'any', 'added', 'changed', 'writes', 'removed', 'pairs'] as const;
 
 /** `tes_query_desc_t` (wasm32): six (pointer, count) lists, then pairs and pair_changes. */
 const QUERY_DESC_BYTES = 64;
@@ -161,9 +165,8 @@ export class Query {
         }
         this.world = world;
         const pointerOfWorld = world.live(operation);
-        if (typeof desc !== 'object' || desc === null) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a query description object');
-        }
+        // An array (`world.query([Position])`) or a misspelt key would otherwise match everything.
+        checkKeys(operation, 'query description', desc, QUERY_KEYS);
         const withRemovals = desc as QueryDesc & {
             readonly removed?: readonly (Component<any> | Relation<any>)[];
             readonly pairs?: readonly Relation<any>[];
@@ -347,17 +350,17 @@ export class Query {
 
     /** `a = value` for one field of every visited entity (all elements of array fields). */
     fill<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
-        this.apply('query.fill', OP.fill, component, field, value);
+        this.apply('query.fill', OP.fill, component, field, ['value', value]);
     }
 
     /** `a += value`. */
     offset<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
-        this.apply('query.offset', OP.add, component, field, value);
+        this.apply('query.offset', OP.add, component, field, ['value', value]);
     }
 
     /** `a *= factor`. */
     scale<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, factor: number): void {
-        this.apply('query.scale', OP.scale, component, field, factor);
+        this.apply('query.scale', OP.scale, component, field, ['factor', factor]);
     }
 
     /**
@@ -371,12 +374,12 @@ export class Query {
         sourceField: FieldLike<T, S[K]>,
         factor: number,
     ): void {
-        this.apply('query.addScaled', OP.addScaled, component, field, factor, 0, 0, source, sourceField);
+        this.apply('query.addScaled', OP.addScaled, component, field, ['factor', factor], undefined, { source, sourceField });
     }
 
     /** `a = min(max(a, min), max)`. */
     clamp<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, min: number, max: number): void {
-        this.apply('query.clamp', OP.clamp, component, field, 0, min, max);
+        this.apply('query.clamp', OP.clamp, component, field, undefined, [min, max]);
     }
 
     /**
@@ -384,7 +387,7 @@ export class Query {
      * call (timers, lifetimes, health), in a fresh array.
      */
     countdown<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, amount: number): Uint32Array {
-        return this.apply('query.countdown', OP.subCollect, component, field, amount);
+        return this.apply('query.countdown', OP.subCollect, component, field, ['amount', amount]);
     }
 
     /**
@@ -462,33 +465,40 @@ export class Query {
         }
     }
 
+    /**
+     * Runs a kernel. Every number is the caller's, checked here (none has a default: a left-out
+     * `max` must not clamp to 0): `scalar` is the kernel's k with its name, `range` clamp's
+     * bounds, `source` addScaled's other field.
+     */
     private apply(
         operation: string,
         kind: number,
         component: Component<any>,
         field: string,
-        k: number,
-        lo = 0,
-        hi = 0,
-        source?: Component<any>,
-        sourceField?: string,
+        scalar: readonly [name: string, value: number] | undefined,
+        range?: readonly [min: number, max: number],
+        source?: { readonly source: Component<any>; readonly sourceField: string },
     ): Uint32Array {
         const world = this.live(operation);
         if (this.runs > 0) {
             throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
         }
         const heap = this.world.heap;
-        const meta = fieldOf(component, field, operation);
+        // The field before the id: a misspelt field must not register the component.
+        const meta = fieldOf(component, fieldName(field, operation, component), operation);
         const id = this.world.idOf(component, operation);
         let sourceId = 0;
         let sourceIndex = 0;
         if (source !== undefined) {
-            sourceId = this.world.idOf(source, operation);
-            sourceIndex = fieldOf(source, sourceField!, operation).index;
+            sourceIndex = fieldOf(source.source, fieldName(source.sourceField, operation, source.source), operation).index;
+            sourceId = this.world.idOf(source.source, operation);
         }
-        for (const [name, value] of [['value', k], ['min', lo], ['max', hi]] as const) {
+        const numbers: [string, unknown][] = [];
+        if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
+        if (range !== undefined) numbers.push(['min', range[0]], ['max', range[1]]);
+        for (const [name, value] of numbers) {
             if (typeof value !== 'number') {
-                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number`, {
+                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number, got ${describeValue(value)}`, {
                     component: component.name,
                     field,
                 });
@@ -496,9 +506,9 @@ export class Query {
         }
         const op = heap.tempBlock(OP_BYTES, operation);
         const f64 = heap.f64;
-        f64[op >>> 3] = k;
-        f64[(op >>> 3) + 1] = lo;
-        f64[(op >>> 3) + 2] = hi;
+        f64[op >>> 3] = scalar?.[1] ?? 0;
+        f64[(op >>> 3) + 1] = range?.[0] ?? 0;
+        f64[(op >>> 3) + 2] = range?.[1] ?? 0;
         const u32 = heap.u32;
         u32.set([kind, id, meta.index, sourceId, sourceIndex], (op + 24) >>> 2);
         const out = heap.scratch;
@@ -794,7 +804,7 @@ export class Chunk {
         const world = this.query.world;
         const heap = world.heap;
         const id = world.idOf(component, operation);
-        const meta = fieldOf(component, field, operation);
+        const meta = fieldOf(component, fieldName(field, operation, component), operation);
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
@@ -904,6 +914,15 @@ export class Chunk {
         const context = component === undefined ? {} : { component, field };
         return guardView(raw, () => viewProblem(raw, () => world.destroyed, operation, refresh, context));
     }
+}
+
+/** A field name from the caller, which plain JavaScript may have left out. */
+function fieldName(field: unknown, operation: string, component: unknown): string {
+    if (typeof field !== 'string') {
+        const name = isDefinition(component) ? component.name : undefined;
+        throw new TesseraError('INVALID_ARGUMENT', operation, `expected a field name, got ${describeValue(field)}`, { component: name });
+    }
+    return field;
 }
 
 function componentList(list: unknown, operation: string): unknown[] {

@@ -8,9 +8,13 @@
 import { TesseraError } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
+import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
 import { describeValue, type Component, type Relation } from './schema.js';
 import type { World } from './world.js';
+
+const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;
+const SCOPE_KEYS = ['all', 'none', 'any'] as const;
 
 /** Options of {@link World.replicator}. */
 export interface ReplicatorOptions {
@@ -74,10 +78,10 @@ export class Replicator {
     constructor(world: World, options: ReplicatorOptions) {
         const operation = 'world.replicator';
         const pointerOfWorld = world.live(operation);
-        if (typeof options !== 'object' || options === null) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `options must be an object, got ${describeValue(options)}`);
-        }
+        checkKeys(operation, 'replicator options', options, REPLICATOR_KEYS);
         const { components, scope, history } = options;
+        // Only matching terms: filters and writes mean nothing for a scope.
+        if (scope !== undefined) checkKeys(operation, 'scope', scope, SCOPE_KEYS);
         if (history !== undefined && !(Number.isInteger(history) && history > 0 && history <= 1 << 20)) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `history must be a positive integer, got ${describeValue(history)}`);
         }
@@ -86,13 +90,8 @@ export class Replicator {
         }
         const ids = (components ?? []).map((c) => world.idOf(c, operation));
         this.world = world;
-        // Only the matching terms: filters and writes mean nothing for a scope.
-        const terms: { all?: readonly Term[]; none?: readonly Term[]; any?: readonly Term[] } = {};
-        if (scope?.all) terms.all = scope.all;
-        if (scope?.none) terms.none = scope.none;
-        if (scope?.any) terms.any = scope.any;
         // Owned: freed by close() or the replicator's finalizer, after the replicator.
-        this.scope = scope === undefined ? undefined : new Query(world, terms, operation, true);
+        this.scope = scope === undefined ? undefined : new Query(world, scope, operation, true);
         const heap = world.heap;
         try {
             const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);

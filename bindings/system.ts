@@ -6,7 +6,9 @@
  * @module
  */
 import { TesseraError } from './errors.js';
+import { checkKeys } from './options.js';
 import { Query, type QueryDesc } from './query.js';
+import { describeValue } from './schema.js';
 import type { World } from './world.js';
 
 /** A named group of systems; stages run in creation order. */
@@ -41,6 +43,7 @@ export interface System {
 }
 
 const DEFAULT_STAGE = 'update';
+const SYSTEM_KEYS = ['name', 'stage', 'query', 'interval', 'run'] as const;
 
 interface Entry {
     readonly system: System;
@@ -75,14 +78,27 @@ export class Scheduler {
 
     system(desc: SystemDesc): System {
         const operation = 'world.system';
-        if (typeof desc !== 'object' || desc === null || typeof desc.run !== 'function') {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected { query, run(query, world) }');
+        checkKeys(operation, 'system description', desc, SYSTEM_KEYS);
+        if (typeof desc.run !== 'function') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `run must be a function (query, world) => void, got ${describeValue(desc.run)}`);
         }
         const interval = desc.interval ?? 1;
         if (!Number.isInteger(interval) || interval < 1) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${String(interval)}`);
+            throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${describeValue(interval)}`);
         }
-        const slot = this.slot(typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE));
+        if (desc.name !== undefined && typeof desc.name !== 'string') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `name must be a string, got ${describeValue(desc.name)}`);
+        }
+        const given: unknown = desc.stage;
+        const stageName =
+            given === undefined ? DEFAULT_STAGE
+            : typeof given === 'string' ? given
+            : typeof given === 'object' && given !== null ? (given as Partial<Stage>).name
+            : undefined;
+        if (typeof stageName !== 'string') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `stage must be a stage or its name, got ${describeValue(desc.stage)}`);
+        }
+        const slot = this.slot(stageName);
         const stage = slot.stage;
         // The system owns its query: it lives as long as the system (no finalizer of its own).
         const query = new Query(this.world, desc.query, operation, true);
