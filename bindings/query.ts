@@ -286,6 +286,12 @@ export class Query {
      * Starts an iteration: the chunks with something to visit, one {@link Chunk} each. Run it
      * to the end or leave the loop with `break`/`return`/`throw` (which ends it too): while any
      * iteration is live, structural changes are deferred until the last one ends.
+     *
+     * An iterator abandoned before its end (`query.chunks().next()`, then dropped) stays live
+     * until `world.tick()`, which ends it as `break` would (its current chunk's writes are
+     * marked, deferred changes applied; its `next()` is done from then on and its chunks throw
+     * `CHUNK_EXPIRED`), or `world.destroy()` (then they throw `DESTROYED`). Until then the
+     * world defers every structural change, and `snapshot`, `applyDelta` and `encode` refuse.
      */
     chunks(): ChunkIterator {
         return new ChunkIterator(this, this.live('query.chunks'), 'query.chunks');
@@ -524,7 +530,10 @@ const DONE: IteratorResult<Chunk, undefined> = Object.freeze({ done: true, value
 
 /**
  * One iteration of a query. `for...of` drives it; leaving the loop early ends it. A chunk is
- * valid until the iterator moves on.
+ * valid until the iterator moves on. `world.tick()` ends an iteration still live (an
+ * abandoned iterator, or the loop `tick()` was called from, unless from inside a system: that
+ * tick is refused): its `next()` is done from then on. `world.destroy()` ends it too: its
+ * `next()` throws `DESTROYED` from then on.
  *
  * The outermost run of a plain query records its chunks (and the views they hand out); while
  * no row or chunk has moved since (`tes_world_layout` is the same), the next outermost run
@@ -697,7 +706,10 @@ export class ChunkIterator implements IterableIterator<Chunk> {
  * Views (`column`, `entities`, `slots`) point straight into wasm memory. They stay valid for
  * this chunk until a call that may allocate: structural calls inside the loop (spawn, despawn,
  * add, remove, their batch forms) are deferred and may grow memory, which detaches every view.
- * After such a call, ask the chunk again; it is cheap and always answers with live views.
+ * After such a call, ask the chunk again; it is cheap and always answers with live views. In a
+ * debug world every view is guarded: using one after growth throws `VIEW_DETACHED`, after
+ * the world was destroyed `DESTROYED`. A chunk used after its iteration moved on (or was
+ * ended by `world.tick()`) throws `CHUNK_EXPIRED`; after `world.destroy()`, `DESTROYED`.
  */
 export class Chunk {
     /** The archetype's id. */

@@ -2,7 +2,6 @@
 // iterations a program leaves live (abandoned iterators), the finalizers that free forgotten
 // worlds, queries, subscriptions and replicators, inputs that are views of wasm memory itself,
 // and the guards debug worlds put on every view.
-
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
