@@ -669,7 +669,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         // Runs mostly end newest first: then this is the last entry.
         const at = live.lastIndexOf(this);
         if (at === live.length - 1) live.pop();
-        else live.splice(at, 1);
+        else if (at >= 0) live.splice(at, 1);
         const exports = world.heap.exports;
         if (this.replay !== undefined) exports.tes_defer_end(world.pointer);
         else {

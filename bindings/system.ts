@@ -95,13 +95,14 @@ export class Scheduler {
             : typeof given === 'string' ? given
             : typeof given === 'object' && given !== null ? (given as Partial<Stage>).name
             : undefined;
-        if (typeof stageName !== 'string') {
+        if (typeof stageName !== 'string' || stageName.length === 0) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `stage must be a stage or its name, got ${describeValue(desc.stage)}`);
         }
+        // The system owns its query: it lives as long as the system (no finalizer of its own).
+        // Made before the stage, so that a bad query leaves no new stage behind.
+        const query = new Query(this.world, desc.query, operation, true);
         const slot = this.slot(stageName);
         const stage = slot.stage;
-        // The system owns its query: it lives as long as the system (no finalizer of its own).
-        const query = new Query(this.world, desc.query, operation, true);
         const name = desc.name ?? (desc.run.name || `system ${slot.systems.length + 1}`);
         const system: System = {
             name,

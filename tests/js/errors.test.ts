@@ -285,10 +285,13 @@ describe('arguments from plain JavaScript', () => {
         refuse(() => loose.system!([{ query: {}, run }]), 'world.system');
         expect(world.stats().queryCount).toBe(queries); // nothing made on the way
         let runs = 0;
+        const order: string[] = [];
         world.tick();
-        world.system({ query: {}, run: () => void runs++, stage: world.stage('late'), name: 'counter' });
+        world.system({ query: {}, run: () => void order.push('late'), stage: world.stage('late'), name: 'counter' });
+        world.system({ query: {}, run: () => void (runs++, order.push('update')) });
         world.tick();
         expect(runs).toBe(1); // the refused systems were never registered
+        expect(order).toEqual(['late', 'update']); // nor was their stage: 'update' came after 'late'
     });
 });
 
