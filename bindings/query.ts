@@ -581,7 +581,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         // own chunk: only a run started while none is live uses the query's reusable lists.
         this.marks = query.runs === 0 ? query.marks : new Map();
         query.runs++;
-        owner.iterations.push(this);
+        owner.iterations[owner.liveIterations++] = this;
     }
 
     [Symbol.iterator](): this {
@@ -665,18 +665,22 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current = undefined;
         this.query.runs--;
         const world = this.query.world;
+        // Runs mostly end newest first: then this is the top of the stack; else the newer ones
+        // move down a slot, keeping the order.
         const live = world.iterations;
-        // Runs mostly end newest first: then this is the last entry.
-        const at = live.lastIndexOf(this);
-        if (at === live.length - 1) live.pop();
-        else if (at >= 0) live.splice(at, 1);
+        const top = --world.liveIterations;
+        if (live[top] !== this) {
+            const at = live.indexOf(this);
+            live.copyWithin(at, at + 1, top + 1);
+        }
+        live[top] = undefined;
         const exports = world.heap.exports;
         if (this.replay !== undefined) exports.tes_defer_end(world.pointer);
         else {
             exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
             world.returnIterBlock(this.block);
         }
-        if (live.length === 0) world.deferredAdds.clear();
+        if (top === 0) world.deferredAdds.clear();
     }
 
     /**

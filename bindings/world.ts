@@ -121,11 +121,16 @@ export class World {
      * field: the same in every chunk of an archetype, and archetypes never change layout.
      */
     readonly columnOffsets = new Map<number, number>();
+    /** @internal Live iterations started from JS: the first entries of `iterations`. */
+    liveIterations = 0;
     /**
-     * @internal The live iterations of this world, oldest first: `tick()` ends those a program
-     * abandoned, `destroy()` ends them all. Only live ones: an iteration leaves when it ends.
+     * @internal The live iterations of this world, oldest first, in `[0, liveIterations)`:
+     * `tick()` ends those a program abandoned, `destroy()` ends them all. A stack with its own
+     * count, so that starting and ending a run stores a slot and changes no array length (a
+     * push and a pop per run cost more, measured on replayed runs); an ended run's slot is
+     * cleared, so only live ones are held.
      */
-    readonly iterations: ChunkIterator[] = [];
+    readonly iterations: (ChunkIterator | undefined)[] = [];
     /** @internal What the finalizers of the world and of its queries share (lifetime.ts). */
     readonly link: WorldLink;
     /**
@@ -262,7 +267,10 @@ export class World {
     destroy(): void {
         if (this.pointer === 0) return;
         // The C world goes whole, its runs and deferred commands with it: no call ends them.
-        for (const iteration of this.iterations.splice(0)) iteration.abandon();
+        const live = this.iterations;
+        for (let i = 0; i < this.liveIterations; i++) live[i]!.abandon();
+        live.length = 0;
+        this.liveIterations = 0;
         this.deferredAdds.clear();
         forgetWorld(this);
         this.link.destroy();
@@ -926,11 +934,6 @@ export class World {
         return heap.u32.subarray(components, components + heap.u32At(out + 4)).includes(id);
     }
 
-    /** @internal Live iterations of this world (started from JS: every run is). */
-    get liveIterations(): number {
-        return this.iterations.length;
-    }
-
     /**
      * @internal Ends every live iteration, newest first, as `break` would: its current chunk is
      * marked and expires, and the deferred changes are applied when the last one ends. Every
@@ -939,9 +942,9 @@ export class World {
     endIterations(): void {
         let failure: unknown;
         let failed = false;
-        for (const iteration of this.iterations.slice().reverse()) {
+        for (const iteration of this.iterations.slice(0, this.liveIterations).reverse()) {
             try {
-                iteration.return();
+                iteration!.return();
             } catch (error) {
                 if (!failed) failure = error;
                 failed = true;
