@@ -1,16 +1,24 @@
 /**
  * The module's linear memory as the wrapper sees it: typed-array views that are re-derived
  * whenever `memory.buffer` changed (memory growth detaches every earlier view), a scratch
- * block for out-parameters, a growable temporary block for arrays passed to C, and C strings.
+ * block for out-parameters, a growable temporary block and copies for arrays passed to C
+ * (safe when the caller's array is itself a view of this memory), the pool of iteration
+ * blocks, C strings, and the guards debug worlds put around the views they hand out.
  *
  * @module
  */
 import type { Pointer, TesseraExports } from './load.js';
-import { TesseraError, type ErrorCode } from './errors.js';
-import type { FieldType, TypedArrayOf } from './schema.js';
+import { TesseraError, type ErrorCode, type ErrorContext } from './errors.js';
+import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
+
+/** The largest block asked of the C heap: below 4 GiB, the most a wasm32 memory can hold. */
+const MAX_BLOCK_BYTES = 0xffff_0000;
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;
+
+/** Bytes of a `tes_iter_t` (wasm32): one per live iteration that asks the C core for chunks. */
+const ITER_BYTES = 56;
 
 /** @internal */
 export class Heap {
@@ -29,6 +37,16 @@ export class Heap {
     private views!: { typed: { [T in FieldType]: TypedArrayOf[T] }; data: DataView };
     private temp: Pointer = 0;
     private tempBytes = 0;
+    /**
+     * The temporary block a growing `reserveTemp` replaced, freed only once the caller's input
+     * is copied (the input may lie in it, if the caller made a view of memory by hand).
+     */
+    private staleTemp: Pointer = 0;
+    /**
+     * Iteration blocks no live iteration uses, shared by every world of the module: its size is
+     * the most iterations that were ever live at once, whatever worlds come and go.
+     */
+    private readonly iterBlocks: Pointer[] = [];
     private readonly decoder = new TextDecoder();
     private readonly encoder = new TextEncoder();
 
@@ -92,8 +110,15 @@ export class Heap {
         return Number(this.data.getBigUint64(pointer, true));
     }
 
-    /** Memory from the C heap; a TesseraError when the module is out of memory. */
+    /**
+     * Memory from the C heap; a TesseraError when the module is out of memory, or when `bytes`
+     * is more than a wasm32 `size_t` holds (it would wrap to a small block the caller then
+     * writes past).
+     */
     malloc(bytes: number, operation: string): Pointer {
+        if (!(Number.isSafeInteger(bytes) && bytes >= 0 && bytes <= MAX_BLOCK_BYTES)) {
+            throw new TesseraError('OUT_OF_MEMORY', operation, `cannot allocate ${bytes} bytes`);
+        }
         const pointer = this.exports.tes_malloc(bytes) >>> 0;
         if (pointer === 0) {
             throw new TesseraError('OUT_OF_MEMORY', operation, `cannot allocate ${bytes} bytes`);
@@ -102,18 +127,14 @@ export class Heap {
     }
 
     /**
-     * A temporary block of at least `bytes`, valid until the next `tempBlock` call. It only
-     * grows, so steady-state calls allocate nothing.
+     * A temporary block of at least `bytes`, valid until the next `tempBlock`, `tempU32` or
+     * `tempArray` call. It only grows, so steady-state calls allocate nothing. Its contents
+     * are the caller's to write: to copy an array the caller was given, use `tempArray`.
      */
     tempBlock(bytes: number, operation: string): Pointer {
-        if (bytes > this.tempBytes) {
-            const size = Math.max(bytes, this.tempBytes * 2, 1024);
-            const block = this.malloc(size, operation);
-            if (this.temp) this.exports.tes_free(this.temp);
-            this.temp = block;
-            this.tempBytes = size;
-        }
-        return this.temp;
+        const pointer = this.reserveTemp(bytes, operation);
+        this.freeStaleTemp();
+        return pointer;
     }
 
     /** Bytes of the current temporary block (0 before the first `tempBlock`). */
@@ -121,13 +142,99 @@ export class Heap {
         return this.tempBytes;
     }
 
-    /** Copies a list of u32 (entities, components) into the temporary block. */
+    /**
+     * Copies a list of u32 (entities, components) into the temporary block. The list may be a
+     * view of this memory (`chunk.entities`): see {@link Heap.tempArray}.
+     */
     tempU32(values: ArrayLike<number>, operation: string): Pointer {
-        const pointer = this.tempBlock(Math.max(4, values.length * 4), operation);
-        const u32 = this.u32;
-        // A loop beats TypedArray.set for the few ids of a component set (and plain arrays).
-        for (let i = 0, at = pointer >>> 2; i < values.length; i++) u32[at + i] = values[i]!;
+        return this.tempArray(values, 'u32', operation);
+    }
+
+    /**
+     * Copies numbers into the temporary block as elements of `type`. `values` may be a view of
+     * this very memory (`delta.bytes`, `chunk.entities`, a column): allocating the block may
+     * grow memory, which detaches such a view, so where it lies is noted first and it is
+     * copied from there afterwards (see `copyIn`).
+     */
+    tempArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
+        const pointer = this.copyIn(values, type, (bytes) => this.reserveTemp(Math.max(bytes, 4), operation));
+        this.freeStaleTemp();
         return pointer;
+    }
+
+    /**
+     * Copies numbers into fresh memory from the C heap (free it with tes_free), for inputs too
+     * big to keep in the temporary block (snapshots). `values` may be a view of this memory,
+     * as for {@link Heap.tempArray}.
+     */
+    newArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
+        return this.copyIn(values, type, (bytes) => this.malloc(Math.max(bytes, 1), operation));
+    }
+
+    /** @internal A 56-byte `tes_iter_t` block, from the pool when one is free. */
+    takeIterBlock(operation: string): Pointer {
+        return this.iterBlocks.pop() ?? this.malloc(ITER_BYTES, operation);
+    }
+
+    /** @internal Gives an iteration block back to the pool (its iteration ended, or its world went). */
+    returnIterBlock(block: Pointer): void {
+        this.iterBlocks.push(block);
+    }
+
+    /** @internal Iteration blocks in the pool (no live iteration uses them). */
+    get pooledIterBlocks(): number {
+        return this.iterBlocks.length;
+    }
+
+    /**
+     * The one way a caller's array gets into wasm memory. An array that is a view of this
+     * memory (its buffer is `memory.buffer`) is detached by any growth, and `reserve` may
+     * grow memory: so its byte offset is noted before, and its bytes are copied within memory
+     * after (the region it views is not freed by an allocation). A view of another element
+     * type is copied out to JS first. Anything else (plain arrays, typed arrays over JS
+     * memory) is read only after `reserve`, as it cannot be detached by it.
+     */
+    private copyIn(values: ArrayLike<number>, type: FieldType, reserve: (bytes: number) => Pointer): Pointer {
+        const Type = arrayTypes[type];
+        const elementBytes = Type.BYTES_PER_ELEMENT;
+        let source = -1;
+        // Debug worlds hand out Proxies over views: property reads go through to the view.
+        const buffer = (values as Partial<ArrayBufferView>).buffer;
+        if (buffer !== undefined && buffer === this.current) {
+            if (values instanceof Type) source = (values as unknown as ArrayBufferView).byteOffset;
+            else values = Array.from(values);
+        }
+        const length = values.length;
+        const pointer = reserve(length * elementBytes);
+        if (source >= 0) {
+            this.u8.copyWithin(pointer, source, source + length * elementBytes);
+        } else if (type === 'u32' && !ArrayBuffer.isView(values)) {
+            // A loop beats TypedArray.set for the few ids of a component set (and plain arrays).
+            const u32 = this.u32;
+            for (let i = 0, at = pointer >>> 2; i < length; i++) u32[at + i] = values[i]!;
+        } else {
+            this.typed(type).set(values, pointer / elementBytes);
+        }
+        return pointer;
+    }
+
+    /** The temporary block, grown when smaller than `bytes`; the old one waits in `staleTemp`. */
+    private reserveTemp(bytes: number, operation: string): Pointer {
+        if (bytes > this.tempBytes) {
+            const size = Math.max(bytes, this.tempBytes * 2, 1024);
+            const block = this.malloc(size, operation);
+            this.staleTemp = this.temp;
+            this.temp = block;
+            this.tempBytes = size;
+        }
+        return this.temp;
+    }
+
+    private freeStaleTemp(): void {
+        if (this.staleTemp !== 0) {
+            this.exports.tes_free(this.staleTemp);
+            this.staleTemp = 0;
+        }
     }
 
     /** Reads a NUL-terminated UTF-8 string. */
@@ -163,4 +270,53 @@ export class Heap {
             },
         };
     }
+}
+
+/**
+ * A view handed out by a debug world, wrapped so that every use checks first that it may still
+ * be used: `problem` answers the error to throw (the world was destroyed, memory grew, the
+ * delta was encoded again), or undefined. The only way to make a stale typed array loud; a
+ * Proxy costs on every element access, so only debug worlds use it. Methods are bound to the
+ * view, so `view.fill()`, `view.slice()` and `view.subarray()` work on it too.
+ */
+export function guardView<T extends object>(view: T, problem: () => TesseraError | undefined): T {
+    const check = () => {
+        const error = problem();
+        if (error !== undefined) throw error;
+    };
+    return new Proxy(view, {
+        get(target, property) {
+            check();
+            const value = Reflect.get(target, property, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+        },
+        set(target, property, value) {
+            check();
+            return Reflect.set(target, property, value, target);
+        },
+    });
+}
+
+/**
+ * The usual problem of a view over wasm memory in a debug world: `DESTROYED` once its world is,
+ * `VIEW_DETACHED` once memory grew (growth detaches the buffer: every view over it drops to
+ * length 0, and the views the API hands out are never empty).
+ */
+export function viewProblem(
+    view: ArrayLike<number>,
+    destroyed: () => boolean,
+    operation: string,
+    refresh: string,
+    context: ErrorContext = {},
+): TesseraError | undefined {
+    if (destroyed()) return new TesseraError('DESTROYED', operation, 'the world was destroyed', context);
+    if (view.length === 0) {
+        return new TesseraError(
+            'VIEW_DETACHED',
+            operation,
+            `memory grew after this view was made (a call that allocates ran); ${refresh}`,
+            context,
+        );
+    }
+    return undefined;
 }

@@ -6,7 +6,10 @@
  * @module
  */
 import { TesseraError } from './errors.js';
+import { guardView, viewProblem } from './heap.js';
+import { forgetQuery, watchQuery } from './lifetime.js';
 import { TES_MAX_COMPONENTS, type Pointer } from './load.js';
+import { checkKeys } from './options.js';
 import {
     arrayTypes,
     describeDefinition,
@@ -61,6 +64,9 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
+
+/** The keys of a query description (`removed` and `pairs` only for subscriptions: see there). */
+const QUERY_KEYS = ['all', 'none', 'any', 'added', 'changed', 'writes', 'removed', 'pairs'] as const;
 
 /** `tes_query_desc_t` (wasm32): six (pointer, count) lists, then pairs and pair_changes. */
 const QUERY_DESC_BYTES = 64;
@@ -149,17 +155,19 @@ export class Query {
     /** @internal */
     cachedLayout = 0;
 
-    /** @internal Use `world.query()`. */
-    constructor(world: World, desc: QueryDesc, operation: string) {
+    /**
+     * @internal Use `world.query()`. `owned`: a system or a replicator frees the query, so it
+     * gets no finalizer of its own (see lifetime.ts).
+     */
+    constructor(world: World, desc: QueryDesc, operation: string, owned = false) {
         // The published types hide this constructor's parameters (they are internal).
         if (typeof (world as Partial<World> | undefined)?.live !== 'function') {
             throw new TesseraError('INVALID_ARGUMENT', 'new Query', 'make queries with world.query()');
         }
         this.world = world;
         const pointerOfWorld = world.live(operation);
-        if (typeof desc !== 'object' || desc === null) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a query description object');
-        }
+        // An array (`world.query([Position])`) or a misspelt key would otherwise match everything.
+        checkKeys(operation, 'query description', desc, QUERY_KEYS);
         const withRemovals = desc as QueryDesc & {
             readonly removed?: readonly (Component<any> | Relation<any>)[];
             readonly pairs?: readonly Relation<any>[];
@@ -264,6 +272,7 @@ export class Query {
         const out = heap.scratch;
         world.check(heap.exports.tes_query_create(pointerOfWorld, desc64, out), operation);
         this.pointer = heap.u32At(out);
+        if (!owned) watchQuery(this, world.link, this.pointer);
     }
 
     /** True after {@link Query.close} (or when its world was destroyed). */
@@ -280,6 +289,12 @@ export class Query {
      * Starts an iteration: the chunks with something to visit, one {@link Chunk} each. Run it
      * to the end or leave the loop with `break`/`return`/`throw` (which ends it too): while any
      * iteration is live, structural changes are deferred until the last one ends.
+     *
+     * An iterator abandoned before its end (`query.chunks().next()`, then dropped) stays live
+     * until `world.tick()`, which ends it as `break` would (its current chunk's writes are
+     * marked, deferred changes applied; its `next()` is done from then on and its chunks throw
+     * `CHUNK_EXPIRED`), or `world.destroy()` (then they throw `DESTROYED`). Until then the
+     * world defers every structural change, and `snapshot`, `applyDelta` and `encode` refuse.
      */
     chunks(): ChunkIterator {
         return new ChunkIterator(this, this.live('query.chunks'), 'query.chunks');
@@ -334,6 +349,7 @@ export class Query {
     /** Despawns every entity the query matches. */
     despawnAll(): void {
         const operation = 'query.despawnAll';
+        this.live(operation);
         this.plainOnly(operation);
         const entities = this.entities();
         this.world.despawnMany(entities);
@@ -343,17 +359,17 @@ export class Query {
 
     /** `a = value` for one field of every visited entity (all elements of array fields). */
     fill<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
-        this.apply('query.fill', OP.fill, component, field, value);
+        this.apply('query.fill', OP.fill, component, field, ['value', value]);
     }
 
     /** `a += value`. */
     offset<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
-        this.apply('query.offset', OP.add, component, field, value);
+        this.apply('query.offset', OP.add, component, field, ['value', value]);
     }
 
     /** `a *= factor`. */
     scale<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, factor: number): void {
-        this.apply('query.scale', OP.scale, component, field, factor);
+        this.apply('query.scale', OP.scale, component, field, ['factor', factor]);
     }
 
     /**
@@ -367,12 +383,12 @@ export class Query {
         sourceField: FieldLike<T, S[K]>,
         factor: number,
     ): void {
-        this.apply('query.addScaled', OP.addScaled, component, field, factor, 0, 0, source, sourceField);
+        this.apply('query.addScaled', OP.addScaled, component, field, ['factor', factor], undefined, { source, sourceField });
     }
 
     /** `a = min(max(a, min), max)`. */
     clamp<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, min: number, max: number): void {
-        this.apply('query.clamp', OP.clamp, component, field, 0, min, max);
+        this.apply('query.clamp', OP.clamp, component, field, undefined, [min, max]);
     }
 
     /**
@@ -380,15 +396,20 @@ export class Query {
      * call (timers, lifetimes, health), in a fresh array.
      */
     countdown<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, amount: number): Uint32Array {
-        return this.apply('query.countdown', OP.subCollect, component, field, amount);
+        return this.apply('query.countdown', OP.subCollect, component, field, ['amount', amount]);
     }
 
-    /** Closes the query: a consumer stops holding back change history. Idempotent. */
+    /**
+     * Closes the query: a consumer stops holding back change history. Idempotent. A query the
+     * program drops without closing is freed after the garbage collector finds it unreachable
+     * (a backstop: that may come late or never, and until then a consumer holds history).
+     */
     close(): void {
         if (this.pointer === 0) return;
         if (this.runs > 0) {
             throw new TesseraError('QUERY_IN_USE', 'query.close', 'an iteration of this query is live');
         }
+        forgetQuery(this);
         if (!this.world.destroyed) this.world.heap.exports.tes_query_destroy(this.world.pointer, this.pointer);
         this.pointer = 0;
     }
@@ -420,33 +441,40 @@ export class Query {
         this.world.queryItems(operation, this.pointer, item, add);
     }
 
+    /**
+     * Runs a kernel. Every number is the caller's, checked here (none has a default: a left-out
+     * `max` must not clamp to 0): `scalar` is the kernel's k with its name, `range` clamp's
+     * bounds, `source` addScaled's other field.
+     */
     private apply(
         operation: string,
         kind: number,
         component: Component<any>,
         field: string,
-        k: number,
-        lo = 0,
-        hi = 0,
-        source?: Component<any>,
-        sourceField?: string,
+        scalar: readonly [name: string, value: number] | undefined,
+        range?: readonly [min: number, max: number],
+        source?: { readonly source: Component<any>; readonly sourceField: string },
     ): Uint32Array {
         const world = this.live(operation);
         if (this.runs > 0) {
             throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
         }
         const heap = this.world.heap;
-        const meta = fieldOf(component, field, operation);
+        // The field before the id: a misspelt field must not register the component.
+        const meta = fieldOf(component, fieldName(field, operation, component), operation);
         const id = this.world.idOf(component, operation);
         let sourceId = 0;
         let sourceIndex = 0;
         if (source !== undefined) {
-            sourceId = this.world.idOf(source, operation);
-            sourceIndex = fieldOf(source, sourceField!, operation).index;
+            sourceIndex = fieldOf(source.source, fieldName(source.sourceField, operation, source.source), operation).index;
+            sourceId = this.world.idOf(source.source, operation);
         }
-        for (const [name, value] of [['value', k], ['min', lo], ['max', hi]] as const) {
+        const numbers: [string, unknown][] = [];
+        if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
+        if (range !== undefined) numbers.push(['min', range[0]], ['max', range[1]]);
+        for (const [name, value] of numbers) {
             if (typeof value !== 'number') {
-                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number`, {
+                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number, got ${describeValue(value)}`, {
                     component: component.name,
                     field,
                 });
@@ -454,9 +482,9 @@ export class Query {
         }
         const op = heap.tempBlock(OP_BYTES, operation);
         const f64 = heap.f64;
-        f64[op >>> 3] = k;
-        f64[(op >>> 3) + 1] = lo;
-        f64[(op >>> 3) + 2] = hi;
+        f64[op >>> 3] = scalar?.[1] ?? 0;
+        f64[(op >>> 3) + 1] = range?.[0] ?? 0;
+        f64[(op >>> 3) + 2] = range?.[1] ?? 0;
         const u32 = heap.u32;
         u32.set([kind, id, meta.index, sourceId, sourceIndex], (op + 24) >>> 2);
         const out = heap.scratch;
@@ -472,7 +500,10 @@ const DONE: IteratorResult<Chunk, undefined> = Object.freeze({ done: true, value
 
 /**
  * One iteration of a query. `for...of` drives it; leaving the loop early ends it. A chunk is
- * valid until the iterator moves on.
+ * valid until the iterator moves on. `world.tick()` ends an iteration still live (an
+ * abandoned iterator, or the loop `tick()` was called from, unless from inside a system: that
+ * tick is refused): its `next()` is done from then on. `world.destroy()` ends it too: its
+ * `next()` throws `DESTROYED` from then on.
  *
  * The outermost run of a plain query records its chunks (and the views they hand out); while
  * no row or chunk has moved since (`tes_world_layout` is the same), the next outermost run
@@ -520,7 +551,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         // own chunk: only a run started while none is live uses the query's reusable lists.
         this.marks = query.runs === 0 ? query.marks : new Map();
         query.runs++;
-        owner.liveIterations++;
+        owner.iterations[owner.liveIterations++] = this;
     }
 
     [Symbol.iterator](): this {
@@ -528,7 +559,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     }
 
     next(): IteratorResult<Chunk, undefined> {
-        if (this.done) return DONE;
+        if (this.done) return this.ended();
         try {
             this.finishChunk();
         } catch (error) {
@@ -604,13 +635,40 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current = undefined;
         this.query.runs--;
         const world = this.query.world;
-        world.liveIterations--;
+        // Runs mostly end newest first: then this is the top of the stack; else the newer ones
+        // move down a slot, keeping the order.
+        const live = world.iterations;
+        const top = --world.liveIterations;
+        if (live[top] !== this) {
+            const at = live.indexOf(this);
+            live.copyWithin(at, at + 1, top + 1);
+        }
+        live[top] = undefined;
         const exports = world.heap.exports;
         if (this.replay !== undefined) exports.tes_defer_end(world.pointer);
         else {
             exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
             world.returnIterBlock(this.block);
         }
+    }
+
+    /**
+     * @internal The world is being destroyed: the run ends with it, without a call into C (the
+     * C world, its run and its deferred commands go whole; the block goes back with the
+     * world's). From now on the iterator and its chunks throw `DESTROYED`.
+     */
+    abandon(): void {
+        if (this.done) return;
+        this.done = true;
+        this.current?.expire();
+        this.current = undefined;
+        this.query.runs--;
+    }
+
+    /** `next()` after the end: done (its end, break, tick()), or DESTROYED (world.destroy()). */
+    private ended(): IteratorResult<Chunk, undefined> {
+        if (this.query.world.pointer === 0) throw new TesseraError('DESTROYED', 'iterator.next', 'the world was destroyed');
+        return DONE;
     }
 }
 
@@ -621,7 +679,10 @@ export class ChunkIterator implements IterableIterator<Chunk> {
  * Views (`column`, `entities`, `slots`) point straight into wasm memory. They stay valid for
  * this chunk until a call that may allocate: structural calls inside the loop (spawn, despawn,
  * add, remove, their batch forms) are deferred and may grow memory, which detaches every view.
- * After such a call, ask the chunk again; it is cheap and always answers with live views.
+ * After such a call, ask the chunk again; it is cheap and always answers with live views. In a
+ * debug world every view is guarded: using one after growth throws `VIEW_DETACHED`, after
+ * the world was destroyed `DESTROYED`. A chunk used after its iteration moved on (or was
+ * ended by `world.tick()`) throws `CHUNK_EXPIRED`; after `world.destroy()`, `DESTROYED`.
  */
 export class Chunk {
     /** The archetype's id. */
@@ -645,8 +706,13 @@ export class Chunk {
      * worlds). A few entries per chunk: a list is cheaper to make and search than a Map.
      */
     private readonly views: { component: Definition; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
-    /** `entities` and `slots`, made once per chunk: loops read them per row. */
+    /**
+     * `entities` and `slots`, made once per chunk (loops read them per row): the typed array,
+     * and what the caller got (the same array, or a guard in debug worlds).
+     */
+    private entitiesRaw: Uint32Array | undefined;
     private entitiesView: Uint32Array | undefined;
+    private slotsRaw: Uint32Array | undefined;
     private slotsView: Uint32Array | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
@@ -674,11 +740,13 @@ export class Chunk {
     get entities(): Uint32Array {
         this.alive('chunk.entities');
         // A view detached by growth has length 0 (a visited chunk has rows): make it again.
-        if (this.entitiesView === undefined || this.entitiesView.length === 0) {
+        if (this.entitiesRaw === undefined || this.entitiesRaw.length === 0) {
             const start = this.entitiesPointer >>> 2;
-            this.entitiesView = this.query.world.heap.u32.subarray(start, start + this.count);
+            const raw = this.query.world.heap.u32.subarray(start, start + this.count);
+            this.entitiesRaw = raw;
+            this.entitiesView = this.guard(raw, 'entities view', 'read chunk.entities again');
         }
-        return this.entitiesView;
+        return this.entitiesView!;
     }
 
     /**
@@ -687,13 +755,14 @@ export class Chunk {
      */
     get slots(): Uint32Array {
         this.alive('chunk.slots');
-        if (this.slotsView === undefined || this.slotsView.length === 0) {
+        if (this.slotsRaw === undefined || this.slotsRaw.length === 0) {
             const start = this.rowsPointer >>> 2;
-            this.slotsView = this.filtered
-                ? this.query.world.heap.u32.subarray(start, start + this.rowCount)
-                : identityRows(this.count);
+            // Unfiltered: rows 0..count-1 from a shared JS array, which growth cannot detach.
+            const raw = this.filtered ? this.query.world.heap.u32.subarray(start, start + this.rowCount) : identityRows(this.count);
+            this.slotsRaw = raw;
+            this.slotsView = this.guard(raw, 'slots view', 'read chunk.slots again');
         }
-        return this.slotsView;
+        return this.slotsView!;
     }
 
     /**
@@ -704,7 +773,7 @@ export class Chunk {
      */
     column<S extends Schema, K extends FieldName<S>>(component: Component<S>, field: K): ColumnOf<S, K> {
         // The views handed out before, found by identity: no lookups when a loop (or a replayed
-        // run) asks again. A live chunk implies a live world (destroy refuses while iterating).
+        // run) asks again. A live chunk implies a live world (destroy expires every chunk).
         // A detached view has length 0 (a visited chunk has rows): memory grew, make it again.
         const views = this.views;
         if (!this.expired) {
@@ -720,7 +789,7 @@ export class Chunk {
         const world = this.query.world;
         const heap = world.heap;
         const id = world.idOf(component, operation);
-        const meta = fieldOf(component, field, operation);
+        const meta = fieldOf(component, fieldName(field, operation, component), operation);
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * TES_MAX_COMPONENTS + id) * 64 + meta.index;
@@ -738,7 +807,7 @@ export class Chunk {
             world.columnOffsets.set(offsetKey, offset);
         }
         const raw: ColumnArray = new arrayTypes[meta.type](heap.current, this.entitiesPointer + offset, this.count * meta.length);
-        const view = world.debug ? guardView(raw, component.name, field) : raw;
+        const view = this.guard(raw, 'column view', 'call chunk.column() again', component.name, field);
         const entry = { component, field, raw, view };
         const detached = views.findIndex((v) => v.component === component && v.field === field);
         if (detached >= 0) views[detached] = entry;
@@ -813,37 +882,32 @@ export class Chunk {
     }
 
     private alive(operation: string): void {
+        // The world first: destroying it expires the chunk too, and DESTROYED says why.
+        this.query.world.live(operation);
         if (this.expired) {
             throw new TesseraError('CHUNK_EXPIRED', operation, 'the iteration has moved past this chunk');
         }
-        this.query.world.live(operation);
+    }
+
+    /**
+     * What a view handed out is: the typed array itself, or in a debug world a guard that
+     * throws `DESTROYED` once the world is destroyed and `VIEW_DETACHED` once memory grew.
+     */
+    private guard<T extends ColumnArray>(raw: T, operation: string, refresh: string, component?: string, field?: string): T {
+        const world = this.query.world;
+        if (!world.debug) return raw;
+        const context = component === undefined ? {} : { component, field };
+        return guardView(raw, () => viewProblem(raw, () => world.destroyed, operation, refresh, context));
     }
 }
 
-/** A view that throws `VIEW_DETACHED` when used after memory growth (debug worlds). */
-function guardView(view: ColumnArray, component: string, field: string): ColumnArray {
-    const check = () => {
-        // Growth detaches the buffer: every view over it drops to length 0.
-        if (view.length === 0) {
-            throw new TesseraError(
-                'VIEW_DETACHED',
-                'column view',
-                'memory grew after this view was made (a call that allocates ran); call chunk.column() again',
-                { component, field },
-            );
-        }
-    };
-    return new Proxy(view, {
-        get(target, property) {
-            check();
-            const value = Reflect.get(target, property, target);
-            return typeof value === 'function' ? value.bind(target) : value;
-        },
-        set(target, property, value) {
-            check();
-            return Reflect.set(target, property, value, target);
-        },
-    });
+/** A field name from the caller, which plain JavaScript may have left out. */
+function fieldName(field: unknown, operation: string, component: unknown): string {
+    if (typeof field !== 'string') {
+        const name = isDefinition(component) ? component.name : undefined;
+        throw new TesseraError('INVALID_ARGUMENT', operation, `expected a field name, got ${describeValue(field)}`, { component: name });
+    }
+    return field;
 }
 
 function componentList(list: unknown, operation: string): unknown[] {

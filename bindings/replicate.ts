@@ -1,7 +1,20 @@
+/**
+ * Replication, the sending side: a `Replicator` encodes what changed in its world since a
+ * replica's acknowledged tick, a `Peer` keeps one replica's acknowledgements, a `Delta` is one
+ * encode's bytes (a view of wasm memory until the next encode).
+ *
+ * @module
+ */
 import { TesseraError } from './errors.js';
+import { guardView, viewProblem } from './heap.js';
+import { forgetReplicator, watchReplicator } from './lifetime.js';
+import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
 import { describeValue, type Component, type Relation } from './schema.js';
 import type { World } from './world.js';
+
+const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;
+const SCOPE_KEYS = ['all', 'none', 'any'] as const;
 
 /** Options of {@link World.replicator}. */
 export interface ReplicatorOptions {
@@ -27,9 +40,12 @@ export interface ReplicatorOptions {
 /** One encoded delta (or keyframe), as {@link Replicator.encode} hands it out. */
 export interface Delta {
     /**
-     * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again;
-     * send or copy them (`bytes.slice()`) right away. Reading it after the next encode throws
-     * `VIEW_DETACHED`.
+     * The bytes, as a view of wasm memory: no copy. Valid until the replicator encodes again
+     * (or memory grows); send or copy them (`bytes.slice()`) right away. Reading it after the
+     * next encode throws `VIEW_DETACHED`; after the replicator closed or its world was
+     * destroyed, `DESTROYED`. In a debug world the view itself checks the same on every use,
+     * and `VIEW_DETACHED` after memory grew (it is then a Proxy: copy it before
+     * `postMessage`).
      */
     readonly bytes: Uint8Array;
     /** The source tick it brings a replica to: what the replica acknowledges. */
@@ -44,7 +60,9 @@ const DESC_BYTES = 16;
 /**
  * The sending side of replication (see {@link World.replicator}): encodes what changed since a
  * replica's acknowledged tick, walking the world's dirty lists and logs, so a delta costs what
- * changed. Close it when done: while it lives, its components are change-tracked.
+ * changed. Close it when done: while it lives, its components are change-tracked (a dropped
+ * replicator is freed once the garbage collector finds it unreachable: a backstop that may
+ * come late or never).
  */
 export class Replicator {
     /** The world it encodes. */
@@ -60,10 +78,10 @@ export class Replicator {
     constructor(world: World, options: ReplicatorOptions) {
         const operation = 'world.replicator';
         const pointerOfWorld = world.live(operation);
-        if (typeof options !== 'object' || options === null) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `options must be an object, got ${describeValue(options)}`);
-        }
+        checkKeys(operation, 'replicator options', options, REPLICATOR_KEYS);
         const { components, scope, history } = options;
+        // Only matching terms: filters and writes mean nothing for a scope.
+        if (scope !== undefined) checkKeys(operation, 'scope', scope, SCOPE_KEYS);
         if (history !== undefined && !(Number.isInteger(history) && history > 0 && history <= 1 << 20)) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `history must be a positive integer, got ${describeValue(history)}`);
         }
@@ -72,12 +90,8 @@ export class Replicator {
         }
         const ids = (components ?? []).map((c) => world.idOf(c, operation));
         this.world = world;
-        // Only the matching terms: filters and writes mean nothing for a scope.
-        const terms: { all?: readonly Term[]; none?: readonly Term[]; any?: readonly Term[] } = {};
-        if (scope?.all) terms.all = scope.all;
-        if (scope?.none) terms.none = scope.none;
-        if (scope?.any) terms.any = scope.any;
-        this.scope = scope === undefined ? undefined : new Query(world, terms, operation);
+        // Owned: freed by close() or the replicator's finalizer, after the replicator.
+        this.scope = scope === undefined ? undefined : new Query(world, scope, operation, true);
         const heap = world.heap;
         try {
             const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);
@@ -99,6 +113,7 @@ export class Replicator {
             }
             world.check(result, operation);
             this.pointer = heap.u32At(out);
+            watchReplicator(this, world.link, this.pointer, this.scope?.pointer ?? 0);
         } catch (error) {
             this.scope?.close();
             throw error;
@@ -126,13 +141,25 @@ export class Replicator {
         const pointer = heap.u32At(out), size = heap.u32At(out + 4), tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
         const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
-        const owner = this;
+        // The buffer is the replicator's: gone at its next encode, its close, its world's end.
+        const problem = (operation: string): TesseraError | undefined => {
+            if (this.closed) {
+                const gone = this.world.destroyed ? 'the world was destroyed' : 'the replicator was closed';
+                return new TesseraError('DESTROYED', operation, `${gone}: copy a delta's bytes before that`);
+            }
+            if (this.encodes !== generation) {
+                return new TesseraError('VIEW_DETACHED', operation, "the replicator encoded again: copy a delta's bytes before the next encode");
+            }
+            return undefined;
+        };
+        const debug = this.world.debug;
         return {
             get bytes(): Uint8Array {
-                if (owner.encodes !== generation || owner.pointer === 0) {
-                    throw new TesseraError('VIEW_DETACHED', 'delta.bytes', 'the replicator encoded again (or closed): copy a delta\'s bytes before the next encode');
-                }
-                return new Uint8Array(heap.memory.buffer, pointer, size);
+                const error = problem('delta.bytes');
+                if (error !== undefined) throw error;
+                const view = new Uint8Array(heap.current, pointer, size);
+                if (!debug) return view;
+                return guardView(view, () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'));
             },
             tick,
             keyframe,
@@ -168,6 +195,7 @@ export class Replicator {
     /** Stops the change tracking the replicator asked for. Idempotent. */
     close(): void {
         if (this.pointer === 0) return;
+        forgetReplicator(this);
         if (!this.world.destroyed) this.world.heap.exports.tes_replicator_destroy(this.pointer);
         this.pointer = 0;
         this.scope?.close();
@@ -178,7 +206,8 @@ export class Replicator {
         return this.pointer === 0 || this.world.destroyed;
     }
 
-    private live(operation: string): number {
+    /** @internal The world pointer, or `DESTROYED` when the replicator or its world is gone. */
+    live(operation: string): number {
         const world = this.world.live(operation);
         if (this.pointer === 0) throw new TesseraError('DESTROYED', operation, 'the replicator was closed');
         return world;
@@ -207,6 +236,7 @@ export class Peer {
      * or out of order: only a newer tick counts.
      */
     ack(tick: number): void {
+        this.live('peer.ack');
         if (!(Number.isSafeInteger(tick) && tick >= 0)) {
             throw new TesseraError('INVALID_ARGUMENT', 'peer.ack', `tick must be a non-negative integer, got ${describeValue(tick)}`);
         }
@@ -215,12 +245,14 @@ export class Peer {
 
     /** Forgets the acknowledgements (a replica that restarted): the next encode is a keyframe. */
     reset(): void {
+        this.live('peer.reset');
         this.ackedTick = 0;
     }
 
     /** The delta since the acknowledged tick (a keyframe when it is 0 or too old). */
     encode(): Delta {
-        if (this.closed) throw new TesseraError('DESTROYED', 'peer.encode', 'the peer was closed');
+        // Before releasing: that calls into C with the replicator, which must still exist.
+        this.live('peer.encode');
         this.replicator.releaseAcknowledged();
         return this.replicator.encode(this.ackedTick);
     }
@@ -232,5 +264,11 @@ export class Peer {
     close(): void {
         this.replicator.peers.delete(this);
         this.closed = true;
+    }
+
+    /** `DESTROYED` when the peer was closed, or its replicator or world is gone. */
+    private live(operation: string): void {
+        this.replicator.live(operation);
+        if (this.closed) throw new TesseraError('DESTROYED', operation, 'the peer was closed');
     }
 }

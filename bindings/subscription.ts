@@ -6,6 +6,7 @@
  * @module
  */
 import { TesseraError } from './errors.js';
+import { checkKeys } from './options.js';
 import { Query, type ChunkIterator, type QueryDesc } from './query.js';
 import type { Component, Definition, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
@@ -54,6 +55,8 @@ export interface PairEvent {
 const COLLECT_BYTES = 28;
 /** `tes_pair_event_t` (wasm32): source 0, target 4, relation 8, kind 12. */
 const PAIR_EVENT_WORDS = 4;
+/** The keys of a subscription description: a query's, without `writes` (it writes nothing). */
+const SUBSCRIPTION_KEYS = ['all', 'none', 'any', 'added', 'changed', 'removed', 'pairs'] as const;
 const PAIR_KINDS: readonly (PairEventKind | undefined)[] = [undefined, 'added', 'removed', 'changed', 'moved'];
 const NO_EVENTS: readonly PairEvent[] = Object.freeze([]);
 
@@ -122,7 +125,9 @@ export class Changes {
 
 /**
  * A change subscription with its own watermark: each add, change and removal is reported
- * exactly once, by the first drain after it. Close it when done, or it keeps history alive.
+ * exactly once, by the first drain after it. Close it when done, or it keeps history alive
+ * (a dropped subscription is freed once the garbage collector finds it unreachable: a
+ * backstop that may come late or never, not a substitute for `close()`).
  *
  * @example
  * const hits = world.subscribe({ changed: [Health], removed: [Health] });
@@ -138,9 +143,7 @@ export class Subscription {
     constructor(world: World, desc: SubscriptionDesc) {
         const operation = 'world.subscribe';
         world.live(operation);
-        if (typeof desc !== 'object' || desc === null) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected a subscription description object');
-        }
+        checkKeys(operation, 'subscription description', desc, SUBSCRIPTION_KEYS);
         const reports =
             (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
         if (reports === 0) {
@@ -150,8 +153,7 @@ export class Subscription {
                 'name at least one component in added, changed or removed, or a relation in pairs',
             );
         }
-        const { writes: _ignored, ...terms } = desc as QueryDesc; // a subscription writes nothing
-        this.query = new Query(world, terms, operation);
+        this.query = new Query(world, desc as QueryDesc, operation);
     }
 
     /** True after {@link Subscription.close}. */

@@ -6,7 +6,9 @@
  * @module
  */
 import { TesseraError } from './errors.js';
-import type { Query, QueryDesc } from './query.js';
+import { checkKeys } from './options.js';
+import { Query, type QueryDesc } from './query.js';
+import { describeValue } from './schema.js';
 import type { World } from './world.js';
 
 /** A named group of systems; stages run in creation order. */
@@ -41,6 +43,7 @@ export interface System {
 }
 
 const DEFAULT_STAGE = 'update';
+const SYSTEM_KEYS = ['name', 'stage', 'query', 'interval', 'run'] as const;
 
 interface Entry {
     readonly system: System;
@@ -75,16 +78,31 @@ export class Scheduler {
 
     system(desc: SystemDesc): System {
         const operation = 'world.system';
-        if (typeof desc !== 'object' || desc === null || typeof desc.run !== 'function') {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'expected { query, run(query, world) }');
+        checkKeys(operation, 'system description', desc, SYSTEM_KEYS);
+        if (typeof desc.run !== 'function') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `run must be a function (query, world) => void, got ${describeValue(desc.run)}`);
         }
         const interval = desc.interval ?? 1;
         if (!Number.isInteger(interval) || interval < 1) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${String(interval)}`);
+            throw new TesseraError('INVALID_ARGUMENT', operation, `interval must be an integer >= 1, got ${describeValue(interval)}`);
         }
-        const slot = this.slot(typeof desc.stage === 'object' ? desc.stage.name : (desc.stage ?? DEFAULT_STAGE));
+        if (desc.name !== undefined && typeof desc.name !== 'string') {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `name must be a string, got ${describeValue(desc.name)}`);
+        }
+        const given: unknown = desc.stage;
+        const stageName =
+            given === undefined ? DEFAULT_STAGE
+            : typeof given === 'string' ? given
+            : typeof given === 'object' && given !== null ? (given as Partial<Stage>).name
+            : undefined;
+        if (typeof stageName !== 'string' || stageName.length === 0) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `stage must be a stage or its name, got ${describeValue(desc.stage)}`);
+        }
+        // The system owns its query: it lives as long as the system (no finalizer of its own).
+        // Made before the stage, so that a bad query leaves no new stage behind.
+        const query = new Query(this.world, desc.query, operation, true);
+        const slot = this.slot(stageName);
         const stage = slot.stage;
-        const query = this.world.query(desc.query);
         const name = desc.name ?? (desc.run.name || `system ${slot.systems.length + 1}`);
         const system: System = {
             name,
@@ -103,23 +121,31 @@ export class Scheduler {
         return Object.freeze(system);
     }
 
+    /**
+     * Ends the iterations a program left live (abandoned iterators), then runs the due systems
+     * stage by stage, ending what each system leaves live when it returns, then prunes. Called
+     * from inside a system, it is refused and changes nothing.
+     */
     tick(): void {
         const operation = 'world.tick';
         const world = this.world;
-        if (world.liveIterations > 0) {
-            throw new TesseraError(
-                'QUERY_IN_USE',
-                operation,
-                'an iteration is still live: a loop over a query was left without ending it (drive it to the end or break out of for...of)',
-            );
+        if (this.ticking) {
+            // Refused as it always was: ending the system's own run under it, or running every
+            // system inside one, would pull the frame from under the running system.
+            if (world.liveIterations > 0) {
+                throw new TesseraError('QUERY_IN_USE', operation, 'tick() was called from a system, inside a loop over a query');
+            }
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'tick() was called from a system');
         }
-        if (this.ticking) throw new TesseraError('INVALID_ARGUMENT', operation, 'tick() was called from a system');
+        // Abandoned iterations (a chunks() iterator not run to its end) would defer every
+        // structural change forever: they end here, as break would have ended them.
+        world.endIterations();
         this.ticking = true;
         try {
             for (const { systems } of this.stages) {
                 for (const entry of [...systems]) {
                     if (this.frame % entry.interval !== 0 || entry.system.query.closed) continue;
-                    entry.run(entry.system.query, world);
+                    this.runSystem(entry);
                 }
             }
         } finally {
@@ -127,5 +153,23 @@ export class Scheduler {
         }
         world.check(world.heap.exports.tes_tick(world.live(operation)), operation);
         this.frame++;
+    }
+
+    /** One system's run; an iteration it leaves live ends when it returns (or throws). */
+    private runSystem(entry: Entry): void {
+        const world = this.world;
+        try {
+            entry.run(entry.system.query, world);
+        } catch (error) {
+            if (!world.destroyed) {
+                try {
+                    world.endIterations();
+                } catch {
+                    // The system's own error is the one to report.
+                }
+            }
+            throw error;
+        }
+        if (!world.destroyed && world.liveIterations > 0) world.endIterations();
     }
 }

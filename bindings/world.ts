@@ -7,9 +7,11 @@
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { ItemList, type WrittenList } from './items.js';
-import type { Pointer, TesseraExports } from './load.js';
-import { Query, type QueryDesc } from './query.js';
+import type { Pointer } from './load.js';
+import { Query, type ChunkIterator, type QueryDesc } from './query.js';
+import { checkKeys } from './options.js';
 import { Registry } from './registry.js';
+import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import {
     ChildOf,
     describeDefinition,
@@ -90,13 +92,6 @@ export interface WorldStats {
     readonly commandsSkipped: number;
 }
 
-const worldsToFree = new FinalizationRegistry<{ exports: TesseraExports; pointer: Pointer }>(
-    ({ exports, pointer }) => exports.tes_world_destroy(pointer),
-);
-
-/** Where an iteration block (`tes_iter_t`, 56 bytes) comes from and goes back to. */
-const ITER_BYTES = 56;
-
 /**
  * A world: entities, their components, queries over them, change subscriptions and systems.
  * Make one with `createWorld()`; free it with {@link World.destroy}.
@@ -121,11 +116,20 @@ export class World {
      * field: the same in every chunk of an archetype, and archetypes never change layout.
      */
     readonly columnOffsets = new Map<number, number>();
-    /** @internal Live iterations started from JS. */
+    /** @internal Live iterations started from JS: the first entries of `iterations`. */
     liveIterations = 0;
+    /**
+     * @internal The live iterations of this world, oldest first, in `[0, liveIterations)`:
+     * `tick()` ends those a program abandoned, `destroy()` ends them all. A stack with its own
+     * count, so that starting and ending a run stores a slot and changes no array length (a
+     * push and a pop per run cost more, measured on replayed runs); an ended run's slot is
+     * cleared, so only live ones are held.
+     */
+    readonly iterations: (ChunkIterator | undefined)[] = [];
+    /** @internal What the finalizers of the world and of its queries share (lifetime.ts). */
+    readonly link: WorldLink;
     /** The item list of spawn/add/set/remove calls, reused call after call. */
     private readonly list = new ItemList();
-    private readonly freeIterBlocks: Pointer[] = [];
     private readonly scheduler: Scheduler;
 
     /** @internal Use `createWorld()`. */
@@ -154,7 +158,8 @@ export class World {
             this.check(heap.exports.tes_world_create(desc, out), operation);
             this.pointer = heap.u32At(out);
         }
-        worldsToFree.register(this, { exports: heap.exports, pointer: this.pointer }, this);
+        this.link = new WorldLink(heap, this.pointer);
+        watchWorld(this, this.link);
         this.scheduler = new Scheduler(this);
     }
 
@@ -217,11 +222,12 @@ export class World {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
         }
         const heap = this.heap;
-        const block = heap.tempBlock(Math.max(bytes.length, 1), operation);
-        heap.u8.set(bytes, block);
+        const size = bytes.length;
+        // The bytes may be a view of this module's memory (delta.bytes of a source world here).
+        const block = heap.tempArray(bytes, 'u8', operation);
         const out = heap.scratch;
         heap.u32[out >>> 2] = 0;
-        const result = heap.exports.tes_delta_apply(world, block, bytes.length, out);
+        const result = heap.exports.tes_delta_apply(world, block, size, out);
         // A keyframe may have registered components: definitions claim them by name.
         this.registry.restored = true;
         this.check(result, operation);
@@ -239,24 +245,21 @@ export class World {
     }
 
     /**
-     * Frees the world and everything in it. Its queries, subscriptions and systems die with
-     * it; any later use of them or of the world throws `DESTROYED`. Calling it again does
-     * nothing. Not while an iteration of the world is live.
+     * Frees the world and everything in it. Its queries, subscriptions, replicators and
+     * systems die with it; any later use of them, of the world, of a chunk, an iterator or a
+     * delta of it throws `DESTROYED`. Always succeeds: iterations still live end with the
+     * world (their deferred changes are dropped with it). Calling it again does nothing.
      */
     destroy(): void {
         if (this.pointer === 0) return;
-        if (this.liveIterations > 0) {
-            throw new TesseraError(
-                'QUERY_IN_USE',
-                'world.destroy',
-                'an iteration of this world is still live: end the loop first',
-            );
-        }
-        worldsToFree.unregister(this);
-        this.heap.exports.tes_world_destroy(this.pointer);
+        // The C world goes whole, its runs and deferred commands with it: no call ends them.
+        const live = this.iterations;
+        for (let i = 0; i < this.liveIterations; i++) live[i]!.abandon();
+        live.length = 0;
+        this.liveIterations = 0;
+        forgetWorld(this);
+        this.link.destroy();
         this.pointer = 0;
-        for (const block of this.freeIterBlocks) this.heap.exports.tes_free(block);
-        this.freeIterBlocks.length = 0;
     }
 
     // ---- entities ------------------------------------------------------------------------
@@ -891,15 +894,43 @@ export class World {
         return heap.u32.subarray(components, components + heap.u32At(out + 4)).includes(id);
     }
 
-    /** @internal A 56-byte `tes_iter_t` block. */
-    takeIterBlock(operation: string): Pointer {
-        return this.freeIterBlocks.pop() ?? this.heap.malloc(ITER_BYTES, operation);
+    /**
+     * @internal Ends every live iteration, newest first, as `break` would: its current chunk is
+     * marked and expires, and the deferred changes are applied when the last one ends. Every
+     * one is ended even when one fails; then the first failure is thrown.
+     */
+    endIterations(): void {
+        let failure: unknown;
+        let failed = false;
+        for (const iteration of this.iterations.slice(0, this.liveIterations).reverse()) {
+            try {
+                iteration!.return();
+            } catch (error) {
+                if (!failed) failure = error;
+                failed = true;
+            }
+        }
+        if (failed) throw failure;
     }
 
-    /** @internal */
+    /**
+     * @internal A 56-byte `tes_iter_t` block for a run, from the module's pool. It is lent: if
+     * the world goes before the run ends, the block goes back to the pool with it.
+     */
+    takeIterBlock(operation: string): Pointer {
+        const block = this.heap.takeIterBlock(operation);
+        this.link.lentBlocks.push(block);
+        return block;
+    }
+
+    /** @internal A run ended: its block goes back to the module's pool. */
     returnIterBlock(block: Pointer): void {
-        if (this.pointer === 0) this.heap.exports.tes_free(block);
-        else this.freeIterBlocks.push(block);
+        const lent = this.link.lentBlocks;
+        const at = lent.lastIndexOf(block);
+        if (at < 0) return; // the world went first and gave it back
+        lent[at] = lent[lent.length - 1]!;
+        lent.pop();
+        this.heap.returnIterBlock(block);
     }
 
     // ---- item calls ------------------------------------------------------------------------
@@ -1265,19 +1296,12 @@ function handle(entity: unknown, operation: string): Entity {
     return entity;
 }
 
-/** The options a world knows (createWorld's `wasm` is the module's). */
-const WORLD_OPTIONS: ReadonlySet<string> = new Set(['chunkBytes', 'minFreeIndices', 'debug', 'snapshot', 'wasm']);
+/** The options a world knows (createWorld's `wasm` is the module's, passed along whole). */
+const WORLD_OPTIONS = ['chunkBytes', 'minFreeIndices', 'debug', 'snapshot', 'wasm'] as const;
 
 /** A misspelt option must not pass silently: every key must be one the world knows. */
 function checkWorldOptions(options: unknown, operation: string): void {
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-        throw new TesseraError('INVALID_ARGUMENT', operation, `options must be an object, got ${describeValue(options)}`);
-    }
-    for (const key of Object.keys(options)) {
-        if (!WORLD_OPTIONS.has(key)) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `unknown option ${JSON.stringify(key)} (expected ${[...WORLD_OPTIONS].join(', ')})`);
-        }
-    }
+    checkKeys(operation, 'world options', options, WORLD_OPTIONS);
     const debug = (options as WorldOptions).debug;
     if (debug !== undefined && typeof debug !== 'boolean') {
         throw new TesseraError('INVALID_ARGUMENT', operation, `debug must be true or false, got ${describeValue(debug)}`);
@@ -1312,11 +1336,12 @@ function restore(heap: Heap, desc: Pointer, snapshot: Uint8Array, operation: str
     if (!(snapshot instanceof Uint8Array)) {
         throw new TesseraError('INVALID_ARGUMENT', operation, `snapshot: expected a Uint8Array, got ${describeValue(snapshot)}`);
     }
-    const bytes = heap.malloc(Math.max(snapshot.length, 1), operation);
+    const size = snapshot.length;
+    // The bytes may be a view of this module's memory: newArray copies them safely.
+    const bytes = heap.newArray(snapshot, 'u8', operation);
     try {
-        heap.u8.set(snapshot, bytes);
         const out = desc + 32;
-        const result = heap.exports.tes_world_restore(desc, bytes, snapshot.length, out);
+        const result = heap.exports.tes_world_restore(desc, bytes, size, out);
         if (result !== 0) {
             const code = heap.codes[result]!;
             throw new TesseraError(code, operation, `snapshot: ${heap.messages[result]}`);

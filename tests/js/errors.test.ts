@@ -228,6 +228,73 @@ describe('after world.destroy()', () => {
     });
 });
 
+describe('arguments from plain JavaScript', () => {
+    const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
+
+    test('kernels: a left-out number is BAD_VALUE, never 0; a left-out component or field INVALID_ARGUMENT', async () => {
+        const { world, entities } = await populated();
+        world.add(entities[0]!, Velocity({ x: 1 }));
+        const q = world.query({ all: [Position, Velocity] });
+        const anything = q as unknown as Record<string, (...args: unknown[]) => unknown>;
+        const position = { component: 'Position', field: 'y' };
+        expectNoChange(world, entities, () => anything.clamp!(Position, 'y', -10), 'BAD_VALUE', { ...position, operation: 'query.clamp' });
+        expectNoChange(world, entities, () => anything.clamp!(Position, 'y'), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.clamp!(Position, 'y', undefined, 10), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.fill!(Position, 'y'), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.offset!(Position, 'y', null), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.scale!(Position, 'y'), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.countdown!(Position, 'y'), 'BAD_VALUE', position);
+        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, 'x'), 'BAD_VALUE', { operation: 'query.addScaled' });
+        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x'), 'INVALID_ARGUMENT', { operation: 'query.addScaled' });
+        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, undefined, 1), 'INVALID_ARGUMENT', { component: 'Velocity' });
+        expectNoChange(world, entities, () => anything.scale!(Position, undefined, 2), 'INVALID_ARGUMENT', { component: 'Position' });
+        expectNoChange(world, entities, () => anything.fill!(), 'INVALID_ARGUMENT', { operation: 'query.fill' });
+        for (const chunk of q) expectError(() => (chunk.column as (...args: unknown[]) => unknown)(Position), 'INVALID_ARGUMENT', { operation: 'chunk.column' });
+        const error = expectError(() => anything.clamp!(Position, 'y', -10), 'BAD_VALUE');
+        expect(error.message).toContain('max must be a number, got undefined');
+        q.close();
+    });
+
+    test('descriptions must be objects with known keys: a misspelt key is refused, named', async () => {
+        const { world, entities } = await populated();
+        const queries = world.stats().queryCount;
+        const refuse = (call: () => unknown, operation: string, key?: string) => {
+            const error = expectNoChange(world, entities, call, 'INVALID_ARGUMENT', { operation });
+            if (key !== undefined) expect(error.message).toContain(`unknown key ${JSON.stringify(key)}`);
+        };
+        const loose = world as unknown as Record<string, (...args: unknown[]) => unknown>;
+        refuse(() => loose.query!([Position]), 'world.query');
+        refuse(() => loose.query!({ alll: [Position] }), 'world.query', 'alll');
+        refuse(() => loose.query!({ all: [Position], write: [Position] }), 'world.query', 'write');
+        refuse(() => loose.subscribe!([Position]), 'world.subscribe');
+        refuse(() => loose.subscribe!({ chnaged: [Position] }), 'world.subscribe', 'chnaged');
+        refuse(() => loose.subscribe!({ changed: [Position], writes: [Position] }), 'world.subscribe', 'writes');
+        refuse(() => loose.replicator!([]), 'world.replicator');
+        refuse(() => loose.replicator!({ histroy: 3 }), 'world.replicator', 'histroy');
+        refuse(() => loose.replicator!({ scope: Position }), 'world.replicator');
+        refuse(() => loose.replicator!({ scope: [Position] }), 'world.replicator');
+        refuse(() => loose.replicator!({ scope: { added: [Position] } }), 'world.replicator', 'added');
+        const run = () => {};
+        refuse(() => loose.system!({ query: {}, run, intervall: 2 }), 'world.system', 'intervall');
+        refuse(() => loose.system!({ query: { alll: [Position] }, run }), 'world.system', 'alll');
+        refuse(() => loose.system!({ query: [Position], run }), 'world.system');
+        refuse(() => loose.system!({ run }), 'world.system');
+        refuse(() => loose.system!({ query: {}, run, stage: null }), 'world.system');
+        refuse(() => loose.system!({ query: {}, run, stage: Position }), 'world.system');
+        refuse(() => loose.system!({ query: {}, run, name: 5 }), 'world.system');
+        refuse(() => loose.system!([{ query: {}, run }]), 'world.system');
+        expect(world.stats().queryCount).toBe(queries); // nothing made on the way
+        let runs = 0;
+        const order: string[] = [];
+        world.tick();
+        world.system({ query: {}, run: () => void order.push('late'), stage: world.stage('late'), name: 'counter' });
+        world.system({ query: {}, run: () => void (runs++, order.push('update')) });
+        world.tick();
+        expect(runs).toBe(1); // the refused systems were never registered
+        expect(order).toEqual(['late', 'update']); // nor was their stage: 'update' came after 'late'
+    });
+});
+
 describe('createWorld options', () => {
     test('bad options are refused', async () => {
         for (const options of [{ chunkBytes: -1 }, { chunkBytes: 1.5 }, { minFreeIndices: -2 }, { chunkBytes: '4096' }, { minFreeIndices: 0 }, { chunkBytes: 0 }]) {

@@ -199,7 +199,7 @@ describe('no silent defaults', () => {
         expectUnchanged(world, () => world.set(e, Position, 'x', undefined as never), 'BAD_VALUE');
         expectUnchanged(world, () => world.set(e, Position, 'x', '3' as never), 'BAD_VALUE');
         expectUnchanged(world, () => world.spawn(Position({ x: null as never })), 'BAD_VALUE');
-        world.set(e, Position, { x: undefined, y: 5 });
+        world.set(e, Position, { x: undefined, y: 5 } as never); // from plain JS
         expect(world.get(e, Position)).toEqual({ x: 1, y: 5 });
     });
 

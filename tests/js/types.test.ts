@@ -280,8 +280,10 @@ describe('sparse components and relations', () => {
         expectTypeOf(delta.tick).toEqualTypeOf<number>();
         expectTypeOf(world.applyDelta).returns.toEqualTypeOf<boolean>();
         expectTypeOf<ReplicatorOptions['history']>().toEqualTypeOf<number | undefined>();
-        // @ts-expect-error scope takes matching terms only, not filters
-        world.replicator({ scope: { changed: [Position] } });
+        expect(() =>
+            // @ts-expect-error scope takes matching terms only, not filters (refused at run time too)
+            world.replicator({ scope: { changed: [Position] } }),
+        ).toThrow(/unknown key "changed" in the scope/);
         expect(delta.keyframe).toBe(true);
     });
 
