@@ -54,9 +54,10 @@ export interface WorldOptions {
      */
     readonly minFreeIndices?: number;
     /**
-     * Debug mode: column views are wrapped so that touching one after memory growth detached
-     * it throws `VIEW_DETACHED` instead of reading `undefined` and dropping writes. Slow; for
-     * development and tests.
+     * Debug mode: every view handed out (columns, `chunk.entities`, `chunk.slots`,
+     * `delta.bytes`) is wrapped so that touching one after memory growth detached it throws
+     * `VIEW_DETACHED`, and after the world was destroyed `DESTROYED`, instead of reading
+     * `undefined` or freed memory. Slow; for development and tests.
      */
     readonly debug?: boolean;
     /**
@@ -801,10 +802,12 @@ export class World {
     }
 
     /**
-     * One frame: runs every stage's due systems in order (each system's deferred structural
-     * changes are applied when it returns), then prunes change history every consumer has seen.
-     * When a system throws, the tick stops there and the error propagates: later systems do not
-     * run, nothing is pruned and the frame does not advance.
+     * One frame: first ends every iteration still live (an abandoned `chunks()` iterator, or
+     * the loop this is called from), as `break` would; then runs every stage's due systems in
+     * order (each system's deferred structural changes are applied when it returns), then
+     * prunes change history every consumer has seen. When a system throws, the tick stops
+     * there and the error propagates: later systems do not run, nothing is pruned and the
+     * frame does not advance. Refused from inside a system.
      */
     tick(): void {
         this.live('world.tick');
