@@ -176,7 +176,7 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
         tesi_copy_rows(world, dst, dst_row, src, row, run);
         for (uint32_t k = 0; k < run; k++) {
             tesi_record_t *r =
-                &world->records[tesi_chunk_entities(dst)[dst_row + k] & TESI_INDEX_MASK];
+                tesi_record_at(world, tesi_chunk_entities(dst)[dst_row + k] & TESI_INDEX_MASK);
             r->chunk = dst;
             r->row = dst_row + k;
         }

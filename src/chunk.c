@@ -192,7 +192,8 @@ void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     uint32_t last_row = last->count - 1;
     if (last != chunk || last_row != row) {
         tesi_copy_rows(world, chunk, row, last, last_row, 1);
-        tesi_record_t *moved = &world->records[tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK];
+        tesi_record_t *moved =
+            tesi_record_at(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
         moved->chunk = chunk;
         moved->row = row;
     }

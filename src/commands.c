@@ -6,10 +6,10 @@
 
 tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity) {
     uint32_t index = entity & TESI_INDEX_MASK;
-    if (index == 0 || index >= world->record_count) return NULL;
-    tesi_record_t *record = &world->records[index];
+    if (index >= world->record_count) return NULL;
+    tesi_record_t *record = tesi_record_find(world, index);
     /* The duplicate mark tes_despawn_batch may have set on the row does not matter here. */
-    if (record->chunk || !(record->row & TESI_ROW_PENDING) ||
+    if (!record || record->chunk || !(record->row & TESI_ROW_PENDING) ||
         record->generation != (entity >> TES_INDEX_BITS)) {
         return NULL;
     }
@@ -98,7 +98,7 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
     if (result != TES_OK) return result;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t index = tesi_take_index(world);
-        tesi_record_t *record = &world->records[index];
+        tesi_record_t *record = tesi_record_at(world, index);
         record->chunk = NULL;
         record->row = TESI_ROW_PENDING | archetype->id;
         tes_entity_t e = tesi_make_handle(index, record->generation);

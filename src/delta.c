@@ -365,13 +365,14 @@ static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
         collect_component(rep, k, baseline);
     for (uint32_t i = 0; i < world->index_dirty_count; i++) {
         uint32_t index = world->index_dirty[i];
-        if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
+        const uint64_t *tick = tesi_paged_at(&world->index_ticks, index, sizeof *tick);
+        if ((*tick & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
     }
     sort_indices(rep->touched, rep->spare, rep->touched_count);
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
-        const tesi_record_t *record = &world->records[index];
-        if (!record->chunk) continue;
+        const tesi_record_t *record = tesi_record_find(world, index);
+        if (!record || !record->chunk) continue;
         bool present;
         tes_result_t result = in_scope(rep, tesi_make_handle(index, record->generation), &present);
         if (result != TES_OK) return result;
@@ -512,7 +513,7 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
         for (uint32_t i = 0; rep->scope && i < rep->touched_count && result == TES_OK; i++) {
             uint32_t index = rep->touched[i];
             if ((rep->marks[index] & (WHOLE | PRESENT)) != (WHOLE | PRESENT)) continue;
-            tes_entity_t e = tesi_make_handle(index, rep->world->records[index].generation);
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
             for (int side = TESI_OUT; side <= TESI_IN; side++) {
                 for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
                      id = r->pairs[id - 1].next[side]) {
@@ -531,8 +532,12 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
                                    r->pairs[id - 1].target, 0, &count);
             }
         }
-        for (uint32_t index = 1; index < r->list_slots && result == TES_OK; index++) {
-            const tesi_list_t *in = &r->lists[TESI_IN][index];
+        for (uint32_t index = 1; index < TESI_INDEX_LIMIT && result == TES_OK; index++) {
+            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+            if (!in) {
+                index |= TESI_PAGE_MASK; /* an unallocated page: no pairs */
+                continue;
+            }
             if (in->count > 1) {
                 result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
             }
@@ -562,7 +567,11 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
         uint32_t at = w->size, count = 0;
         tesi_put_u32(w, 0);
         for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
-            const tesi_record_t *record = &world->records[index];
+            const tesi_record_t *record = tesi_record_find(world, index);
+            if (!record) {
+                index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
+                continue;
+            }
             if (!record->chunk) continue;
             tes_entity_t e = tesi_make_handle(index, record->generation);
             bool present;
@@ -585,7 +594,7 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
             uint32_t index = rep->touched[i];
             uint8_t mark = rep->marks[index];
             if (!(mark & PRESENT)) continue;
-            tes_entity_t e = tesi_make_handle(index, world->records[index].generation);
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
             put_record(w, rep, e, baseline, mark & WHOLE);
         }
     }
@@ -890,8 +899,9 @@ typedef struct applier_t {
 
 /* The handle the replica has at an index, or 0. */
 static tes_entity_t live_at(const tes_world_t *world, uint32_t index) {
-    if (index >= world->record_count || !world->records[index].chunk) return 0;
-    return tesi_make_handle(index, world->records[index].generation);
+    const tesi_record_t *record =
+        index < world->record_count ? tesi_record_find(world, index) : NULL;
+    return record && record->chunk ? tesi_make_handle(index, record->generation) : 0;
 }
 
 static void doom(applier_t *ap, tes_entity_t e) {

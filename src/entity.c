@@ -7,93 +7,133 @@
 
 /* ---- the entity table ------------------------------------------------------------------ */
 
-/* The index stamps of replicators (index_ticks, index_dirty), from `old` to `slots` indices
- * (the stamps copied); slots 0 frees them. All or nothing. */
-static tes_result_t resize_stamps(tes_world_t *world, uint32_t old, uint32_t slots) {
-    uint64_t *ticks = NULL;
-    uint32_t *dirty = NULL;
-    if (slots) {
-        ticks = tesi_alloc(world, (size_t)slots * sizeof *ticks);
-        dirty = ticks ? tesi_alloc(world, (size_t)slots * sizeof *dirty) : NULL;
-        if (!dirty) {
-            tesi_free(world, ticks, (size_t)slots * sizeof *ticks);
-            return TES_ERR_OUT_OF_MEMORY;
-        }
-        memset(ticks, 0, (size_t)slots * sizeof *ticks);
-        if (world->index_ticks) {
-            memcpy(ticks, world->index_ticks, (size_t)world->record_count * sizeof *ticks);
-            memcpy(dirty, world->index_dirty, (size_t)world->index_dirty_count * sizeof *dirty);
-        }
+/* Room in index_dirty for every index of the record pages (plus `more` pages): each index is
+ * listed at most once, so stamping never allocates. */
+static tes_result_t dirty_reserve(tes_world_t *world, uint32_t more) {
+    uint64_t needed = ((uint64_t)world->records.page_count + more) * TESI_PAGE_SIZE;
+    return tesi_reserve(world, (void **)&world->index_dirty, &world->index_dirty_slots,
+                        (uint32_t)needed, sizeof *world->index_dirty, TESI_PAGE_SIZE);
+}
+
+/* Stamp pages for the record pages of [first, end), while stamping. */
+static tes_result_t stamps_reserve(tes_world_t *world, uint32_t first, uint32_t end) {
+    if (!world->index_stamping) return TES_OK;
+    tes_result_t result = dirty_reserve(world, tesi_paged_missing(&world->records, first, end));
+    if (result == TES_OK) {
+        result = tesi_paged_reserve(world, &world->index_ticks, first, end, sizeof(uint64_t));
     }
-    if (world->index_ticks) {
-        tesi_free(world, world->index_ticks, (size_t)old * sizeof(uint64_t));
-        tesi_free(world, world->index_dirty, (size_t)old * sizeof(uint32_t));
-    }
-    world->index_ticks = ticks;
-    world->index_dirty = dirty;
-    if (!slots) world->index_dirty_count = 0;
-    return TES_OK;
+    return result;
+}
+
+static void stamps_free(tes_world_t *world) {
+    tesi_paged_fini(world, &world->index_ticks, sizeof(uint64_t));
+    tesi_free(world, world->index_dirty,
+              (size_t)world->index_dirty_slots * sizeof *world->index_dirty);
+    world->index_dirty = NULL;
+    world->index_dirty_count = world->index_dirty_slots = 0;
+    world->index_stamping = false;
 }
 
 tes_result_t tesi_index_ticks(tes_world_t *world, bool on) {
-    if (on == (world->index_ticks != NULL)) return TES_OK;
-    /* The stamps are sized by the table: it needs one. */
-    tes_result_t result = on ? tesi_table_reserve(world, 1) : TES_OK;
-    if (result != TES_OK) return result;
-    return resize_stamps(world, world->record_slots, on ? world->record_slots : 0);
+    if (on == world->index_stamping) return TES_OK;
+    if (!on) {
+        stamps_free(world);
+        return TES_OK;
+    }
+    /* A stamp page for every record page. */
+    tes_result_t result = dirty_reserve(world, 0);
+    for (uint32_t page = 0; page < world->records.page_slots && result == TES_OK; page++) {
+        if (!world->records.pages[page]) continue;
+        uint32_t first = page << TESI_PAGE_BITS;
+        result = tesi_paged_reserve(world, &world->index_ticks, first, first + 1, sizeof(uint64_t));
+    }
+    if (result != TES_OK) {
+        stamps_free(world);
+        return result;
+    }
+    world->index_stamping = true;
+    return TES_OK;
 }
 
 void tesi_index_prune(tes_world_t *world, uint64_t min) {
     uint32_t kept = 0;
     for (uint32_t k = 0; k < world->index_dirty_count; k++) {
         uint32_t index = world->index_dirty[k];
-        if ((world->index_ticks[index] & ~TESI_INDEX_LISTED) > min) {
+        uint64_t *tick = tesi_paged_at(&world->index_ticks, index, sizeof *tick);
+        if ((*tick & ~TESI_INDEX_LISTED) > min) {
             world->index_dirty[kept++] = index;
         } else {
-            world->index_ticks[index] &= ~TESI_INDEX_LISTED;
+            *tick &= ~TESI_INDEX_LISTED;
         }
     }
     world->index_dirty_count = kept;
 }
 
-static tes_result_t grow_table(tes_world_t *world, uint32_t slots) {
-    tesi_record_t *records = tesi_alloc(world, (size_t)slots * sizeof *records);
-    if (!records) return TES_ERR_OUT_OF_MEMORY;
-    /* The replicators' index stamps grow with the table: both or neither. */
-    if (world->index_ticks && resize_stamps(world, world->record_slots, slots) != TES_OK) {
-        tesi_free(world, records, (size_t)slots * sizeof *records);
-        return TES_ERR_OUT_OF_MEMORY;
+void tesi_mark_skipped(tes_world_t *world, uint32_t first, uint32_t end) {
+    for (uint32_t index = first; index < end; index++) {
+        tesi_record_t *record = tesi_record_find(world, index);
+        if (!record) {
+            index |= TESI_PAGE_MASK; /* an unallocated page reads as skipped already */
+            continue;
+        }
+        *record = (tesi_record_t){.row = TESI_ROW_SKIPPED};
     }
-    if (world->records) {
-        memcpy(records, world->records, (size_t)world->record_count * sizeof *records);
-        tesi_free(world, world->records, (size_t)world->record_slots * sizeof *records);
+}
+
+tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t first, uint32_t end) {
+    if (end > TESI_INDEX_LIMIT) end = TESI_INDEX_LIMIT;
+    if (first >= end || !tesi_paged_missing(&world->records, first, end)) return TES_OK;
+    /* The replicators' stamps get their pages first: both or neither. */
+    tes_result_t result = stamps_reserve(world, first, end);
+    if (result != TES_OK) return result;
+    /* Page by page, so that a new page below record_count has its indices marked skipped. */
+    for (uint32_t page = first >> TESI_PAGE_BITS; page <= (end - 1) >> TESI_PAGE_BITS; page++) {
+        uint32_t base = page << TESI_PAGE_BITS;
+        if (tesi_record_find(world, base)) continue;
+        result = tesi_paged_reserve(world, &world->records, base, base + 1, sizeof(tesi_record_t));
+        if (result != TES_OK) return result;
+        if (base < world->record_count) {
+            uint32_t below = base + TESI_PAGE_SIZE < world->record_count ? base + TESI_PAGE_SIZE
+                                                                         : world->record_count;
+            tesi_mark_skipped(world, base ? base : 1, below); /* index 0 is no entity's */
+        }
     }
-    world->records = records;
-    world->record_slots = slots;
     return TES_OK;
 }
 
-tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t needed) {
-    if (needed <= world->record_slots) return TES_OK;
-    uint64_t slots = world->record_slots ? world->record_slots : 1024;
-    while (slots < needed)
-        slots *= 2;
-    if (slots > TESI_INDEX_LIMIT) slots = TESI_INDEX_LIMIT;
-    return grow_table(world, (uint32_t)slots);
+/* The skipped indices join the free queue (index order, generation 0), their pages allocated:
+ * a world out of fresh indices takes them as its own. Its own spawns only: never on input. */
+static tes_result_t take_skipped(tes_world_t *world) {
+    tes_result_t result = tesi_table_reserve(world, 1, world->record_count);
+    if (result != TES_OK) return result;
+    for (uint32_t index = 1; index < world->record_count; index++) {
+        tesi_record_t *record = tesi_record_at(world, index);
+        if (record->row & TESI_ROW_SKIPPED) record->row = 0;
+    }
+    world->free_length += world->skipped_count;
+    world->skipped_count = 0;
+    world->free_stale = true; /* relinked, with the skipped ones, before the next use */
+    return TES_OK;
 }
 
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
     /* Indices in use (live and pending) stay at most the table's less min_free: then more than
      * min_free indices wait whenever the table is full, and an index is always reused after
      * more than min_free others that were freed after it, at every population. */
-    uint32_t in_use = world->record_count - 1 - world->free_length;
-    if ((uint64_t)in_use + n > tesi_max_entities(world)) return TES_ERR_TOO_MANY_ENTITIES;
+    if ((uint64_t)tesi_indices_in_use(world) + n > tesi_max_entities(world)) {
+        return TES_ERR_TOO_MANY_ENTITIES;
+    }
     uint32_t fresh_left = TESI_INDEX_LIMIT - world->record_count;
     uint32_t reusable =
         world->free_length > world->min_free ? world->free_length - world->min_free : 0;
+    if ((uint64_t)fresh_left + reusable < n && world->skipped_count) {
+        tes_result_t result = take_skipped(world);
+        if (result != TES_OK) return result;
+        reusable = world->free_length > world->min_free ? world->free_length - world->min_free : 0;
+    }
     uint32_t fresh = n > reusable ? n - reusable : 0;
     if (fresh > fresh_left) fresh = fresh_left;
-    return tesi_table_reserve(world, world->record_count + fresh);
+    return tesi_table_reserve(world, world->record_count, world->record_count + fresh);
 }
 
 /* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
@@ -103,17 +143,17 @@ uint32_t tesi_take_index(tes_world_t *world) {
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         tesi_free_queue(world);
         uint32_t index = world->free_head;
-        world->free_head = world->records[index].row;
+        world->free_head = tesi_record_at(world, index)->row;
         world->free_length--;
         return index;
     }
     uint32_t index = world->record_count++;
-    world->records[index] = (tesi_record_t){0};
+    *tesi_record_at(world, index) = (tesi_record_t){0};
     return index;
 }
 
 void tesi_release_index(tes_world_t *world, uint32_t index) {
-    tesi_record_t *record = &world->records[index];
+    tesi_record_t *record = tesi_record_at(world, index);
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
     record->row = 0;
@@ -122,7 +162,7 @@ void tesi_release_index(tes_world_t *world, uint32_t index) {
     if (world->free_stale) {
         world->free_length++;
     } else if (world->free_length++) {
-        world->records[world->free_tail].row = index;
+        tesi_record_at(world, world->free_tail)->row = index;
     } else {
         world->free_head = index;
     }
@@ -134,11 +174,15 @@ void tesi_free_queue(tes_world_t *world) {
     world->free_stale = false;
     uint32_t length = 0;
     for (uint32_t index = 1; index < world->record_count; index++) {
-        tesi_record_t *record = &world->records[index];
-        if (record->chunk || (record->row & TESI_ROW_PENDING)) continue;
+        tesi_record_t *record = tesi_record_find(world, index);
+        if (!record) {
+            index |= TESI_PAGE_MASK; /* skipped, all of the page */
+            continue;
+        }
+        if (record->chunk || (record->row & (TESI_ROW_PENDING | TESI_ROW_SKIPPED))) continue;
         record->row = 0;
         if (length++) {
-            world->records[world->free_tail].row = index;
+            tesi_record_at(world, world->free_tail)->row = index;
         } else {
             world->free_head = index;
         }
@@ -148,8 +192,8 @@ void tesi_free_queue(tes_world_t *world) {
 }
 
 void tesi_entities_fini(tes_world_t *world) {
-    resize_stamps(world, world->record_slots, 0);
-    tesi_free(world, world->records, (size_t)world->record_slots * sizeof *world->records);
+    tesi_index_ticks(world, false);
+    tesi_paged_fini(world, &world->records, sizeof(tesi_record_t));
 }
 
 bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
@@ -162,12 +206,14 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
                              tes_entity_t *out_entities) {
     if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
-    /* The common case, room in the table (and below the cap), without a call. */
-    uint32_t in_use = world->record_count - 1 - world->free_length;
-    tes_result_t result = world->record_count + (uint64_t)n <= world->record_slots &&
-                                  (uint64_t)in_use + n <= tesi_max_entities(world)
-                              ? TES_OK
-                              : tesi_entities_reserve(world, n);
+    /* The common case, room in the table (and below the cap), without a call. Pages above
+     * record_count are only ever reserved from it up, so the last one tells. */
+    uint64_t last = (uint64_t)world->record_count + n - 1;
+    tes_result_t result =
+        n && last < TESI_INDEX_LIMIT && tesi_record_find(world, (uint32_t)last) &&
+                (uint64_t)tesi_indices_in_use(world) + n <= tesi_max_entities(world)
+            ? TES_OK
+            : tesi_entities_reserve(world, n);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
@@ -179,7 +225,7 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
         for (uint32_t k = 0; k < run; k++) {
             uint32_t index = tesi_take_index(world);
             tesi_index_stamp(world, index);
-            tesi_record_t *record = &world->records[index];
+            tesi_record_t *record = tesi_record_at(world, index);
             record->chunk = chunk;
             record->row = row + k;
             tes_entity_t e = tesi_make_handle(index, record->generation);
@@ -200,7 +246,7 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
     tesi_chunk_take_rows(world, a, 1, &chunk, &row);
     tesi_zero_rows(chunk, row, 1);
     tesi_trackers_stamp_added(world, chunk, row, 1);
-    tesi_record_t *record = &world->records[index];
+    tesi_record_t *record = tesi_record_at(world, index);
     record->chunk = chunk;
     record->row = row;
     tesi_index_stamp(world, index);
@@ -255,7 +301,7 @@ static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
         /* New indices are below record_count + n (reused ones below record_count). */
         uint32_t limit = world->record_count + n;
         for (uint32_t i = 0; i < sparse_count && result == TES_OK; i++) {
-            result = tesi_sparse_reserve(world, sparse[i], n, limit);
+            result = tesi_sparse_reserve(world, sparse[i], n, 1, limit);
         }
     }
     if (result == TES_OK) result = tesi_spawn_rows(world, a, n, handles);
@@ -307,21 +353,25 @@ tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
     /* Everything is reserved first (the sparse ids stay at the end of the scratch set). */
     const tes_component_t *sparse = world->scratch + table;
     for (uint32_t i = 0; i < count - table && result == TES_OK; i++)
-        result = tesi_sparse_reserve(world, sparse[i], 1, index + 1);
+        result = tesi_sparse_reserve(world, sparse[i], 1, index, index + 1);
     if (result == TES_OK) result = tesi_chunks_reserve(world, a, 1);
-    if (result == TES_OK) result = tesi_table_reserve(world, index + 1);
+    /* One page for the index, whatever the indices below it (a high index costs no more). */
+    if (result == TES_OK) result = tesi_table_reserve(world, index, index + 1);
     if (result != TES_OK) return result;
+    tesi_record_t *record = tesi_record_at(world, index);
     if (index >= world->record_count) {
-        /* The indices up to it join the free queue (as never used: generation 0). */
-        for (uint32_t i = world->record_count; i <= index; i++)
-            world->records[i] = (tesi_record_t){0};
-        world->free_length += index + 1 - world->record_count;
+        /* The indices before it were never used here: skipped, not queued. */
+        tesi_mark_skipped(world, world->record_count, index);
+        world->skipped_count += index - world->record_count;
         world->record_count = index + 1;
+    } else if (record->row & TESI_ROW_SKIPPED) {
+        world->skipped_count--;
+    } else {
+        /* A queued index leaves the free queue: relinked before its next use. */
+        world->free_stale = true;
+        world->free_length--;
     }
-    /* Placed below, the index leaves the free queue: relinked before its next use. */
-    world->free_stale = true;
-    world->free_length--;
-    world->records[index].generation = handle >> TES_INDEX_BITS;
+    *record = (tesi_record_t){.generation = handle >> TES_INDEX_BITS};
     tesi_spawn_reserved(world, index, a); /* cannot fail: its chunk room is reserved */
     for (uint32_t i = 0; i < count - table; i++)
         tesi_sparse_insert(world, sparse[i], handle);
@@ -329,12 +379,10 @@ tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
 }
 
 void tesi_despawn_record(tes_world_t *world, tesi_record_t *record) {
-    if (tesi_logging(world)) {
-        tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
-        tesi_log_removals(world, record->chunk->archetype, e);
-    }
+    tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
+    if (tesi_logging(world)) tesi_log_removals(world, record->chunk->archetype, e);
     tesi_remove_row(world, record->chunk, record->row);
-    tesi_release_index(world, (uint32_t)(record - world->records));
+    tesi_release_index(world, e & TESI_INDEX_MASK);
     world->entity_count--;
 }
 
@@ -385,7 +433,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
         record->row |= TESI_ROW_MARK;
     }
     for (uint32_t i = 0; i < marked; i++) {
-        world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+        tesi_record_at(world, entities[i] & TESI_INDEX_MASK)->row &= ~TESI_ROW_MARK;
     }
     if (result == TES_OK && deferring) {
         result = tesi_commands_reserve(world, n, 0); /* all recorded, or none */
@@ -400,7 +448,7 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
     /* Back to front: despawning a list in the order it was spawned then removes rows from
      * the archetype's end, where swap-remove has nothing to move. */
     for (uint32_t i = n; i-- > 0;) {
-        tesi_despawn_record(world, &world->records[entities[i] & TESI_INDEX_MASK]);
+        tesi_despawn_record(world, tesi_record_at(world, entities[i] & TESI_INDEX_MASK));
     }
     return TES_OK;
 }

@@ -25,6 +25,7 @@
 #define TESI_NO_TYPE             0xFFFFu     /* type_index entry of an absent component */
 #define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
 #define TESI_ROW_PENDING         0x40000000u /* row of a deferred spawn: | its archetype */
+#define TESI_ROW_SKIPPED         0x20000000u /* row of an index a delta jumped over */
 #define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
@@ -124,6 +125,45 @@ static inline bool tesi_encode_number(tes_type_t type, double value, uint8_t *ou
     return false;
 }
 
+/* ---- arrays by entity index (paged.c) ------------------------------------------------------ */
+
+/* Every array indexed by entity index (the entity table, the replicators' index stamps, sparse
+ * maps, relation lists) is paged, as Flecs pages its entity index: a page of TESI_PAGE_SIZE
+ * elements is allocated when an index in it is first reserved, and a page never allocated reads
+ * as zeroed elements. So memory follows the indices in use, not the highest one (a replica sent
+ * one entity at index 2^21 - 1 allocates one page, not 24 MiB), and an element never moves
+ * once allocated (growing copies page pointers, never the elements). */
+#define TESI_PAGE_BITS  10u
+#define TESI_PAGE_SIZE  (1u << TESI_PAGE_BITS)
+#define TESI_PAGE_MASK  (TESI_PAGE_SIZE - 1u)
+#define TESI_PAGE_LIMIT (TESI_INDEX_LIMIT >> TESI_PAGE_BITS) /* pages an index can fall in */
+
+typedef struct tesi_paged_t {
+    uint8_t **pages;     /* by index >> TESI_PAGE_BITS; NULL: never allocated (reads as zeros) */
+    uint32_t page_slots; /* length of pages */
+    uint32_t page_count; /* pages allocated */
+} tesi_paged_t;
+
+/* Element `index` (of `elem` bytes), or NULL when its page was never allocated. */
+static inline void *tesi_paged_find(const tesi_paged_t *p, uint32_t index, uint32_t elem) {
+    uint32_t page = index >> TESI_PAGE_BITS;
+    if (page >= p->page_slots || !p->pages[page]) return NULL;
+    return p->pages[page] + (size_t)(index & TESI_PAGE_MASK) * elem;
+}
+/* Element `index` of a page known to be allocated (reserved before). */
+static inline void *tesi_paged_at(const tesi_paged_t *p, uint32_t index, uint32_t elem) {
+    return p->pages[index >> TESI_PAGE_BITS] + (size_t)(index & TESI_PAGE_MASK) * elem;
+}
+/* Pages of indices [first, end) not allocated yet. */
+uint32_t tesi_paged_missing(const tesi_paged_t *p, uint32_t first, uint32_t end);
+/* Grows the directory (only) to have a slot for every page of indices below `end`. */
+tes_result_t tesi_paged_cover(tes_world_t *world, tesi_paged_t *p, uint32_t end);
+/* Allocates (zeroed) every missing page of indices [first, end). On failure the pages it did
+ * allocate stay (zeroed, as unallocated ones read). */
+tes_result_t tesi_paged_reserve(tes_world_t *world, tesi_paged_t *p, uint32_t first, uint32_t end,
+                                uint32_t elem);
+void tesi_paged_fini(tes_world_t *world, tesi_paged_t *p, uint32_t elem);
+
 /* ---- components ------------------------------------------------------------------------ */
 
 typedef struct tesi_field_t {
@@ -155,15 +195,15 @@ typedef struct tesi_removal_log_t {
  * on its slot_of entry, which outlives the membership, so an index is never listed twice);
  * readers check membership and ticks, pruning drops what every consumer saw. */
 typedef struct tesi_sparse_t {
-    uint32_t *slot_of;      /* by entity index: dense slot + 1 (0: not a member) | LISTED */
-    uint32_t index_slots;   /* length of slot_of */
+    tesi_paged_t slot_of; /* by entity index, uint32_t: dense slot + 1 (0: not a member) | LISTED */
     tes_entity_t *entities; /* members */
     uint8_t *data;          /* rows of the component's row_bytes; NULL when it has none */
     uint64_t *added;        /* per member */
     uint64_t *changed;      /* per member */
     uint32_t count;
     uint32_t slots;
-    uint32_t *dirty; /* entity indices */
+    uint32_t *dirty; /* entity indices; as many slots as slot_of's pages hold, so listing never
+                      * allocates */
     uint32_t dirty_count;
     uint32_t dirty_slots;
 } tesi_sparse_t;
@@ -205,8 +245,8 @@ typedef struct tesi_relation_t {
     uint32_t pair_used;    /* ids handed out so far */
     uint32_t pair_count;   /* live pairs */
     uint32_t free_pairs;   /* first free id + 1 */
-    tesi_list_t *lists[2]; /* by side, by entity index: its pairs as a source / a target */
-    uint32_t list_slots;
+    tesi_paged_t lists[2]; /* by side, by entity index, tesi_list_t: its pairs as a source / a
+                            * target */
     /* Pair events, oldest first, while some query names the relation in pair_changes. */
     tes_pair_event_t *events;
     uint64_t *event_ticks;
@@ -399,12 +439,14 @@ struct tes_world_t {
     uint32_t archetype_slots;
     tesi_graph_t graph;
 
-    tesi_record_t *records; /* by entity index; index 0 is never used */
-    uint32_t record_count;  /* indices handed out so far, + 1 for index 0 */
-    uint32_t record_slots;
-    uint32_t free_tail; /* FIFO of despawned indices, linked through record.row */
+    tesi_paged_t records;  /* by entity index, tesi_record_t; index 0 is never used */
+    uint32_t record_count; /* indices handed out so far, + 1 for index 0 */
+    uint32_t free_tail;    /* FIFO of despawned indices, linked through record.row */
     uint32_t free_head;
     uint32_t free_length;
+    /* Indices below record_count that a delta jumped over (tesi_spawn_at): neither live nor
+     * queued; their records are unallocated or carry TESI_ROW_SKIPPED. */
+    uint32_t skipped_count;
     uint32_t entity_count;
 
     tesi_chunk_t **pool; /* empty standard chunks; as long as all chunks ever made */
@@ -432,14 +474,17 @@ struct tes_world_t {
 
     /* Replication (delta.c). While replicators exist, every spawn and despawn stamps its index
      * with the change tick, and lists the index once (TESI_INDEX_LISTED on its tick) on
-     * index_dirty, which pruning trims: the entity part of a delta in O(changed). Both arrays
-     * have record_slots entries, so stamping never allocates. */
+     * index_dirty, which pruning trims: the entity part of a delta in O(changed). The stamps
+     * have a page for every page of records, and index_dirty a slot for every index of them, so
+     * stamping never allocates. */
     struct tes_replicator_t **replicators;
     uint32_t replicator_count;
     uint32_t replicator_slots;
-    uint64_t *index_ticks;
+    bool index_stamping;
+    tesi_paged_t index_ticks; /* uint64_t */
     uint32_t *index_dirty;
     uint32_t index_dirty_count;
+    uint32_t index_dirty_slots;
     uint64_t replica_tick; /* the source tick of the last delta applied here */
     /* The source's component ids, as the last keyframe named them: the id here of each
      * (UINT32_MAX: not replicated), and the CRC of that schema section, which deltas repeat. */
@@ -510,8 +555,8 @@ tes_result_t tesi_sort_set(tes_world_t *world, const tes_component_t *components
 
 /* A spawn or despawn at the index, for replicators (nothing when there are none). */
 static inline void tesi_index_stamp(tes_world_t *world, uint32_t index) {
-    if (!world->index_ticks) return;
-    uint64_t *tick = &world->index_ticks[index];
+    if (!world->index_stamping) return;
+    uint64_t *tick = tesi_paged_at(&world->index_ticks, index, sizeof *tick);
     if (!(*tick & TESI_INDEX_LISTED)) world->index_dirty[world->index_dirty_count++] = index;
     *tick = world->change_tick | TESI_INDEX_LISTED;
 }
@@ -522,8 +567,9 @@ void tesi_index_prune(tes_world_t *world, uint64_t min);
 /* Brings the free queue's links up to date after a delta placed entities (see free_stale). */
 void tesi_free_queue(tes_world_t *world);
 /* Spawns `handle` at its index with the components (zeroed, stamped added), as tes_spawn would
- * spawn a new entity: the index must be free or beyond the table (the indices in between
- * become free). All or nothing. */
+ * spawn a new entity: the index must be free, skipped or beyond the table (the indices in
+ * between become skipped: a delta's source may place entities there later, so this world's own
+ * spawns never take them). All or nothing. */
 tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
                            const tes_component_t *components, uint32_t count);
 
@@ -531,13 +577,32 @@ static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation)
     return index | (generation << TES_INDEX_BITS);
 }
 
-/* The record of a live entity, or NULL for anything else (0, stale, never spawned). */
+/* The record of an index whose page is allocated: every index that is or was live, pending
+ * or queued (only skipped ones may lack a page). */
+static inline tesi_record_t *tesi_record_at(const tes_world_t *world, uint32_t index) {
+    return (tesi_record_t *)tesi_paged_at(&world->records, index, sizeof(tesi_record_t));
+}
+/* The record of an index, or NULL when its page was never allocated (a skipped index). */
+static inline tesi_record_t *tesi_record_find(const tes_world_t *world, uint32_t index) {
+    return (tesi_record_t *)tesi_paged_find(&world->records, index, sizeof(tesi_record_t));
+}
+
+/* The record of a live entity, or NULL for anything else (0, stale, never spawned). Record 0
+ * is never live, so handle 0 needs no test of its own; the directory has a slot for every page
+ * below record_count (tesi_paged_cover), so one load finds the page. */
 static inline tesi_record_t *tesi_record_of(const tes_world_t *world, tes_entity_t entity) {
     uint32_t index = entity & TESI_INDEX_MASK;
-    if (index == 0 || index >= world->record_count) return NULL;
-    tesi_record_t *record = &world->records[index];
+    if (index >= world->record_count) return NULL;
+    uint8_t *page = world->records.pages[index >> TESI_PAGE_BITS];
+    if (!page) return NULL;
+    tesi_record_t *record = (tesi_record_t *)(void *)page + (index & TESI_PAGE_MASK);
     if (!record->chunk || record->generation != (entity >> TES_INDEX_BITS)) return NULL;
     return record;
+}
+/* Whether an index below record_count is skipped (see skipped_count). */
+static inline bool tesi_index_skipped(const tes_world_t *world, uint32_t index) {
+    const tesi_record_t *record = tesi_record_find(world, index);
+    return !record || (record->row & TESI_ROW_SKIPPED);
 }
 void tesi_entities_fini(tes_world_t *world);
 
@@ -732,9 +797,15 @@ tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n);
 static inline uint32_t tesi_max_entities(const tes_world_t *world) {
     return TESI_INDEX_LIMIT - 1 - world->min_free;
 }
-/* Room for `needed` records (indices below it): the table doubles (from 1024) up to the index
- * limit. */
-tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t needed);
+/* Marks the allocated records of indices [first, end) skipped (unallocated ones read so). */
+void tesi_mark_skipped(tes_world_t *world, uint32_t first, uint32_t end);
+/* Allocates the record pages of indices [first, end); indices of a new page below record_count
+ * are marked skipped (as unallocated ones read). */
+tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t first, uint32_t end);
+/* Indices in use: live and pending entities. */
+static inline uint32_t tesi_indices_in_use(const tes_world_t *world) {
+    return world->record_count - 1 - world->free_length - world->skipped_count;
+}
 
 enum tesi_command_kind {
     TESI_CMD_SPAWN,            /* entity (reserved), a = archetype */
@@ -765,11 +836,12 @@ typedef struct tesi_command_t {
 
 /* Dense slot + 1 of the entity index in the set, 0 when it is not a member. */
 static inline uint32_t tesi_sparse_slot(const tesi_sparse_t *s, uint32_t index) {
-    return index < s->index_slots ? s->slot_of[index] & TESI_SLOT_MASK : 0;
+    const uint32_t *slot = tesi_paged_find(&s->slot_of, index, sizeof *slot);
+    return slot ? *slot & TESI_SLOT_MASK : 0;
 }
-/* Room for `n` more members whose indices are below `index_limit`. */
+/* Room for `n` more members whose indices are in [first, end). */
 tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, uint32_t n,
-                                 uint32_t index_limit);
+                                 uint32_t first, uint32_t end);
 /* Makes the entity a member (zeroed data, stamped added) after tesi_sparse_reserve. */
 void tesi_sparse_insert(tes_world_t *world, tes_component_t component, tes_entity_t e);
 /* Takes a member out (logging the removal when logged; the log was reserved). */
@@ -800,16 +872,18 @@ uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_
 /* The list of `side` of an entity (an empty one when it never had a pair). */
 static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side, tes_entity_t e) {
     static const tesi_list_t empty = {0, 0, 0};
-    uint32_t index = e & TESI_INDEX_MASK;
-    return index < r->list_slots ? &r->lists[side][index] : &empty;
+    const tesi_list_t *list = tesi_paged_find(&r->lists[side], e & TESI_INDEX_MASK, sizeof *list);
+    return list ? list : &empty;
 }
 /* Whether adding (source, target) to an ACYCLIC relation would make source its own ancestor. */
-bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation,
-                            tes_entity_t source, tes_entity_t target);
-/* Room to add `n` pairs of the relation whose ends have indices below index_limit: pair records,
- * list heads, the sources' membership and two events per pair (an exclusive replacement). */
+bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                            tes_entity_t target);
+/* Room to add `n` pairs of the relation whose ends have indices in [first, end): pair records,
+ * list heads, the sources' membership and two events per pair (an exclusive replacement). Ends
+ * far apart reserve each end's index with its own call (n 0 for the second): list pages follow
+ * the indices named, not the range between them. */
 tes_result_t tesi_pair_reserve(tes_world_t *world, tes_component_t relation, uint64_t n,
-                               uint32_t index_limit);
+                               uint32_t first, uint32_t end);
 /* Adds a pair that is not there yet, after tesi_pair_reserve (an EXCLUSIVE relation's other pair
  * of the source is replaced): events, membership and marks. Returns its id + 1. */
 uint32_t tesi_pair_link(tes_world_t *world, tes_component_t relation, tes_entity_t source,
@@ -845,6 +919,9 @@ typedef struct tesi_writer_t {
 } tesi_writer_t;
 void tesi_put(tesi_writer_t *w, const void *bytes, size_t n);
 void tesi_put_u32(tesi_writer_t *w, uint32_t v);
+/* An unsigned LEB128 varint: 7 bits a byte, low bits first, the top bit set on all but the
+ * last byte (1 byte below 128, at most 5). */
+void tesi_put_varint(tesi_writer_t *w, uint32_t v);
 /* Room for n bytes at the end, to be filled by the caller: NULL (and `result` set) when the
  * buffer cannot grow. */
 uint8_t *tesi_room(tesi_writer_t *w, uint32_t n);
@@ -859,6 +936,9 @@ typedef struct tesi_reader_t {
 } tesi_reader_t;
 bool tesi_take(tesi_reader_t *r, void *out, uint32_t n);
 uint32_t tesi_get_u32(tesi_reader_t *r);
+/* A varint in the shortest form tesi_put_varint writes; a longer form, or a value past 32
+ * bits, is `bad` (one value, one encoding: what is read writes back the same). */
+uint32_t tesi_get_varint(tesi_reader_t *r);
 /* n items of `size` bytes without copying: a pointer into the bytes, NULL when not all there. */
 const uint8_t *tesi_span(tesi_reader_t *r, uint32_t n, uint32_t size);
 void tesi_fail(tesi_reader_t *r, tes_result_t result);

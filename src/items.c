@@ -233,7 +233,7 @@ static tes_result_t check_entities(const call_t *call, const tes_entity_t *entit
         record->row |= TESI_ROW_MARK;
     }
     for (uint32_t i = 0; i < marked; i++)
-        world->records[entities[i] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+        tesi_record_at(world, entities[i] & TESI_INDEX_MASK)->row &= ~TESI_ROW_MARK;
     return result;
 }
 
@@ -457,7 +457,7 @@ static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entit
         if (tesi_is_relation(c)) continue;
         if (tesi_is_sparse(c)) {
             result = call->kind == EDIT_REMOVE ? tesi_log_reserve(world, id, n)
-                     : is_adding(call->kind)   ? tesi_sparse_reserve(world, id, n, limit)
+                     : is_adding(call->kind)   ? tesi_sparse_reserve(world, id, n, 1, limit)
                                                : TES_OK;
         } else if (call->kind == EDIT_REMOVE) {
             result = tesi_log_reserve(world, id, n);
@@ -478,7 +478,7 @@ static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entit
                 pairs += tesi_list_of(r, TESI_OUT, entities[i])->count;
         }
         if (is_adding(call->kind)) {
-            result = tesi_pair_reserve(world, relation, pairs, limit);
+            result = tesi_pair_reserve(world, relation, pairs, 1, limit);
         } else {
             /* Writes log one changed event per pair; removals an event each, and a removal per
              * source that loses its last pair. */

@@ -564,10 +564,7 @@ static bool pick_driver(const tes_world_t *world, const tes_query_t *q, driver_t
         if (t->op != TES_TERM_ALL) continue;
         const tesi_component_t *c = &world->components[t->component];
         uint32_t n = c->sparse.count;
-        if (t->target) {
-            uint32_t index = t->target & TESI_INDEX_MASK;
-            n = index < c->relation.list_slots ? c->relation.lists[TESI_IN][index].count : 0;
-        }
+        if (t->target) n = tesi_list_of(&c->relation, TESI_IN, t->target)->count;
         if (!found || n < out->count) *out = (driver_t){t, n};
         found = true;
     }
@@ -590,8 +587,7 @@ static tes_entity_t driver_entity(const tes_world_t *world, const tes_query_t *q
     if (!d->term->target) return c->sparse.entities[k];
     /* A target's sources: followed along the list, one per call. */
     const tesi_relation_t *r = &c->relation;
-    uint32_t id =
-        k == 0 ? r->lists[TESI_IN][d->term->target & TESI_INDEX_MASK].first : *pair_cursor;
+    uint32_t id = k == 0 ? tesi_list_of(r, TESI_IN, d->term->target)->first : *pair_cursor;
     *pair_cursor = r->pairs[id - 1].next[TESI_IN];
     return r->pairs[id - 1].target == d->term->target ? r->pairs[id - 1].source : 0;
 }

@@ -53,31 +53,20 @@ uint32_t tesi_pair_find(const tes_world_t *world, tes_component_t relation, tes_
 
 /* ---- storage ------------------------------------------------------------------------------ */
 
-static tes_result_t lists_reserve(tes_world_t *world, tesi_relation_t *r, uint32_t limit) {
-    if (limit > TESI_INDEX_LIMIT) limit = TESI_INDEX_LIMIT;
-    if (limit <= r->list_slots) return TES_OK;
-    uint32_t slots = r->list_slots ? r->list_slots : 1024;
-    while (slots < limit)
-        slots = slots > TESI_INDEX_LIMIT / 2 ? TESI_INDEX_LIMIT : slots * 2;
-    size_t bytes = (size_t)slots * sizeof(tesi_list_t);
-    tesi_list_t *out = tesi_alloc(world, bytes);
-    tesi_list_t *in = out ? tesi_alloc(world, bytes) : NULL;
-    if (!in) {
-        tesi_free(world, out, bytes);
-        return TES_ERR_OUT_OF_MEMORY;
+/* List heads of both sides for indices [first, end). */
+static tes_result_t lists_reserve(tes_world_t *world, tesi_relation_t *r, uint32_t first,
+                                  uint32_t end) {
+    tes_result_t result =
+        tesi_paged_reserve(world, &r->lists[TESI_OUT], first, end, sizeof(tesi_list_t));
+    if (result == TES_OK) {
+        result = tesi_paged_reserve(world, &r->lists[TESI_IN], first, end, sizeof(tesi_list_t));
     }
-    tesi_list_t *grown[2] = {out, in};
-    size_t old = (size_t)r->list_slots * sizeof(tesi_list_t);
-    for (int side = 0; side < 2; side++) {
-        memset(grown[side], 0, bytes);
-        if (r->list_slots) {
-            memcpy(grown[side], r->lists[side], old);
-            tesi_free(world, r->lists[side], old);
-        }
-        r->lists[side] = grown[side];
-    }
-    r->list_slots = slots;
-    return TES_OK;
+    return result;
+}
+
+/* The list of `side` of an index whose page is allocated. */
+static tesi_list_t *list_at(const tesi_relation_t *r, int side, uint32_t index) {
+    return tesi_paged_at(&r->lists[side], index, sizeof(tesi_list_t));
 }
 
 /* Room for `n` more pairs without allocating. */
@@ -128,7 +117,7 @@ static void log_event(tes_world_t *world, tes_component_t relation, const tesi_p
  * 0. */
 static void insert(tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
     tesi_pair_t *p = &r->pairs[id - 1];
-    tesi_list_t *list = &r->lists[side][tesi_pair_owner(p, side) & TESI_INDEX_MASK];
+    tesi_list_t *list = list_at(r, side, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     p->next[side] = before;
     p->prev[side] = before ? r->pairs[before - 1].prev[side] : list->last;
     if (p->prev[side]) {
@@ -147,7 +136,7 @@ static void insert(tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
 /* Takes pair `id` off its list of `side`. */
 static void take_out(tesi_relation_t *r, int side, uint32_t id) {
     tesi_pair_t *p = &r->pairs[id - 1];
-    tesi_list_t *list = &r->lists[side][tesi_pair_owner(p, side) & TESI_INDEX_MASK];
+    tesi_list_t *list = list_at(r, side, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     if (p->prev[side]) {
         r->pairs[p->prev[side] - 1].next[side] = p->next[side];
     } else {
@@ -252,20 +241,22 @@ tes_result_t tes_pair_add(tes_world_t *world, tes_entity_t source, tes_component
         tesi_pair_closes_cycle(world, relation, source, target)) {
         return TES_ERR_CYCLE;
     }
+    /* Each end's index on its own: pages follow the two indices, not the range between. */
     uint32_t si = source & TESI_INDEX_MASK, ti = target & TESI_INDEX_MASK;
-    result = tesi_pair_reserve(world, relation, 1, (si > ti ? si : ti) + 1);
+    result = tesi_pair_reserve(world, relation, 1, si, si + 1);
+    if (result == TES_OK) result = tesi_pair_reserve(world, relation, 0, ti, ti + 1);
     if (result != TES_OK) return result;
     tesi_pair_link(world, relation, source, target);
     return TES_OK;
 }
 
 tes_result_t tesi_pair_reserve(tes_world_t *world, tes_component_t relation, uint64_t n,
-                               uint32_t index_limit) {
+                               uint32_t first, uint32_t end) {
     tesi_component_t *c = &world->components[relation];
     if (n > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
     tes_result_t result = pairs_reserve(world, c, (uint32_t)n);
-    if (result == TES_OK) result = lists_reserve(world, &c->relation, index_limit);
-    if (result == TES_OK) result = tesi_sparse_reserve(world, relation, (uint32_t)n, index_limit);
+    if (result == TES_OK) result = lists_reserve(world, &c->relation, first, end);
+    if (result == TES_OK) result = tesi_sparse_reserve(world, relation, (uint32_t)n, first, end);
     if (result == TES_OK) result = events_reserve(world, &c->relation, 2 * n);
     return result;
 }
@@ -276,8 +267,8 @@ uint32_t tesi_pair_link(tes_world_t *world, tes_component_t relation, tes_entity
     tesi_relation_t *r = &c->relation;
     uint32_t si = source & TESI_INDEX_MASK;
     /* An exclusive relation's other pair goes first; the source keeps the relation throughout. */
-    if ((c->flags & TES_RELATION_EXCLUSIVE) && r->lists[TESI_OUT][si].count) {
-        uint32_t old = r->lists[TESI_OUT][si].first;
+    if ((c->flags & TES_RELATION_EXCLUSIVE) && list_at(r, TESI_OUT, si)->count) {
+        uint32_t old = list_at(r, TESI_OUT, si)->first;
         log_event(world, relation, &r->pairs[old - 1], TES_PAIR_REMOVED);
         unlink(r, old);
     }
@@ -453,7 +444,7 @@ static tes_result_t push_index(tes_world_t *world, uint32_t **array, uint32_t *c
 
 static void unmark(tes_world_t *world, const uint32_t *indices, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
-        world->records[indices[i]].row &= ~TESI_ROW_MARK;
+        tesi_record_at(world, indices[i])->row &= ~TESI_ROW_MARK;
 }
 
 tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes_entity_t root,
@@ -470,7 +461,7 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
     result = push_index(world, &world->doomed, &seen, &world->doomed_slots, root & TESI_INDEX_MASK);
     if (result == TES_OK) {
         /* Marked only once listed, so that the unmarking below finds every mark. */
-        world->records[root & TESI_INDEX_MASK].row |= TESI_ROW_MARK;
+        tesi_record_at(world, root & TESI_INDEX_MASK)->row |= TESI_ROW_MARK;
         result =
             push_index(world, &stack, &depth, &stack_slots, tesi_list_of(r, TESI_IN, root)->first);
     }
@@ -482,7 +473,7 @@ tes_result_t tes_relation_walk(tes_world_t *world, tes_component_t relation, tes
         }
         const tesi_pair_t *p = &r->pairs[id - 1];
         stack[depth - 1] = p->next[TESI_IN];
-        tesi_record_t *record = &world->records[p->source & TESI_INDEX_MASK];
+        tesi_record_t *record = tesi_record_at(world, p->source & TESI_INDEX_MASK);
         if (record->row & TESI_ROW_MARK) continue;
         record->row |= TESI_ROW_MARK;
         result = push_index(world, &world->doomed, &seen, &world->doomed_slots,
@@ -615,8 +606,7 @@ tes_result_t tes_pair_init_number(tes_world_t *world, tes_entity_t source, tes_c
 
 /* Pairs of an entity, as a source and as a target, in one relation. */
 static uint32_t pairs_of(const tesi_relation_t *r, uint32_t index) {
-    return index < r->list_slots ? r->lists[TESI_OUT][index].count + r->lists[TESI_IN][index].count
-                                 : 0;
+    return tesi_list_of(r, TESI_OUT, index)->count + tesi_list_of(r, TESI_IN, index)->count;
 }
 
 /* Adds to world->doomed every source that depends on doomed[from..] through a CASCADE relation,
@@ -626,16 +616,17 @@ static tes_result_t close_over_cascades(tes_world_t *world, uint32_t *count) {
         uint32_t index = world->doomed[k];
         for (uint32_t s = 0; s < world->sparse_count; s++) {
             const tesi_component_t *c = &world->components[world->sparse_ids[s]];
-            if (!(c->flags & TES_RELATION_CASCADE) || index >= c->relation.list_slots) continue;
+            if (!(c->flags & TES_RELATION_CASCADE)) continue;
             const tesi_relation_t *r = &c->relation;
-            for (uint32_t id = r->lists[TESI_IN][index].first; id;
+            for (uint32_t id = tesi_list_of(r, TESI_IN, index)->first; id;
                  id = r->pairs[id - 1].next[TESI_IN]) {
                 uint32_t source = r->pairs[id - 1].source & TESI_INDEX_MASK;
-                if (world->records[source].row & TESI_ROW_MARK) continue;
+                tesi_record_t *record = tesi_record_at(world, source);
+                if (record->row & TESI_ROW_MARK) continue;
                 tes_result_t result =
                     push_index(world, &world->doomed, count, &world->doomed_slots, source);
                 if (result != TES_OK) return result;
-                world->records[source].row |= TESI_ROW_MARK;
+                record->row |= TESI_ROW_MARK;
             }
         }
     }
@@ -673,7 +664,7 @@ static void detach(tes_world_t *world, tes_entity_t e) {
         tesi_component_t *c = &world->components[id];
         if (tesi_is_relation(c) && pairs_of(&c->relation, index)) {
             for (int side = 0; side < 2; side++) {
-                const tesi_list_t *list = &c->relation.lists[side][index];
+                const tesi_list_t *list = list_at(&c->relation, side, index);
                 while (list->count)
                     remove_pair(world, id, list->first);
             }
@@ -691,7 +682,7 @@ tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, 
     for (uint32_t i = 0; i < n; i++) {
         uint32_t index = entities[i] & TESI_INDEX_MASK;
         world->doomed[count++] = index;
-        world->records[index].row |= TESI_ROW_MARK;
+        tesi_record_at(world, index)->row |= TESI_ROW_MARK;
     }
     if (world->relation_count && cascade) result = close_over_cascades(world, &count);
     unmark(world, world->doomed, count);
@@ -699,11 +690,11 @@ tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, 
     if (result != TES_OK) return result;
     /* Back to front, as tes_despawn_batch does: a list in spawn order empties from the end. */
     for (uint32_t k = count; k-- > 0;) {
-        tesi_record_t *record = &world->records[world->doomed[k]];
+        tesi_record_t *record = tesi_record_at(world, world->doomed[k]);
         detach(world, tesi_make_handle(world->doomed[k], record->generation));
     }
     for (uint32_t k = count; k-- > 0;)
-        tesi_despawn_record(world, &world->records[world->doomed[k]]);
+        tesi_despawn_record(world, tesi_record_at(world, world->doomed[k]));
     return TES_OK;
 }
 
@@ -722,7 +713,7 @@ void tesi_relation_prune(tes_world_t *world, tes_component_t relation, uint64_t 
 /* Walks e's list of `side`, checking its links both ways, its count, and that every pair on it
  * names e on that side. */
 static tes_result_t check_list(const tesi_relation_t *r, int side, tes_entity_t e) {
-    const tesi_list_t *list = &r->lists[side][e & TESI_INDEX_MASK];
+    const tesi_list_t *list = tesi_list_of(r, side, e);
     uint32_t n = 0, prev = 0;
     for (uint32_t id = list->first; id; id = r->pairs[id - 1].next[side]) {
         CHECK(id <= r->pair_used && n < r->pair_count);
@@ -748,23 +739,29 @@ tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t re
     }
     CHECK(live == r->pair_count);
     uint32_t outs = 0, ins = 0;
-    for (uint32_t index = 0; index < r->list_slots; index++) {
-        const tesi_list_t *out = &r->lists[TESI_OUT][index], *in = &r->lists[TESI_IN][index];
+    for (uint32_t index = 0; index < TESI_INDEX_LIMIT; index++) {
+        if (!tesi_paged_find(&r->lists[TESI_OUT], index, sizeof(tesi_list_t)) &&
+            !tesi_paged_find(&r->lists[TESI_IN], index, sizeof(tesi_list_t))) {
+            index |= TESI_PAGE_MASK; /* unallocated on both sides: no pairs */
+            continue;
+        }
+        const tesi_list_t *out = tesi_list_of(r, TESI_OUT, index);
+        const tesi_list_t *in = tesi_list_of(r, TESI_IN, index);
         outs += out->count;
         ins += in->count;
         bool member = tesi_sparse_slot(&c->sparse, index) != 0;
         CHECK(member == (out->count > 0));
         if (!out->count && !in->count) continue;
-        const tesi_record_t *record = &world->records[index];
+        const tesi_record_t *record =
+            index < world->record_count ? tesi_record_find(world, index) : NULL;
+        CHECK(record && record->chunk != NULL);
         tes_entity_t e = tesi_make_handle(index, record->generation);
-        CHECK(record->chunk != NULL);
         if (check_list(r, TESI_OUT, e) != TES_OK || check_list(r, TESI_IN, e) != TES_OK) {
             return TES_ERR_CORRUPT;
         }
         CHECK(!(c->flags & TES_RELATION_EXCLUSIVE) || out->count <= 1);
     }
     CHECK(outs == r->pair_count && ins == r->pair_count);
-    CHECK(c->sparse.count == 0 || r->list_slots > 0);
     for (uint32_t i = 1; i < r->event_count; i++)
         CHECK(r->event_ticks[i - 1] <= r->event_ticks[i]);
     return TES_OK;
@@ -775,7 +772,7 @@ void tesi_relation_fini(tes_world_t *world, tesi_component_t *c) {
     tesi_free(world, r->pairs, (size_t)r->pair_slots * sizeof *r->pairs);
     if (c->stride) tesi_free(world, r->data, (size_t)r->pair_slots * c->stride);
     for (int side = 0; side < 2; side++)
-        tesi_free(world, r->lists[side], (size_t)r->list_slots * sizeof *r->lists[side]);
+        tesi_paged_fini(world, &r->lists[side], sizeof(tesi_list_t));
     tesi_free(world, r->events, r->event_slots * sizeof *r->events);
     tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
 }

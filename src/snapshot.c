@@ -6,9 +6,12 @@
 #include "internal.h"
 
 #define SNAPSHOT_MAGIC   0x504E5354u /* "TSNP" little-endian */
-#define SNAPSHOT_VERSION 1u
+#define SNAPSHOT_VERSION 2u
 #define HEADER_BYTES     16u
-#define LIVE_BIT         0x80000000u /* on an entity table entry: the index holds a live entity */
+#define LIVE_BIT         0x80000000u /* on a record's row while restoring: live, not placed yet */
+
+/* The states of an index in the entity table section (docs/format.md). */
+enum { INDEX_FREE, INDEX_LIVE, INDEX_SKIPPED, INDEX_STATES };
 
 /* ---- CRC-32 (IEEE 802.3, as zlib and PNG compute it) -------------------------------------- */
 
@@ -96,6 +99,15 @@ void tesi_put_u32(tesi_writer_t *w, uint32_t v) {
     tesi_put(w, &v, 4);
 }
 
+void tesi_put_varint(tesi_writer_t *w, uint32_t v) {
+    uint8_t bytes[5];
+    uint32_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        bytes[n++] = (uint8_t)(v | 0x80);
+    bytes[n++] = (uint8_t)v;
+    tesi_put(w, bytes, n);
+}
+
 static void put_name(tesi_writer_t *w, const char *name) {
     uint32_t n = (uint32_t)strlen(name);
     tesi_put_u32(w, n);
@@ -120,18 +132,64 @@ static void write_components(tesi_writer_t *w) {
         tesi_put_schema(w, &world->components[i]);
 }
 
+/* An index's state and generation as the entity table section lists them. */
+static uint32_t index_state(const tes_world_t *world, uint32_t index, uint32_t *out_generation) {
+    const tesi_record_t *record = tesi_record_find(world, index);
+    *out_generation = 0;
+    if (!record || (record->row & TESI_ROW_SKIPPED)) return INDEX_SKIPPED;
+    *out_generation = record->generation;
+    return record->chunk ? INDEX_LIVE : INDEX_FREE;
+}
+
+/* Runs of indices alike (state and generation), then the free queue as runs of consecutive
+ * indices: after a peak, the long stretches of free indices a few bytes each (O(live + runs),
+ * not O(indices ever used)). */
 static void write_entities(tesi_writer_t *w) {
     tes_world_t *world = w->world;
     tesi_free_queue(world);
-    tesi_put_u32(w, world->record_count);
-    for (uint32_t i = 1; i < world->record_count; i++) {
-        const tesi_record_t *r = &world->records[i];
-        tesi_put_u32(w, r->generation | (r->chunk ? LIVE_BIT : 0));
+    tesi_put_varint(w, world->record_count);
+    uint32_t run_state = 0, run_generation = 0, run_length = 0;
+    for (uint32_t index = 1; index < world->record_count;) {
+        uint32_t generation, state = index_state(world, index, &generation), n = 1;
+        if (!tesi_record_find(world, index)) {
+            /* A whole unallocated page, or what the table has of it. */
+            uint32_t next = (index | TESI_PAGE_MASK) + 1;
+            n = (next < world->record_count ? next : world->record_count) - index;
+        }
+        if (run_length && (state != run_state || generation != run_generation)) {
+            tesi_put_varint(w, run_length << 2 | run_state);
+            if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
+            run_length = 0;
+        }
+        run_state = state;
+        run_generation = generation;
+        run_length += n;
+        index += n;
     }
-    tesi_put_u32(w, world->free_length);
-    for (uint32_t k = 0, index = world->free_head; k < world->free_length; k++) {
-        tesi_put_u32(w, index);
-        index = world->records[index].row;
+    if (run_length) {
+        tesi_put_varint(w, run_length << 2 | run_state);
+        if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
+    }
+    /* The queue, oldest first: each run is `first` (as the step from the previous run's last
+     * index, zigzag) and its length - 1 with the direction (1: descending) in the low bit.
+     * Runs are as long as they go, so every queue has one encoding. */
+    tesi_put_varint(w, world->free_length);
+    uint32_t last = 0;
+    for (uint32_t k = 0, index = world->free_head; k < world->free_length;) {
+        uint32_t first = index, length = 1, down = 0;
+        index = tesi_record_at(world, index)->row; /* (the tail's link is 0, never followed) */
+        k++;
+        /* The second index sets the direction; the run lasts while the queue keeps to it. */
+        if (k < world->free_length && index + 1 == first) down = 1;
+        while (k < world->free_length && index == (down ? first - length : first + length)) {
+            index = tesi_record_at(world, index)->row;
+            k++;
+            length++;
+        }
+        int64_t step = (int64_t)first - last;
+        tesi_put_varint(w, (uint32_t)(step < 0 ? -2 * step - 1 : 2 * step));
+        tesi_put_varint(w, (length - 1) << 1 | down);
+        last = down ? first - (length - 1) : first + (length - 1);
     }
 }
 
@@ -209,12 +267,21 @@ static void write_relations(tesi_writer_t *w) {
          * pairs source by source gives each source its targets in order, not each target its
          * sources (tes_pair_place, and the order pairs were added in across sources). */
         uint32_t reordered = 0;
-        for (uint32_t index = 1; index < r->list_slots; index++) {
-            reordered += r->lists[TESI_IN][index].count > 1;
+        for (uint32_t index = 1; index < TESI_INDEX_LIMIT; index++) {
+            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+            if (!in) {
+                index |= TESI_PAGE_MASK; /* an unallocated page: no pairs */
+                continue;
+            }
+            reordered += in->count > 1;
         }
         tesi_put_u32(w, reordered);
-        for (uint32_t index = 1; index < r->list_slots; index++) {
-            const tesi_list_t *in = &r->lists[TESI_IN][index];
+        for (uint32_t index = 1; index < TESI_INDEX_LIMIT; index++) {
+            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+            if (!in) {
+                index |= TESI_PAGE_MASK;
+                continue;
+            }
             if (in->count <= 1) continue;
             tesi_put_u32(w, r->pairs[in->first - 1].target);
             tesi_put_u32(w, in->count);
@@ -266,6 +333,22 @@ uint32_t tesi_get_u32(tesi_reader_t *r) {
     uint32_t v = 0;
     tesi_take(r, &v, 4);
     return v;
+}
+
+uint32_t tesi_get_varint(tesi_reader_t *r) {
+    uint32_t v = 0;
+    for (uint32_t shift = 0;; shift += 7) {
+        uint8_t byte;
+        if (!tesi_take(r, &byte, 1)) return 0;
+        /* The fifth byte holds bits 28..31 only; a last byte of 0 after others is a longer
+         * form of a shorter value. */
+        if ((shift == 28 && byte > 0x0F) || (shift && byte == 0)) {
+            tesi_fail(r, r->bad);
+            return 0;
+        }
+        v |= (uint32_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) return v;
+    }
 }
 
 /* Reads `n` items of `size` bytes without copying: a pointer into the bytes, or NULL when they
@@ -343,53 +426,98 @@ static void read_components(tesi_reader_t *r, tes_world_t *world) {
     tesi_free(world, schema, sizeof *schema);
 }
 
-/* The entity table: generations and which indices are live; the free queue in order. Live
- * records stay unplaced (chunk NULL, row LIVE_BIT) until an archetype section names them. */
+/* The entity table: runs of indices alike (free, live or skipped, with their generation), then
+ * the free queue as runs of consecutive indices. Live records stay unplaced (chunk NULL, row
+ * LIVE_BIT) until an archetype section names them. What is allocated is the table these bytes
+ * describe: record pages for the free and live indices, none for skipped ones. Every encoding
+ * is the one tes_snapshot writes (shortest varints, runs as long as they go): anything else is
+ * refused, so what is accepted writes back byte for byte. */
 static void read_entities(tesi_reader_t *r, tes_world_t *world) {
-    uint32_t count = tesi_get_u32(r);
-    if (count == 0 || count > TESI_INDEX_LIMIT) {
+    uint32_t count = tesi_get_varint(r);
+    if (r->result != TES_OK || count == 0 || count > TESI_INDEX_LIMIT) {
         tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
         return;
     }
-    const uint8_t *table = tesi_span(r, count - 1, 4);
-    if (!table) return;
-    tes_result_t result = tesi_table_reserve(world, count);
-    if (result != TES_OK) {
-        tesi_fail(r, result);
+    tes_result_t covered = tesi_paged_cover(world, &world->records, count);
+    if (covered != TES_OK) {
+        tesi_fail(r, covered);
         return;
     }
     world->record_count = count;
-    world->records[0] = (tesi_record_t){0};
-    uint32_t live = 0;
-    for (uint32_t i = 1; i < count; i++) {
-        uint32_t entry;
-        memcpy(&entry, table + (size_t)(i - 1) * 4, 4);
-        if ((entry & ~LIVE_BIT) > TESI_GENERATION_MASK) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
-        world->records[i] =
-            (tesi_record_t){.row = entry & LIVE_BIT, .generation = entry & TESI_GENERATION_MASK};
-        live += (entry & LIVE_BIT) != 0;
+    uint32_t free_total = 0, previous_state = INDEX_STATES, previous_generation = 0;
+    for (uint32_t index = 1; index < count && r->result == TES_OK;) {
+        uint32_t word = tesi_get_varint(r), state = word & 3, length = word >> 2;
+        uint32_t generation = state != INDEX_SKIPPED ? tesi_get_varint(r) : 0;
+        if (r->result != TES_OK || state >= INDEX_STATES || length == 0 || length > count - index ||
+            generation > TESI_GENERATION_MASK ||
+            (state == previous_state && generation == previous_generation)) {
+            tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
+            return;
+        }
+        previous_state = state;
+        previous_generation = generation;
+        if (state == INDEX_SKIPPED) {
+            world->skipped_count += length;
+            tesi_mark_skipped(world, index, index + length);
+        } else {
+            tes_result_t result = tesi_table_reserve(world, index, index + length);
+            if (result != TES_OK) {
+                tesi_fail(r, result);
+                return;
+            }
+            for (uint32_t i = index; i < index + length; i++) {
+                *tesi_record_at(world, i) = (tesi_record_t){
+                    .row = state == INDEX_LIVE ? LIVE_BIT : 0, .generation = generation};
+            }
+            free_total += state == INDEX_FREE ? length : 0;
+        }
+        index += length;
     }
-    uint32_t free_length = tesi_get_u32(r);
-    if (free_length != count - 1 - live) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
-    for (uint32_t k = 0; k < free_length && r->result == TES_OK; k++) {
-        uint32_t index = tesi_get_u32(r);
-        /* A free index once: the mark on its row says it is queued already. */
-        if (index == 0 || index >= count || world->records[index].row) {
+    uint32_t free_length = tesi_get_varint(r);
+    if (r->result == TES_OK && free_length != free_total) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
+    uint32_t last = 0, last_length = 0, last_down = 0;
+    for (uint32_t k = 0; k < free_length && r->result == TES_OK;) {
+        uint32_t zigzag = tesi_get_varint(r), word = tesi_get_varint(r), down = word & 1;
+        int64_t first = (int64_t)last + (zigzag & 1 ? -(int64_t)(zigzag >> 1) - 1 : zigzag >> 1);
+        uint64_t length = (uint64_t)(word >> 1) + 1;
+        int64_t end = down ? first - (int64_t)(length - 1) : first + (int64_t)(length - 1);
+        /* Within the table and the queue's length; a run of one has no direction; the previous
+         * run would have taken this one's first index if it continued it. */
+        bool continues = last_length > 1 ? first == (int64_t)last + (last_down ? -1 : 1)
+                                         : last_length && (first == (int64_t)last + 1 ||
+                                                           first == (int64_t)last - 1);
+        if (r->result != TES_OK || length > free_length - k || (length == 1 && down) || continues ||
+            first < 1 || first >= count || end < 1 || end >= count) {
             tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
             break;
         }
-        world->records[index].row = TESI_ROW_MARK;
-        if (world->free_length++) {
-            world->records[world->free_tail].row = index | TESI_ROW_MARK;
-        } else {
-            world->free_head = index;
+        for (uint64_t j = 0; j < length; j++) {
+            uint32_t index = (uint32_t)(down ? first - (int64_t)j : first + (int64_t)j);
+            tesi_record_t *record = tesi_record_find(world, index);
+            /* A free index once: the mark on its row says it is queued already (live and
+             * skipped records have a row too). */
+            if (!record || record->row) {
+                tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
+                break;
+            }
+            record->row = TESI_ROW_MARK;
+            if (world->free_length++) {
+                tesi_record_at(world, world->free_tail)->row = index | TESI_ROW_MARK;
+            } else {
+                world->free_head = index;
+            }
+            world->free_tail = index;
         }
-        world->free_tail = index;
+        k += (uint32_t)length;
+        last = (uint32_t)end;
+        last_length = (uint32_t)length;
+        last_down = down;
     }
     /* The links keep the mark until now so that a repeated index is caught; drop it. */
     for (uint32_t k = 0, index = world->free_head; k < world->free_length; k++) {
-        uint32_t next = world->records[index].row & ~TESI_ROW_MARK;
-        world->records[index].row = k + 1 < world->free_length ? next : 0;
+        tesi_record_t *record = tesi_record_at(world, index);
+        uint32_t next = record->row & ~TESI_ROW_MARK;
+        record->row = k + 1 < world->free_length ? next : 0;
         index = next;
     }
 }
@@ -411,7 +539,7 @@ static void place(tesi_reader_t *r, tes_world_t *world, tesi_archetype_t *a, con
             memcpy(&e, handles + (size_t)(done + k) * 4, 4);
             uint32_t index = e & TESI_INDEX_MASK;
             tesi_record_t *record =
-                index && index < world->record_count ? &world->records[index] : NULL;
+                index && index < world->record_count ? tesi_record_find(world, index) : NULL;
             /* Live, not placed yet, and the generation the table gave it. */
             if (!record || record->row != LIVE_BIT || record->chunk ||
                 record->generation != (e >> TES_INDEX_BITS) || e >= (1u << 30)) {
@@ -446,7 +574,8 @@ static void read_archetypes(tesi_reader_t *r, tes_world_t *world) {
         uint32_t set_count = tesi_get_u32(r);
         const uint8_t *set =
             set_count <= world->component_count ? tesi_span(r, set_count, 4) : NULL;
-        if (!set) {
+        /* The empty set's archetype is every world's first: it can only be listed first. */
+        if (!set || (i && !set_count)) {
             tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
             return;
         }
@@ -478,8 +607,14 @@ static void read_archetypes(tesi_reader_t *r, tes_world_t *world) {
     }
     /* Every live index was placed exactly once. */
     uint32_t live = 0;
-    for (uint32_t i = 1; i < world->record_count; i++)
-        live += world->records[i].chunk != NULL || world->records[i].row == LIVE_BIT;
+    for (uint32_t i = 1; i < world->record_count; i++) {
+        const tesi_record_t *record = tesi_record_find(world, i);
+        if (!record) {
+            i |= TESI_PAGE_MASK; /* skipped, all of the page */
+            continue;
+        }
+        live += record->chunk != NULL || record->row == LIVE_BIT;
+    }
     if (r->result == TES_OK && live != world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
 }
 
@@ -505,14 +640,18 @@ static void read_sparse(tesi_reader_t *r, tes_world_t *world) {
         if (!tesi_is_sparse(c) || tesi_is_relation(c)) continue;
         uint32_t n = tesi_get_u32(r);
         if (n > world->entity_count) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
-        tes_result_t result =
-            r->result == TES_OK ? tesi_sparse_reserve(world, id, n, world->record_count) : TES_OK;
-        if (result != TES_OK) tesi_fail(r, result);
         for (uint32_t m = 0; m < n && r->result == TES_OK; m++) {
             tes_entity_t e = tesi_get_u32(r);
             if (!alive(r, world, e)) return;
-            if (tesi_sparse_slot(&c->sparse, e & TESI_INDEX_MASK)) {
+            uint32_t index = e & TESI_INDEX_MASK;
+            if (tesi_sparse_slot(&c->sparse, index)) {
                 tesi_fail(r, TES_ERR_BAD_SNAPSHOT); /* listed twice */
+                return;
+            }
+            /* Member by member: the map gets the pages of the indices named, no others. */
+            tes_result_t result = tesi_sparse_reserve(world, id, 1, index, index + 1);
+            if (result != TES_OK) {
+                tesi_fail(r, result);
                 return;
             }
             tesi_sparse_insert(world, id, e);
@@ -592,6 +731,16 @@ static void read_relations(tesi_reader_t *r, tes_world_t *world) {
                 }
             }
         }
+        /* Every target with several sources is listed: one left out would keep the order the
+         * relinking gave, and write back with its list (bytes the writer never wrote). */
+        const tesi_relation_t *rel = &c->relation;
+        uint32_t several = 0;
+        for (uint32_t pid = 1; pid <= rel->pair_used && r->result == TES_OK; pid++) {
+            const tesi_pair_t *p = &rel->pairs[pid - 1];
+            const tesi_list_t *in = p->source ? tesi_list_of(rel, TESI_IN, p->target) : NULL;
+            several += in && in->first == pid && in->count > 1;
+        }
+        if (r->result == TES_OK && several != targets) tesi_fail(r, TES_ERR_BAD_SNAPSHOT);
     }
 }
 

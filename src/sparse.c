@@ -40,31 +40,30 @@ static bool alloc_all(tes_world_t *world, void **arrays, const size_t *elems, ui
     return true;
 }
 
-/* The index map and the dirty list cover indices below `slots`. The dirty list holds an index
- * at most once, so with as many entries as the map it never needs to grow when listing. */
-static tes_result_t grow_index(tes_world_t *world, tesi_sparse_t *s, uint32_t limit) {
-    if (limit > TESI_INDEX_LIMIT) limit = TESI_INDEX_LIMIT; /* no index reaches it */
-    uint32_t slots = s->index_slots ? s->index_slots : 1024;
-    while (slots < limit)
-        slots = slots > TESI_INDEX_LIMIT / 2 ? TESI_INDEX_LIMIT : slots * 2;
-    void *arrays[2];
-    const size_t elems[2] = {sizeof *s->slot_of, sizeof *s->dirty};
-    if (!alloc_all(world, arrays, elems, 2, slots)) return TES_ERR_OUT_OF_MEMORY;
-    memset(arrays[0], 0, (size_t)slots * sizeof *s->slot_of);
-    regrow(world, (void **)&s->slot_of, arrays[0], s->index_slots, sizeof *s->slot_of);
-    regrow(world, (void **)&s->dirty, arrays[1], s->index_slots, sizeof *s->dirty);
-    s->index_slots = s->dirty_slots = slots;
-    return TES_OK;
+/* Map pages for indices [first, end). The dirty list holds an index at most once, and only
+ * indices of allocated pages (its mark is on the map), so with a slot for every index of them
+ * it never grows when listing. */
+static tes_result_t grow_index(tes_world_t *world, tesi_sparse_t *s, uint32_t first, uint32_t end) {
+    uint32_t missing = tesi_paged_missing(&s->slot_of, first, end);
+    if (!missing) return TES_OK;
+    uint64_t listable = ((uint64_t)s->slot_of.page_count + missing) * TESI_PAGE_SIZE;
+    tes_result_t result = tesi_reserve(world, (void **)&s->dirty, &s->dirty_slots,
+                                       (uint32_t)listable, sizeof *s->dirty, TESI_PAGE_SIZE);
+    if (result != TES_OK) return result;
+    return tesi_paged_reserve(world, &s->slot_of, first, end, sizeof(uint32_t));
+}
+
+/* The map entry of an index whose page is allocated. */
+static uint32_t *slot_at(const tesi_sparse_t *s, uint32_t index) {
+    return tesi_paged_at(&s->slot_of, index, sizeof(uint32_t));
 }
 
 tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, uint32_t n,
-                                 uint32_t index_limit) {
+                                 uint32_t first, uint32_t end) {
     tesi_component_t *c = &world->components[component];
     tesi_sparse_t *s = &c->sparse;
-    if (index_limit > s->index_slots) {
-        tes_result_t result = grow_index(world, s, index_limit);
-        if (result != TES_OK) return result;
-    }
+    tes_result_t result = grow_index(world, s, first, end);
+    if (result != TES_OK) return result;
     if ((uint64_t)s->count + n <= s->slots) return TES_OK;
     uint64_t want = s->slots ? s->slots : 64;
     while (want < (uint64_t)s->count + n)
@@ -85,8 +84,9 @@ tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, 
 }
 
 static void list_index(tesi_sparse_t *s, uint32_t index) {
-    if (s->slot_of[index] & TESI_SLOT_LISTED) return;
-    s->slot_of[index] |= TESI_SLOT_LISTED;
+    uint32_t *slot = slot_at(s, index);
+    if (*slot & TESI_SLOT_LISTED) return;
+    *slot |= TESI_SLOT_LISTED;
     s->dirty[s->dirty_count++] = index;
 }
 
@@ -113,7 +113,7 @@ void tesi_sparse_insert(tes_world_t *world, tes_component_t component, tes_entit
     if (bytes) memset(s->data + (size_t)slot * bytes, 0, bytes);
     s->added[slot] = 0;
     s->changed[slot] = 0;
-    s->slot_of[index] = (s->slot_of[index] & TESI_SLOT_LISTED) | (slot + 1);
+    *slot_at(s, index) = (*slot_at(s, index) & TESI_SLOT_LISTED) | (slot + 1);
     stamp(world, c, slot, true);
 }
 
@@ -132,10 +132,10 @@ void tesi_sparse_erase(tes_world_t *world, tes_component_t component, tes_entity
         if (bytes) memcpy(s->data + (size_t)slot * bytes, s->data + (size_t)last * bytes, bytes);
         s->added[slot] = s->added[last];
         s->changed[slot] = s->changed[last];
-        uint32_t *moved_slot = &s->slot_of[moved & TESI_INDEX_MASK];
+        uint32_t *moved_slot = slot_at(s, moved & TESI_INDEX_MASK);
         *moved_slot = (*moved_slot & TESI_SLOT_LISTED) | (slot + 1);
     }
-    s->slot_of[index] &= TESI_SLOT_LISTED;
+    *slot_at(s, index) &= TESI_SLOT_LISTED;
 }
 
 void tesi_sparse_mark(tes_world_t *world, tes_component_t component, uint32_t slot) {
@@ -167,7 +167,7 @@ tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_compo
         tesi_sparse_erase(world, component, entity);
         return TES_OK;
     }
-    tes_result_t result = tesi_sparse_reserve(world, component, 1, index + 1);
+    tes_result_t result = tesi_sparse_reserve(world, component, 1, index, index + 1);
     if (result != TES_OK) return result;
     tesi_sparse_insert(world, component, entity);
     return TES_OK;
@@ -177,7 +177,7 @@ tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_compo
 
 static void clear_dirty(tesi_sparse_t *s) {
     for (uint32_t i = 0; i < s->dirty_count; i++)
-        s->slot_of[s->dirty[i]] &= TESI_SLOT_MASK;
+        *slot_at(s, s->dirty[i]) &= TESI_SLOT_MASK;
     s->dirty_count = 0;
 }
 
@@ -216,7 +216,7 @@ void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t m
         if (slot1 && (s->added[slot1 - 1] > min || s->changed[slot1 - 1] > min)) {
             s->dirty[kept++] = index;
         } else {
-            s->slot_of[index] &= TESI_SLOT_MASK;
+            *slot_at(s, index) &= TESI_SLOT_MASK;
         }
     }
     s->dirty_count = kept;
@@ -239,22 +239,29 @@ tes_result_t tesi_sparse_validate(const tes_world_t *world, tes_component_t comp
         CHECK(tesi_sparse_slot(s, e & TESI_INDEX_MASK) == i + 1);
     }
     uint32_t members = 0, listed = 0;
-    for (uint32_t index = 0; index < s->index_slots; index++) {
-        members += (s->slot_of[index] & TESI_SLOT_MASK) != 0;
-        listed += (s->slot_of[index] & TESI_SLOT_LISTED) != 0;
+    for (uint32_t index = 0; index < TESI_INDEX_LIMIT; index++) {
+        const uint32_t *slot = tesi_paged_find(&s->slot_of, index, sizeof *slot);
+        if (!slot) {
+            index |= TESI_PAGE_MASK; /* an unallocated page: no member, nothing listed */
+            continue;
+        }
+        members += (*slot & TESI_SLOT_MASK) != 0;
+        listed += (*slot & TESI_SLOT_LISTED) != 0;
     }
     CHECK(members == s->count);
     CHECK(listed == s->dirty_count);
+    CHECK(s->dirty_count <= s->dirty_slots);
     CHECK(c->level == TES_TRACK_DIRTY || s->dirty_count == 0);
     for (uint32_t i = 0; i < s->dirty_count; i++) {
-        CHECK(s->dirty[i] < s->index_slots && (s->slot_of[s->dirty[i]] & TESI_SLOT_LISTED));
+        const uint32_t *slot = tesi_paged_find(&s->slot_of, s->dirty[i], sizeof *slot);
+        CHECK(slot && (*slot & TESI_SLOT_LISTED));
     }
     return TES_OK;
 }
 
 void tesi_sparse_fini(tes_world_t *world, tesi_component_t *c) {
     tesi_sparse_t *s = &c->sparse;
-    tesi_free(world, s->slot_of, (size_t)s->index_slots * sizeof *s->slot_of);
+    tesi_paged_fini(world, &s->slot_of, sizeof(uint32_t));
     tesi_free(world, s->entities, (size_t)s->slots * sizeof *s->entities);
     if (member_bytes(c)) tesi_free(world, s->data, (size_t)s->slots * member_bytes(c));
     tesi_free(world, s->added, (size_t)s->slots * sizeof *s->added);

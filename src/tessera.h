@@ -167,7 +167,7 @@ TES_API void tes_world_destroy(tes_world_t *world);
 
 typedef struct tes_world_stats_t {
     uint32_t entity_count;       /* live entities */
-    uint32_t entity_capacity;    /* slots in the entity table (live + free + reserved 0) */
+    uint32_t entity_capacity;    /* indices handed out + 1 (live, free, skipped, reserved 0) */
     uint32_t free_queue_length;  /* despawned slots waiting for reuse */
     uint32_t component_count;    /* registered component types */
     uint32_t archetype_count;    /* including the empty archetype */
@@ -931,7 +931,9 @@ TES_API tes_result_t tes_tick(tes_world_t *world);
 /*
  * A snapshot is a whole world as bytes (the format is docs/format.md: little-endian, a header
  * with magic, version, size and a CRC-32 of the rest): component schemas, the entity table
- * (generations, which indices are live, the free queue in order), every archetype's entities
+ * (generations, which indices are live, free or skipped, the free queue in order; as runs, so
+ * its size follows what is live and the shape of the history, not the indices ever used), every
+ * archetype's entities
  * and columns, sparse components with their data, and relations with their pairs, pair data and
  * the order of every list. Change-detection state (ticks, dirty lists, logs), queries, systems
  * and stages are not part of it. tes_world_restore builds a new world from it in which every
@@ -947,8 +949,11 @@ TES_API tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes,
 /* Creates a world from a snapshot (`desc` as for tes_world_create; NULL for defaults). Bytes
  * that are not a snapshot this version wrote, whole and unchanged, give
  * TES_ERR_BAD_SNAPSHOT (wrong magic, size or checksum, truncated, or inconsistent: a handle
- * named twice, an unknown id, a cycle in an acyclic relation, ...) or TES_ERR_SNAPSHOT_VERSION,
- * and no world: nothing is left allocated and no existing world is touched. */
+ * named twice, an unknown id, a cycle in an acyclic relation, an encoding tes_snapshot would not
+ * write, ...) or TES_ERR_SNAPSHOT_VERSION, and no world: nothing is left allocated and no
+ * existing world is touched. What restoring allocates is the world the bytes describe: its
+ * entity table holds a record for every live and free index (12 bytes each, at most 2^21), none
+ * for skipped ones. */
 TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes,
                                        uint32_t size, tes_world_t **out_world);
 

@@ -113,6 +113,8 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
     tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots, 64,
                                        sizeof *world->scratch, 64);
     if (result == TES_OK) result = tesi_archetype_ensure(world, 0, &empty);
+    /* The records' directory covers record_count from the start (tesi_record_of). */
+    if (result == TES_OK) result = tesi_paged_cover(world, &world->records, world->record_count);
     if (result != TES_OK) {
         tes_world_destroy(world);
         return result;
@@ -222,12 +224,24 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     }
     CHECK(entities == world->entity_count && chunks == world->chunk_count);
 
-    /* Entity table: every index is either live (counted above) or waiting in the free queue. */
-    uint32_t live = 0, pending = 0; /* pending: reserved by a deferred spawn */
+    /* Entity table: every index is live (counted above), pending, waiting in the free queue or
+     * skipped (in a page never allocated, or marked). */
+    uint32_t live = 0, pending = 0, skipped = 0; /* pending: reserved by a deferred spawn */
     for (uint32_t i = 1; i < world->record_count; i++) {
-        live += world->records[i].chunk != NULL;
-        pending += !world->records[i].chunk && (world->records[i].row & TESI_ROW_PENDING);
+        const tesi_record_t *record = tesi_record_find(world, i);
+        if (!record) {
+            uint32_t next = (i | TESI_PAGE_MASK) + 1;
+            skipped += (next < world->record_count ? next : world->record_count) - i;
+            i = next - 1;
+            continue;
+        }
+        live += record->chunk != NULL;
+        pending += !record->chunk && (record->row & TESI_ROW_PENDING);
+        skipped += !record->chunk && (record->row & TESI_ROW_SKIPPED);
+        CHECK(!(record->row & TESI_ROW_SKIPPED) || (!record->chunk && !record->generation));
     }
+    CHECK(skipped == world->skipped_count);
+    CHECK(((world->record_count - 1) >> TESI_PAGE_BITS) < world->records.page_slots);
     CHECK(live == world->entity_count);
     uint32_t logged = 0, sparse = 0, relations = 0;
     for (uint32_t c = 0; c < world->component_count; c++) {
@@ -245,13 +259,15 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     }
     CHECK(logged == world->logged_components);
     CHECK(sparse == world->sparse_count && relations == world->relation_count);
-    CHECK(live + pending + world->free_length + 1 == world->record_count);
+    CHECK(live + pending + skipped + world->free_length + 1 == world->record_count);
     uint32_t index = world->free_head;
     /* A stale queue has no links to check yet (tesi_free_queue relinks it). */
     for (uint32_t k = 0; k < world->free_length && !world->free_stale; k++) {
-        CHECK(index >= 1 && index < world->record_count && !world->records[index].chunk);
+        CHECK(index >= 1 && index < world->record_count);
+        const tesi_record_t *record = tesi_record_find(world, index);
+        CHECK(record && !record->chunk && !(record->row & (TESI_ROW_PENDING | TESI_ROW_SKIPPED)));
         CHECK(k + 1 < world->free_length || index == world->free_tail);
-        index = world->records[index].row;
+        index = record->row;
     }
     CHECK(world->pool_count <= world->chunks_made && world->chunks_made <= world->pool_slots);
     return tesi_graph_validate(world);

@@ -18,8 +18,11 @@
  * - TES_OK: a valid world; applied, its replica tick is the delta's and applying the same bytes
  *   again is TES_OK, not applied, and changes nothing; not applied, nothing changed;
  * - CYCLE or OUT_OF_MEMORY (applying failed partway): a valid world at replica tick 0;
- * - anything else is a failure. */
+ * - anything else is a failure;
+ * - whatever the outcome, applying allocated at most counted_bound(n) bytes more than the
+ *   replica held: allocation follows the bytes, never an index or a count they name. */
 #include "../crc32_reference.h"
+#include "counting_alloc.h"
 #include "tessera.h"
 
 #include <stdbool.h>
@@ -223,7 +226,8 @@ static void init_once(void) {
 static tes_world_t *replica_create(uint32_t variant) {
     init_once();
     tes_world_t *w;
-    must(tes_world_create(&(tes_world_desc_t){.chunk_bytes = 1024}, &w));
+    must(tes_world_create(&(tes_world_desc_t){.chunk_bytes = 1024, .allocator = counted_allocator},
+                          &w));
     static const tes_field_desc_t extra_fields[] = {{"e", TES_U32, 2}};
     static const tes_component_desc_t extra = {"Extra", extra_fields, 1, 0};
     tes_component_t local = UINT32_MAX, extra_id = UINT32_MAX, id;
@@ -292,7 +296,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *before = snapshot_copy(w, &before_size);
     uint64_t tick = tes_replica_tick(w);
     bool applied = true;
+    counted_reset_peak();
+    size_t held = counted_live;
     tes_result_t r = tes_delta_apply(w, bytes, n, &applied);
+    if (counted_peak - held > counted_bound(n)) abort();
     switch (r) {
     case TES_ERR_BAD_DELTA:
     case TES_ERR_SNAPSHOT_VERSION:

@@ -6,8 +6,12 @@
  *
  * Checks: decoding never crashes or leaks (ASan/UBSan/LeakSanitizer), and a snapshot that
  * decodes is a valid world whose own snapshot is the same bytes: anything the decoder accepts
- * is exactly what tes_snapshot would write. */
+ * is exactly what tes_snapshot would write. What decoding allocates is bounded by the input
+ * (counted_bound) plus the entity table the bytes describe: 16 bytes for each index that is
+ * live or free in it (runs let a few bytes describe many), at most 2^21 of them whatever the
+ * bytes claim. */
 #include "../crc32_reference.h"
+#include "counting_alloc.h"
 #include "tessera.h"
 
 #include <stdint.h>
@@ -26,7 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         crc32_reseal(bytes, (uint32_t)n);
     }
     tes_world_t *world = NULL;
-    tes_result_t r = tes_world_restore(NULL, bytes, (uint32_t)n, &world);
+    counted_reset_peak();
+    size_t held = counted_live;
+    tes_result_t r = tes_world_restore(&(tes_world_desc_t){.allocator = counted_allocator}, bytes,
+                                       (uint32_t)n, &world);
+    size_t table = (size_t)16 << TES_INDEX_BITS; /* what a refused table may have claimed */
+    if (r == TES_OK) {
+        tes_world_stats_t stats;
+        if (tes_world_stats(world, &stats) != TES_OK) abort();
+        table = 16 * ((size_t)stats.entity_count + stats.free_queue_length + 1);
+    }
+    if (counted_peak - held > counted_bound(n) + table) abort();
     if (r == TES_OK) {
         if (tes_world_validate(world) != TES_OK) abort();
         const uint8_t *again = NULL;

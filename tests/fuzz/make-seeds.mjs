@@ -34,6 +34,27 @@ const worlds = {
         for (let i = 0; i < 6; i++) w.despawn(w.spawn(Frozen));
         return w;
     },
+    // A free queue of runs: ascending, descending, single indices, two generations.
+    peak: async () => {
+        const w = await createWorld({ minFreeIndices: 4 });
+        const all = w.spawnMany(3000, Body({ x: 2 }));
+        w.despawnMany(all.subarray(100, 1500));
+        for (let i = 2999; i >= 2000; i -= 1) w.despawn(all[i]);
+        for (const i of [1700, 40, 1900, 41]) w.despawn(all[i]);
+        w.spawnMany(50, Frozen);
+        return w;
+    },
+    // A replica with skipped indices: its source placed entities past pages it never used.
+    skipped: async () => {
+        const source = await createWorld();
+        const all = source.spawnMany(5000, Body({ hp: 7 }));
+        source.despawnMany(all.subarray(3, 4990));
+        source.add(all[4995], Weight({ w: 1 }));
+        source.setParent(all[4996], all[0]);
+        const replica = await createWorld();
+        replica.applyDelta(source.replicator().peer().encode().bytes);
+        return replica;
+    },
 };
 
 for (const [name, make] of Object.entries(worlds)) {

@@ -124,6 +124,25 @@ int main(int argc, char **argv) {
     add("delta", 21, 1, bytes, size, APPLIES);
     must(tes_delta_encode(s.rep, 0, &bytes, &size, &tick));
     add("keyframe", 21, 1, bytes, size, APPLIES);
+    /* Three entities at the highest indices a handle can name (the table filled, then all but
+     * them despawned), with a sparse member and pairs: a keyframe whose replica must allocate
+     * pages for those indices, not the table below them. */
+    tes_world_stats_t stats;
+    must(tes_world_stats(s.world, &stats));
+    /* Every fresh index, and the queued ones past min_free (2) that spawns take first. */
+    uint32_t fill = TES_MAX_ENTITIES + 1 - stats.entity_capacity +
+                    (stats.free_queue_length > 2 ? stats.free_queue_length - 2 : 0);
+    tes_entity_t *filled = malloc((size_t)fill * sizeof *filled);
+    if (!filled) abort();
+    must(tes_spawn_batch(s.world, &s.c[BODY], 1, fill, filled));
+    tes_entity_t *high = filled + fill - 3;
+    must(tes_despawn_batch(s.world, filled, fill - 3));
+    must(tes_add(s.world, high[0], s.c[WEIGHT]));
+    must(tes_pair_add(s.world, high[1], s.c[LIKES], high[2]));
+    must(tes_pair_add(s.world, high[2], s.c[CHILD_OF], high[0]));
+    must(tes_delta_encode(s.rep, 0, &bytes, &size, &tick));
+    add("keyframe-high", 22, 1, bytes, size, APPLIES);
+    free(filled);
     tes_world_destroy(s.world);
 
     int failures = 0;

@@ -1,9 +1,9 @@
 // Memory growth: wasm memory grows by replacing its ArrayBuffer, which detaches every view made
 // before. Views asked for again after growth must read and write the right rows; debug worlds
 // turn a stale view into an error instead of silent undefined reads and lost writes.
-import { describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { component, init, tag, type World } from '../../dist/index.js';
+import { component, createWorld, init, tag, type World } from '../../dist/index.js';
 import { expectError, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -12,10 +12,20 @@ const Position = component('Position', { x: 'f32', y: 'f32' });
 const Health = component('Health', { value: 'i32' });
 const Inventory = component('Inventory', { items: ['u16', 3] });
 const Filler = tag('Filler');
+const Wide = component('Wide', { v: ['f64', 256] });
+
+/** Another world of the module, whose wide rows (2 KiB) make the module's memory grow. */
+let scratch: World;
+beforeAll(async () => {
+    scratch = await createWorld();
+});
+afterAll(() => scratch.destroy());
 
 /**
  * Spawns (deferred, inside the caller's loop) until the module's memory grew, at most about a
- * million entities. Returns how many were spawned.
+ * million entities. Returns how many were spawned. The deferred spawns alone allocate little
+ * (their records, a page at a time, fit in whatever room earlier tests freed), so each round also
+ * spawns wide rows in another world of the module: all its worlds share one memory.
  */
 function growMemory(world: World, memory: WebAssembly.Memory): number {
     const buffer = memory.buffer;
@@ -24,6 +34,7 @@ function growMemory(world: World, memory: WebAssembly.Memory): number {
         if (spawned >= 1_000_000) throw new Error('memory did not grow');
         world.spawnMany(25_000, Filler);
         spawned += 25_000;
+        scratch.spawnMany(1_000, Wide);
     }
     return spawned;
 }
@@ -113,6 +124,7 @@ describe('growth in the middle of an iteration', () => {
             for (let round = 0; memory.buffer === buffer; round++) {
                 if (round >= 40) throw new Error('memory did not grow');
                 batches.push(world.spawnMany(25_000, Health({ value: round }), Filler));
+                scratch.spawnMany(1_000, Wide); /* see growMemory */
             }
         }
         batches.forEach((batch, round) => {
@@ -128,8 +140,12 @@ describe('growth in the middle of an iteration', () => {
         const world = await newWorld();
         const handles = world.spawnMany(100, Position);
         handles.forEach((e, i) => world.set(e, Position, { x: i, y: -i }));
+        // Wide rows (2 KiB): memory grows within a few rounds whatever room earlier tests freed.
         const buffer = memory.buffer;
-        while (memory.buffer === buffer) world.spawnMany(50_000, Filler);
+        for (let round = 0; memory.buffer === buffer; round++) {
+            if (round >= 100) throw new Error('memory did not grow');
+            world.spawnMany(4_000, Wide);
+        }
         handles.forEach((e, i) => expect(world.get(e, Position)).toEqual({ x: i, y: -i }));
         expect(handles.buffer).not.toBe(memory.buffer); // spawnMany returned a copy, still usable
         expect(handles.length).toBe(100);
