@@ -299,6 +299,44 @@ describe('count and entities', () => {
         list.fill(0);
         expect(sorted(q.entities())).toEqual(sorted(handles));
     });
+
+    // Issue 16, bug 1: the helpers walked the query with the iteration that marks `writes`, so
+    // every matched entity was reported changed although nothing was written.
+    test('count(), entities(), addAll(), removeAll() and despawnAll() of a writes: query mark nothing', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const watched = world.subscribe({ changed: [Position] });
+        const handles = world.spawnMany(300, Position({ x: 1 }), A);
+        const doomed = world.spawnMany(5, Position, C);
+        const writer = world.query({ all: [Position], writes: [Position] });
+        const helpers: [string, () => unknown][] = [
+            ['count()', () => writer.count()],
+            ['entities()', () => writer.entities()],
+            ['addAll(B)', () => writer.addAll(B)],
+            ['removeAll(B)', () => writer.removeAll(B)],
+            ['addAll(Velocity)', () => writer.addAll(Velocity)],
+            ['removeAll(Velocity)', () => writer.removeAll(Velocity)],
+            ['despawnAll() of C', () => world.query({ all: [Position, C], writes: [Position] }).despawnAll()],
+        ];
+        watched.drain();
+        for (const [name, helper] of helpers) {
+            helper();
+            world.set(handles[7]!, Position, { x: 2 }); // one real change beside it
+            expect(sorted(watched.drain().entities), name).toEqual([handles[7]!]);
+        }
+        expect(doomed.some((e) => world.isAlive(e))).toBe(false);
+        // A consumer with writes: entities() runs it (consuming what it reports), marking nothing.
+        const consumer = world.query({ changed: [Position], writes: [Position] });
+        consumer.entities();
+        world.set(handles[9]!, Position, { x: 3 });
+        watched.drain();
+        expect([...consumer.entities()]).toEqual([handles[9]!]);
+        expect([...watched.drain().entities]).toEqual([]);
+        // A loop is what hands out writable views: it marks every row it visits.
+        for (const _ of writer) {
+            // views written or not, `writes` says they were
+        }
+        expect(watched.drain().entities).toHaveLength(300);
+    });
 });
 
 describe('bulk changes', () => {
