@@ -73,6 +73,10 @@ struct tes_query_t {
     uint32_t *removed_counts;
     uint32_t removed_count_slots;
     uint64_t last_run;
+    /* The tick the consumer was made at. Changes, removals and pair events stamped at or before
+     * it happened before it existed and are not its; what exists then is (Added filters keep
+     * last_run 0 as their window's start, so the first run reports every entity as added). */
+    uint64_t born;
     uint32_t live;  /* iterations in progress */
     uint32_t index; /* in world->queries */
 };
@@ -81,6 +85,13 @@ static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t 
 
 static bool is_consumer(const tes_query_t *q) {
     return q->filter_count || q->removed_count || q->pair_change_count;
+}
+
+/* Where a consumer's window of events (changes, removals, pair events) starts: its last run,
+ * but never before it was made, so that what a late consumer reports does not depend on which
+ * other consumers happened to keep history for it. */
+static uint64_t events_since(const tes_query_t *q) {
+    return q->last_run > q->born ? q->last_run : q->born;
 }
 
 /* A run that decides its rows when it starts (filters, row terms) rather than walking chunks. */
@@ -106,7 +117,12 @@ uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component,
                         : kind == TESI_PAIR_CHANGES
                             ? contains(q->pair_changes, q->pair_change_count, component)
                             : q->filter_count && q->filters[0].component == component;
-        if (consumes && q->last_run < min) min = q->last_run;
+        if (!consumes) continue;
+        /* What a consumer still needs: events from its last run on, never from before it was
+         * made; an Added first filter, the rows of everything that exists. */
+        uint64_t since =
+            kind == TESI_FIRST_FILTER && q->filters[0].added ? q->last_run : events_since(q);
+        if (since < min) min = since;
     }
     return min;
 }
@@ -297,7 +313,10 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     }
 
     count_consumers(world, q, +1);
-    result = apply_levels(world, q, true);
+    /* An Added first filter reports every entity that exists, so its dirty list is re-seeded
+     * from the ticks (pruning may have dropped rows others had seen); a Changed one starts now
+     * and needs nothing from before. */
+    result = apply_levels(world, q, filters && q->filters[0].added);
     if (result != TES_OK) {
         count_consumers(world, q, -1);
         apply_levels(world, q, false);
@@ -306,6 +325,12 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     }
     q->index = world->query_count;
     world->queries[world->query_count++] = q;
+    if (is_consumer(q)) {
+        /* A consumer starts now: what was stamped so far is not its, what comes is. The tick
+         * moves on, as at a run, so that the two never share a stamp (a write deduplicated
+         * within one tick, like a pair's changed event, would otherwise be lost to it). */
+        q->born = world->change_tick++;
+    }
     *out_query = q;
     return TES_OK;
 }
@@ -402,7 +427,9 @@ bool tesi_query_names(const tes_query_t *q, tes_component_t component) {
 }
 
 void tesi_query_hold(tes_query_t *q, uint64_t last_run) {
+    /* The holder (a replicator) decides the window itself, from its baselines. */
     q->last_run = last_run;
+    q->born = 0;
 }
 
 /* ---- runs ------------------------------------------------------------------------------ */
@@ -505,7 +532,7 @@ static bool filters_hold(const tes_world_t *world, const tes_query_t *q, tes_ent
             const tesi_tracker_t *t = q->filter_trackers[f];
             tick = filter->added ? t->added[row] : t->changed[row];
         }
-        if (!in_window(tick, q->last_run, this_run)) return false;
+        if (!in_window(tick, filter->added ? q->last_run : events_since(q), this_run)) return false;
     }
     return true;
 }
@@ -799,7 +826,7 @@ tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
     const tes_query_t *q = it->query_;
     if (!contains(q->removed, q->removed_count, component)) return TES_ERR_INVALID_ARGUMENT;
     const tesi_removal_log_t *log = &it->world_->components[component].log;
-    uint32_t begin = log_after(log, q->last_run), end = log_after(log, it->this_run);
+    uint32_t begin = log_after(log, events_since(q)), end = log_after(log, it->this_run);
     *out_entities = log->entities + begin;
     *out_count = end - begin;
     return TES_OK;
@@ -814,7 +841,7 @@ tes_result_t tes_iter_pair_events(tes_iter_t *it, tes_component_t relation,
     }
     const tesi_relation_t *r = &it->world_->components[relation].relation;
     uint32_t begin, end;
-    event_window(r, q->last_run, it->this_run, &begin, &end);
+    event_window(r, events_since(q), it->this_run, &begin, &end);
     *out_events = r->events + begin;
     *out_count = end - begin;
     return TES_OK;
@@ -833,15 +860,15 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     uint64_t this_run = world->change_tick, removed_total = 0;
     for (uint32_t i = 0; i < query->removed_count; i++) {
         const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
-        removed_total += log_after(log, this_run) - log_after(log, query->last_run);
+        removed_total += log_after(log, this_run) - log_after(log, events_since(query));
     }
     result = tesi_reserve(world, (void **)&query->removed_counts, &query->removed_count_slots,
                           query->removed_count, sizeof *query->removed_counts, 4);
     uint64_t events = 0;
     for (uint32_t i = 0; i < query->pair_change_count; i++) {
         uint32_t begin, end;
-        event_window(&world->components[query->pair_changes[i]].relation, query->last_run, this_run,
-                     &begin, &end);
+        event_window(&world->components[query->pair_changes[i]].relation, events_since(query),
+                     this_run, &begin, &end);
         events += end - begin;
     }
     if (result == TES_OK && events) {
@@ -862,7 +889,7 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     uint32_t r = (uint32_t)rows;
     for (uint32_t i = 0; i < query->removed_count; i++) {
         const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
-        uint32_t begin = log_after(log, query->last_run), end = log_after(log, this_run);
+        uint32_t begin = log_after(log, events_since(query)), end = log_after(log, this_run);
         if (end > begin) memcpy(output + r, log->entities + begin, (end - begin) * sizeof *output);
         query->removed_counts[i] = end - begin;
         r += end - begin;
@@ -871,7 +898,7 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     for (uint32_t i = 0; i < query->pair_change_count; i++) {
         const tesi_relation_t *rel = &world->components[query->pair_changes[i]].relation;
         uint32_t begin, end;
-        event_window(rel, query->last_run, this_run, &begin, &end);
+        event_window(rel, events_since(query), this_run, &begin, &end);
         if (end > begin) {
             memcpy(query->event_output + e, rel->events + begin,
                    (end - begin) * sizeof *rel->events);

@@ -498,7 +498,16 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  * the run carries a newer tick. A consumer sees what was stamped in (last_run, this_run], then
  * sets last_run = this_run (which equals the world's tick - 1). So each consumer sees each
  * add, change and remove exactly once, on its first run after it, whatever the order of writes
- * and runs. Tick 0 means "never": a new consumer starts at last_run 0. Ticks are 64-bit.
+ * and runs. Tick 0 means "never". Ticks are 64-bit.
+ *
+ * A CONSUMER STARTS WHEN IT IS MADE. tes_query_create advances the change tick for a consumer,
+ * as a run does, and the consumer's first run reports the world from then on: under an Added
+ * filter every entity that has the component (what exists counts as added, as on a Bevy
+ * system's first run or for a Flecs observer with yield_existing), and under a Changed filter,
+ * a removed term or pair_changes only what happened after it was made. Nothing from before is
+ * its, whatever other consumers kept: a late removed term reports no removal from before it
+ * even while another consumer keeps the log, so what a consumer reports never depends on
+ * which others happen to exist (tes_query_last_run stays 0 until the first run).
  *
  * WHAT IS TRACKED. Added and Changed are independent: spawning or adding a component stamps
  * its added tick; tes_set, tes_set_number, tes_mark_changed and tes_chunk_mark_changed stamp
@@ -509,14 +518,15 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  *   TES_TRACK_DIRTY   a consumer's first filter: ticks plus a per-chunk deduplicated dirty list
  *                     that filtered iteration walks, so its cost follows what changed.
  * When tracking starts, every entity that has the component counts as added at that tick, so
- * a consumer's first run sees all existing entities as added once. A consumer created later
- * sees everything tracked before it (dirty lists are re-seeded from the ticks).
+ * a consumer's first run sees all existing entities as added once. A consumer whose first
+ * filter is Added re-seeds the dirty lists from the ticks, so it finds every entity even after
+ * pruning dropped the rows others had seen.
  *
  * REMOVALS. Components named in a query's `removed` list get a removal log: (entity, tick) for
  * every removal of the component, despawns included. tes_iter_removed hands out the entities
- * of the current run's window. The log exists while some query names the component, so a new
- * removal consumer sees the removals still in it (those after the last pruning it could not
- * have been part of), not removals from before the log existed.
+ * of the current run's window. The log exists while some query names the component; a new
+ * removal consumer sees the removals made after it was created, whatever the log still holds
+ * for the others.
  *
  * MOVES. An entity keeps the added and changed ticks of every component it keeps. A component
  * it gains (tes_add, or back after a tes_remove) counts as added at that tick, changed 0.

@@ -11,9 +11,9 @@
  * The model follows tessera.h: Added and Changed are independent; losing a component drops its
  * history (added back, it is added again, not changed); despawned entities are not reported
  * by filters; every removal is logged, so an entity can appear twice; a consumer created late
- * sees every entity of its added component as added and every entity whose component was
- * changed since it was added; commands made inside a run apply in order when the outermost
- * run ends, and those naming an entity gone by then are skipped and counted.
+ * sees every entity of its added component as added, and no change or removal from before it
+ * existed (whatever other consumers kept); commands made inside a run apply in order when the
+ * outermost run ends, and those naming an entity gone by then are skipped and counted.
  *
  * One thing is kept out on purpose: writing, during a run, an entity that run still has to
  * visit (tests/c/test_query.c covers that case on its own).
@@ -53,7 +53,6 @@ static const struct {
 typedef struct ment_t {
     tes_entity_t handle;
     uint32_t mask;
-    uint32_t changed_ever;     /* components whose current instance was changed */
     uint16_t added_pend[NC];   /* consumers that have this component's add pending */
     uint16_t changed_pend[NC]; /* consumers that have a change of it pending */
 } ment_t;
@@ -213,14 +212,12 @@ static void model_add(model_t *m, uint32_t slot, uint32_t c) {
     e->mask |= BIT(c);
     e->added_pend[c] = ALL_CONSUMERS;
     e->changed_pend[c] = 0;
-    e->changed_ever &= ~BIT(c);
 }
 
 static void model_change(model_t *m, uint32_t slot, uint32_t c) {
     ment_t *e = &m->live[slot];
     CHECK(e->mask & BIT(c));
     e->changed_pend[c] = ALL_CONSUMERS;
-    e->changed_ever |= BIT(c);
 }
 
 static void log_removal(model_t *m, tes_entity_t h, uint32_t c, uint64_t group) {
@@ -235,7 +232,6 @@ static void model_remove(model_t *m, uint32_t slot, uint32_t c, uint64_t group) 
     if (!(e->mask & BIT(c))) return;
     e->mask &= ~BIT(c);
     e->added_pend[c] = e->changed_pend[c] = 0;
-    e->changed_ever &= ~BIT(c);
     log_removal(m, e->handle, c, group);
 }
 
@@ -901,16 +897,16 @@ static void consumer_open(model_t *m, consumer_t *k) {
         CHECK_OK(tes_query_create(m->world, &desc, &k->query));
     }
     k->open = true;
-    /* Its first run starts at last_run 0: it sees every add still on record (all of them:
-     * tracking of its components started before any entity) and every change since. */
+    /* A consumer starts at its creation (issue 16, rule 3): every entity that has one of its
+     * components then counts as added, and nothing from before is its: no change, no removal,
+     * whatever the other consumers kept. */
     uint16_t bit = (uint16_t)(1u << k->index);
     for (uint32_t i = 0; i < m->live_count; i++) {
         ment_t *e = &m->live[i];
         for (uint32_t c = 0; c < NC; c++) {
             e->added_pend[c] =
                 (uint16_t)((e->added_pend[c] & ~bit) | ((e->mask & BIT(c)) ? bit : 0));
-            e->changed_pend[c] =
-                (uint16_t)((e->changed_pend[c] & ~bit) | ((e->changed_ever & BIT(c)) ? bit : 0));
+            e->changed_pend[c] &= (uint16_t)~bit;
         }
     }
     for (uint32_t c = 0; c < NC; c++)
@@ -1048,6 +1044,12 @@ static void run_model(uint64_t seed, const tes_world_desc_t *desc, uint32_t targ
     k->added = BIT(CC);
     k->all = BIT(CB);
     k->rate = 2;
+    k->toggles = true;
+    /* Removals of A beside "removed[A,B,T1]", which keeps A's log: reopened, it must still
+     * start empty (issue 16, rule 3). */
+    k = add_consumer(m, "removed[A,C] (reopened)");
+    k->removed = BIT(CA) | BIT(CC);
+    k->rate = 3;
     k->toggles = true;
     k = add_consumer(m, "added[T1]");
     k->added = BIT(CT1);
@@ -2148,6 +2150,7 @@ static void cm_open(cm_model_t *m, cm_consumer_t *k) {
     desc.pair_changes = k->pair_changes;
     desc.pair_change_count = k->pair_change_count;
     k->query = fx_query(m->world, &desc);
+    m->tick++; /* a consumer starts at its creation: the tick moves on, as at a run */
 }
 
 static void cm_check_full(cm_model_t *m) {
