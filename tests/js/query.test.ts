@@ -588,11 +588,69 @@ describe('structural changes while iterating are deferred', () => {
         expect(world.has(e, B)).toBe(true);
     });
 
-    test('add with values inside the loop: written at once when the entity has the component', async () => {
+    test('add with values of a held component inside the loop: recorded, written when the loop ends, as a change', async () => {
         const world = await newWorld();
         const e = world.spawn(Position({ x: 1 }), A);
-        for (const _ of world.query({ all: [A] })) world.add(e, Position({ y: 5 }));
+        const changed = world.query({ changed: [Position] });
+        for (const _ of world.query({ all: [A] })) {
+            world.add(e, Position({ y: 5 }));
+            expect(world.get(e, Position)).toEqual({ x: 1, y: 0 }); // not yet
+        }
         expect(world.get(e, Position)).toEqual({ x: 1, y: 5 });
+        expect([...changed.entities()]).toEqual([e]);
+    });
+
+    // Issue 16, bug 2: adds with values of held components were written at once (so a remove
+    // and add in a row lost the values, and a set was overwritten in the wrong order), and a
+    // second add was applied as initial values (no change reported). Recorded calls apply in the
+    // order they were made, with their values, as what they are when applied.
+    test('recorded adds apply in order with their values, and report what they are then', async () => {
+        const world = await newWorld();
+        const Sparse = component('SparseValue', { v: 'i32' }, { storage: 'sparse' });
+        const e = world.spawn(Position({ x: 1 }), Velocity({ x: 2 }), Sparse({ v: 2 }), A);
+        const f = world.spawn(Position({ x: 1 }), Velocity({ x: 2 }), Sparse({ v: 2 }), A);
+        const g = world.spawn(Position, A);
+        const added = world.subscribe({ added: [Velocity] });
+        const changed = world.subscribe({ changed: [Velocity] });
+        const sparseAdded = world.subscribe({ added: [Sparse] });
+        const sparseChanged = world.subscribe({ changed: [Sparse] });
+        for (const sub of [added, sparseAdded]) sub.drain(); // what exists counts as added
+        let pending = 0;
+        for (const _ of world.query({ all: [A] })) {
+            // (a) remove, then add with values: the add follows the remove, its values land.
+            world.remove(e, Velocity);
+            world.add(e, Velocity({ x: 5 }));
+            world.remove(e, Sparse);
+            world.add(e, Sparse({ v: 5 }));
+            // (b) an add of a held component with values, then a set: the set writes the placed
+            // component at once, the add's values land when the loop ends (the order they apply).
+            world.add(f, Velocity({ x: 7 }));
+            expect(world.get(f, Velocity, 'x')).toBe(2);
+            world.set(f, Velocity, 'x', 8);
+            expect(world.get(f, Velocity, 'x')).toBe(8);
+            world.add(f, Sparse({ v: 7 }));
+            world.set(f, Sparse, 'v', 8);
+            // (c) two adds to an entity that lacks Velocity: the second is a change.
+            world.add(g, Velocity({ x: 1 }));
+            world.add(g, Velocity({ x: 3 }));
+            world.add(g, Sparse({ v: 1 }));
+            world.add(g, Sparse({ v: 3 }));
+            // ... and an add of a component a pending spawn has.
+            pending = world.spawn(Velocity({ x: 1 }), Sparse({ v: 1 }));
+            world.add(pending, Velocity({ x: 4 }), Sparse({ v: 4 }));
+            break; // once: e, f and g are in two chunks
+        }
+        expect(world.get(e, Velocity)).toEqual({ x: 5, y: 0 });
+        expect(world.get(f, Velocity)).toEqual({ x: 7, y: 0 });
+        expect(world.get(g, Velocity)).toEqual({ x: 3, y: 0 });
+        expect(world.get(pending, Velocity)).toEqual({ x: 4, y: 0 });
+        expect([e, f, g, pending].map((x) => world.get(x, Sparse, 'v'))).toEqual([5, 7, 3, 4]);
+        expect(sorted(added.drain().entities)).toEqual(sorted([e, g, pending]));
+        expect(sorted(changed.drain().entities)).toEqual(sorted([f, g, pending]));
+        expect(sorted(sparseAdded.drain().entities)).toEqual(sorted([e, g, pending]));
+        expect(sorted(sparseChanged.drain().entities)).toEqual(sorted([f, g, pending]));
+        expect(world.stats().commandsSkipped).toBe(0);
+        world.validate();
     });
 
     test('add with values inside the loop to a placed entity: deferred, values land after the loop as part of the add', async () => {
@@ -610,6 +668,32 @@ describe('structural changes while iterating are deferred', () => {
         expect([...added.entities()]).toEqual([e]);
         expect([...changed.entities()]).toEqual([e]); // the add's values are initial; the set is a change
         world.validate();
+    });
+
+    // Issue 16, rule 4: set inside a loop was a change on an entity spawned in the loop, but
+    // joined a recorded add's values (no change) on one placed before. It is a change wherever
+    // it lands; the add it follows is still an add.
+    test('set inside a loop is always a change: on a pending entity, and after a recorded add to a placed one', async () => {
+        const world = await newWorld();
+        const placed = world.spawn(Position, A);
+        const added = world.subscribe({ added: [Velocity] });
+        const changed = world.subscribe({ changed: [Velocity] });
+        added.drain();
+        let pending = 0;
+        for (const _ of world.query({ all: [A] })) {
+            pending = world.spawn(Position, Velocity({ x: 1 }));
+            world.set(pending, Velocity, 'y', 2);
+            world.add(placed, Velocity({ x: 1 }));
+            world.set(placed, Velocity, 'y', 2);
+        }
+        for (const e of [pending, placed]) expect(world.get(e, Velocity)).toEqual({ x: 1, y: 2 });
+        expect(sorted(added.drain().entities)).toEqual(sorted([pending, placed]));
+        expect(sorted(changed.drain().entities)).toEqual(sorted([pending, placed]));
+        // The same calls outside a loop report the same.
+        const later = world.spawn(Position, Velocity({ x: 1 }));
+        world.set(later, Velocity, 'y', 2);
+        expect([...added.drain().entities]).toEqual([later]);
+        expect([...changed.drain().entities]).toEqual([later]);
     });
 
     test('spawn with values inside the loop: counted as added, not changed, like a spawn outside', async () => {
