@@ -290,7 +290,9 @@ export class Query {
     /**
      * Starts an iteration: the chunks with something to visit, one {@link Chunk} each. Run it
      * to the end or leave the loop with `break`/`return`/`throw` (which ends it too): while any
-     * iteration is live, structural changes are deferred until the last one ends.
+     * iteration is live, structural changes are deferred until the last one ends. A consumer
+     * left early reports the chunks it did not reach on its next run (the chunk it was in
+     * counts as seen).
      *
      * An iterator abandoned before its end (`query.chunks().next()`, then dropped) stays live
      * until `world.tick()`, which ends it as `break` would (its current chunk's writes are

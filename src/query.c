@@ -72,6 +72,17 @@ struct tes_query_t {
     uint32_t output_slots;
     uint32_t *removed_counts;
     uint32_t removed_count_slots;
+    /* What a run ended early did not hand out (issue 16, rule 5): the entities of the visits
+     * after the last one handed out, reported by the next run if they still pass, checked
+     * against the window they were found in (carried_since). Right after the early end they
+     * sit in rows[0..carried_count) (the run needs its rows no more); the next run's prepare
+     * moves them here before its walk reuses rows. */
+    tes_entity_t *carried;
+    uint32_t carried_slots;
+    uint32_t carried_count;
+    bool carried_in_rows;
+    uint64_t carried_since;
+    uint64_t run_since; /* the live run's oldest window start: carried_since or last_run */
     uint64_t last_run;
     /* The tick the consumer was made at. Changes, removals and pair events stamped at or before
      * it happened before it existed and are not its; what exists then is (Added filters keep
@@ -90,8 +101,12 @@ static bool is_consumer(const tes_query_t *q) {
 /* Where a consumer's window of events (changes, removals, pair events) starts: its last run,
  * but never before it was made, so that what a late consumer reports does not depend on which
  * other consumers happened to keep history for it. */
+static uint64_t events_after(const tes_query_t *q, uint64_t since) {
+    return since > q->born ? since : q->born;
+}
+
 static uint64_t events_since(const tes_query_t *q) {
-    return q->last_run > q->born ? q->last_run : q->born;
+    return events_after(q, q->last_run);
 }
 
 /* A run that decides its rows when it starts (filters, row terms) rather than walking chunks. */
@@ -189,6 +204,7 @@ static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->pair_changes, q->pair_change_slots * sizeof *q->pair_changes);
     tesi_free(world, q->candidates, q->candidate_slots * sizeof *q->candidates);
     tesi_free(world, q->event_output, q->event_output_slots * sizeof *q->event_output);
+    tesi_free(world, q->carried, q->carried_slots * sizeof *q->carried);
     tesi_free(world, q, sizeof *q);
 }
 
@@ -441,6 +457,15 @@ tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *ou
     /* One live run per consumer: a second would share its visits and move last_run back. */
     if (q->live && is_consumer(q)) return TES_ERR_QUERY_IN_USE;
     tes_result_t result = refresh(world, q);
+    if (result == TES_OK && q->carried_in_rows) {
+        /* The rows an early end left to carry: out of the way of this run's walk. */
+        result = tesi_reserve(world, (void **)&q->carried, &q->carried_slots, q->carried_count,
+                              sizeof *q->carried, 16);
+        if (result == TES_OK) {
+            memcpy(q->carried, q->rows, (size_t)q->carried_count * sizeof *q->carried);
+            q->carried_in_rows = false;
+        }
+    }
     if (result == TES_OK && collects(q)) result = collect_visits(world, q, world->change_tick);
     if (result != TES_OK || !out_rows) return result;
     uint64_t rows = q->visit_rows;
@@ -457,6 +482,9 @@ void tesi_query_start(tes_world_t *world, tes_query_t *q, tes_iter_t *out_iter) 
     *out_iter = (tes_iter_t){.this_run = world->change_tick, .world_ = world, .query_ = q};
     /* A consumer's run takes the current tick; writes from now on carry a newer one. */
     if (is_consumer(q)) world->change_tick++;
+    /* The carried rows are this run's visits now (collected in prepare). */
+    q->run_since = q->carried_count ? q->carried_since : q->last_run;
+    q->carried_count = 0;
     q->live++;
     world->defer_depth++;
 }
@@ -517,9 +545,10 @@ static bool row_terms_hold(const tes_world_t *world, const tes_query_t *q, tes_e
     return any;
 }
 
-/* Every filter, for one row of a chunk whose trackers are in q->filter_trackers. */
+/* Every filter, for one row of a chunk whose trackers are in q->filter_trackers, in the window
+ * after `since` (a run's last_run, or the carried rows' carried_since). */
 static bool filters_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
-                         uint32_t row, uint64_t this_run) {
+                         uint32_t row, uint64_t since, uint64_t this_run) {
     for (uint32_t f = 0; f < q->filter_count; f++) {
         const filter_t *filter = &q->filters[f];
         uint64_t tick;
@@ -532,7 +561,8 @@ static bool filters_hold(const tes_world_t *world, const tes_query_t *q, tes_ent
             const tesi_tracker_t *t = q->filter_trackers[f];
             tick = filter->added ? t->added[row] : t->changed[row];
         }
-        if (!in_window(tick, filter->added ? q->last_run : events_since(q), this_run)) return false;
+        if (!in_window(tick, filter->added ? since : events_after(q, since), this_run))
+            return false;
     }
     return true;
 }
@@ -547,9 +577,10 @@ static void load_trackers(tes_query_t *q, const tesi_chunk_t *chunk) {
 }
 
 /* Writes to `out` the rows of the chunk (from `list`, or every row when list is NULL) that pass
- * every filter and row term; returns how many. */
+ * every filter (in the window after `since`) and row term; returns how many. */
 static uint32_t pass_rows(const tes_world_t *world, tes_query_t *q, const tesi_chunk_t *chunk,
-                          const uint32_t *list, uint32_t n, uint64_t this_run, uint32_t *out) {
+                          const uint32_t *list, uint32_t n, uint64_t since, uint64_t this_run,
+                          uint32_t *out) {
     if (q->filter_count) load_trackers(q, chunk);
     uint8_t match = q->match_flags[chunk->archetype->id];
     const tes_entity_t *entities = tesi_chunk_entities(chunk);
@@ -558,7 +589,7 @@ static uint32_t pass_rows(const tes_world_t *world, tes_query_t *q, const tesi_c
         uint32_t row = list ? list[i] : i;
         if (row >= chunk->count) continue; /* vacated since it was listed */
         tes_entity_t e = entities[row];
-        if (q->filter_count && !filters_hold(world, q, e, row, this_run)) continue;
+        if (q->filter_count && !filters_hold(world, q, e, row, since, this_run)) continue;
         if (q->row_term_count && !row_terms_hold(world, q, e, match)) continue;
         out[kept++] = row;
     }
@@ -623,6 +654,35 @@ static tes_entity_t driver_entity(const tes_world_t *world, const tes_query_t *q
     return r->pairs[id - 1].target == d->term->target ? r->pairs[id - 1].source : 0;
 }
 
+/* Makes the visits of the run from q->candidates[0..n): each chunk one visit, in the order
+ * its first candidate comes, with its rows in candidate order. A counting pass: a chunk's
+ * visit is marked on the chunk itself while grouping, so the cost is O(n). Needs room for n
+ * visits and n rows. */
+static void group_candidates(tes_query_t *q, uint32_t n) {
+    q->visit_count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        tesi_chunk_t *chunk = q->candidates[i].chunk;
+        if (!chunk->visit) {
+            q->visits[q->visit_count++] = (visit_t){chunk, 0, 0};
+            chunk->visit = q->visit_count;
+        }
+        q->visits[chunk->visit - 1].count++;
+    }
+    uint32_t used = 0;
+    for (uint32_t v = 0; v < q->visit_count; v++) {
+        q->visits[v].first = used;
+        used += q->visits[v].count;
+        q->visits[v].count = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        visit_t *v = &q->visits[q->candidates[i].chunk->visit - 1];
+        q->rows[v->first + v->count++] = q->candidates[i].row;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        q->candidates[i].chunk->visit = 0;
+    q->visit_rows = n;
+}
+
 /* Visits from a sparse driver: each candidate's row is found through its record and checked;
  * the survivors are grouped by chunk (a counting pass: each chunk gets a visit the first time
  * one of its rows passes, marked on the chunk), so each chunk is visited once, in the order
@@ -641,34 +701,16 @@ static tes_result_t drive(tes_world_t *world, tes_query_t *q, const driver_t *d,
     }
     if (result != TES_OK) return result;
     uint32_t n = 0, cursor = 0;
-    q->visit_count = 0;
     for (uint32_t k = 0; k < d->count; k++) {
         tes_entity_t e = driver_entity(world, q, d, k, &cursor);
         const tesi_record_t *record = e ? tesi_record_of(world, e) : NULL;
         if (!record || !q->match_flags[record->chunk->archetype->id]) continue;
         tesi_chunk_t *chunk = record->chunk;
         uint32_t row = record->row;
-        if (pass_rows(world, q, chunk, &row, 1, this_run, &row) != 1) continue;
-        if (!chunk->visit) {
-            q->visits[q->visit_count++] = (visit_t){chunk, 0, 0};
-            chunk->visit = q->visit_count;
-        }
-        q->visits[chunk->visit - 1].count++;
+        if (pass_rows(world, q, chunk, &row, 1, q->last_run, this_run, &row) != 1) continue;
         q->candidates[n++] = (candidate_t){chunk, row};
     }
-    uint32_t used = 0;
-    for (uint32_t v = 0; v < q->visit_count; v++) {
-        q->visits[v].first = used;
-        used += q->visits[v].count;
-        q->visits[v].count = 0;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        visit_t *v = &q->visits[q->candidates[i].chunk->visit - 1];
-        q->rows[v->first + v->count++] = q->candidates[i].row;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        q->candidates[i].chunk->visit = 0;
-    q->visit_rows = n;
+    group_candidates(q, n);
     return TES_OK;
 }
 
@@ -718,12 +760,59 @@ static tes_result_t walk_chunks(tes_world_t *world, tes_query_t *q, uint64_t thi
             chunk = q->matched[a]->chunks[c++];
             n = chunk->count;
         }
-        uint32_t kept = pass_rows(world, q, chunk, list, n, this_run, q->rows + used);
+        uint32_t kept = pass_rows(world, q, chunk, list, n, q->last_run, this_run, q->rows + used);
         if (!kept) continue;
         q->visits[q->visit_count++] = (visit_t){chunk, used, kept};
         used += kept;
     }
     q->visit_rows = used;
+    return TES_OK;
+}
+
+/* Adds to the visits just collected the carried rows (what a run ended early did not hand out)
+ * that still pass, checked against the window they were found in: each row once, each chunk
+ * one visit. Only a run after an early end pays for this. */
+static tes_result_t add_carried(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
+    uint32_t n = q->carried_count;
+    uint64_t total = (uint64_t)q->visit_rows + n;
+    if (total > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = tesi_reserve(world, (void **)&q->candidates, &q->candidate_slots,
+                                       (uint32_t)total, sizeof *q->candidates, 64);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots, q->visit_count + n,
+                              sizeof *q->visits, 16);
+    }
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&q->rows, &q->row_slots, (uint32_t)total,
+                              sizeof *q->rows, 64);
+    }
+    if (result != TES_OK) return result;
+    /* The carried entities still placed in a matching archetype are marked on their records;
+     * a row the walk found takes its mark off, so what stays marked only the carried bring. */
+    for (uint32_t i = 0; i < n; i++) {
+        tesi_record_t *record = tesi_record_of(world, q->carried[i]);
+        if (record && q->match_flags[record->chunk->archetype->id]) record->row |= TESI_ROW_MARK;
+    }
+    uint32_t k = 0;
+    for (uint32_t v = 0; v < q->visit_count; v++) {
+        const visit_t *visit = &q->visits[v];
+        const tes_entity_t *entities = tesi_chunk_entities(visit->chunk);
+        for (uint32_t i = 0; i < visit->count; i++) {
+            uint32_t row = q->rows[visit->first + i];
+            world->records[entities[row] & TESI_INDEX_MASK].row &= ~TESI_ROW_MARK;
+            q->candidates[k++] = (candidate_t){(tesi_chunk_t *)visit->chunk, row};
+        }
+    }
+    uint32_t walked = k;
+    for (uint32_t i = 0; i < n; i++) {
+        tesi_record_t *record = tesi_record_of(world, q->carried[i]);
+        if (!record || !(record->row & TESI_ROW_MARK)) continue;
+        uint32_t row = record->row &= ~TESI_ROW_MARK;
+        if (pass_rows(world, q, record->chunk, &row, 1, q->carried_since, this_run, &row) == 1) {
+            q->candidates[k++] = (candidate_t){record->chunk, row};
+        }
+    }
+    if (k > walked) group_candidates(q, k);
     return TES_OK;
 }
 
@@ -733,8 +822,27 @@ static tes_result_t walk_chunks(tes_world_t *world, tes_query_t *q, uint64_t thi
  * one. */
 static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
     driver_t d;
-    if (pick_driver(world, q, &d)) return drive(world, q, &d, this_run);
-    return walk_chunks(world, q, this_run);
+    tes_result_t result =
+        pick_driver(world, q, &d) ? drive(world, q, &d, this_run) : walk_chunks(world, q, this_run);
+    return result == TES_OK && q->carried_count ? add_carried(world, q, this_run) : result;
+}
+
+/* A filtered run ended before handing out every visit (break, an exception, tes_iter_fini):
+ * the entities of the visits it did not hand out are kept for the next run (issue 16, rule 5),
+ * written over the front of q->rows, which the ended run needs no more. The visit handed out
+ * last counts as seen, whatever part of it the caller looked at. Allocates nothing. */
+static void carry_unvisited(tes_query_t *q, uint32_t handed_out) {
+    uint32_t n = 0;
+    for (uint32_t v = handed_out; v < q->visit_count; v++) {
+        const visit_t *visit = &q->visits[v];
+        const tes_entity_t *entities = tesi_chunk_entities(visit->chunk);
+        /* Visits lie in q->rows in order, so n never overtakes what is still to be read. */
+        for (uint32_t i = 0; i < visit->count; i++)
+            q->rows[n++] = entities[q->rows[visit->first + i]];
+    }
+    q->carried_count = n;
+    q->carried_in_rows = n > 0;
+    q->carried_since = q->run_since;
 }
 
 static void finish(tes_iter_t *it) {
@@ -742,7 +850,10 @@ static void finish(tes_iter_t *it) {
     it->done_ = true;
     tes_query_t *q = it->query_;
     tes_world_t *world = it->world_;
-    if (is_consumer(q)) q->last_run = it->this_run;
+    if (is_consumer(q)) {
+        q->last_run = it->this_run;
+        if (q->filter_count) carry_unvisited(q, it->chunk_index_);
+    }
     q->live--;
     if (--world->defer_depth == 0) tesi_flush(world);
 }

@@ -762,7 +762,13 @@ TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
  * run is over: the query's last_run becomes this_run and deferred commands are applied. */
 TES_API bool tes_iter_next(tes_iter_t *iter);
-/* Ends a run early, with the same effects as reaching the end. Harmless after the end. */
+/* Ends a run early, with the same effects as reaching the end, but for what a filtered run did
+ * not hand out: the rows of the visits after the last tes_iter_next that returned true are kept
+ * for the query's next run (tes_query_iter, tes_query_collect, tes_query_apply), which reports
+ * them once more if they still pass its terms and filters (checked against the window they
+ * were found in, merged with its own rows: each entity once, each chunk one visit). The visit
+ * handed out last counts as seen. Removal and pair-event windows are the run's whole, read or
+ * not. Harmless after the end. */
 TES_API void tes_iter_fini(tes_iter_t *iter);
 /* Defers structural changes as a live iteration does, for code that walks chunks it found
  * earlier (the bindings' cached chunk lists): begin/end pairs nest with iterations, and the

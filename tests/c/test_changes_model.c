@@ -127,7 +127,7 @@ typedef struct model_t {
     uint32_t pending_count, pending_capacity;
     uint64_t skipped;
     /* Totals for the summary line. */
-    uint64_t runs, reported, removals_reported, commands_applied;
+    uint64_t runs, reported, removals_reported, commands_applied, carried;
 } model_t;
 
 static model_t *current_model;
@@ -387,9 +387,22 @@ static void run_chunk(model_t *m, tes_iter_t *it) {
 
 static void model_flush(model_t *m);
 
-static void run_end(model_t *m) {
+/* The run ends; `early`: before its last chunk (tes_iter_fini), so what it did not hand out
+ * is its next run's (issue 16, rule 5): those entities keep their adds and changes pending for
+ * this consumer, checked again then like the rest. */
+static void run_end(model_t *m, bool early) {
     consumer_t *k = m->running;
-    if (m->visited_count != m->expected_count) {
+    if (early) {
+        uint16_t bit = (uint16_t)(1u << k->index);
+        for (uint32_t i = 0; i < m->live_count; i++) {
+            if (!m->expected[i] || m->visited[i]) continue;
+            for (uint32_t c = 0; c < NC; c++) {
+                if (k->added & BIT(c)) m->live[i].added_pend[c] |= bit;
+                if (k->changed & BIT(c)) m->live[i].changed_pend[c] |= bit;
+            }
+            m->carried++;
+        }
+    } else if (m->visited_count != m->expected_count) {
         for (uint32_t i = 0; i < m->live_count; i++) {
             if (m->expected[i] && !m->visited[i]) {
                 char what[256];
@@ -797,12 +810,18 @@ static void deferred_op(model_t *m) {
     }
 }
 
+/* Whether a loop leaves now (a break: tes_iter_fini before the end). */
+static bool breaks_off(model_t *m) {
+    return fx_rng_chance(&m->rng, 6);
+}
+
 static void run_query(model_t *m, consumer_t *k, bool with_calls) {
     run_begin(m, k);
     tes_iter_t it;
     CHECK_OK(tes_query_iter(m->world, k->query, &it));
     check_removed(m, &it);
-    while (tes_iter_next(&it)) {
+    bool early = breaks_off(m); /* sometimes before the first chunk */
+    while (!early && tes_iter_next(&it)) {
         run_chunk(m, &it);
         if (with_calls && fx_rng_chance(&m->rng, 30)) {
             uint32_t n = 1 + fx_rng_below(&m->rng, 3);
@@ -810,8 +829,10 @@ static void run_query(model_t *m, consumer_t *k, bool with_calls) {
                 deferred_op(m);
             m->consumer = k->name;
         }
+        early = breaks_off(m);
     }
-    run_end(m);
+    if (early) tes_iter_fini(&it);
+    run_end(m, early);
 }
 
 static void system_body(tes_iter_t *it, void *user) {
@@ -820,14 +841,16 @@ static void system_body(tes_iter_t *it, void *user) {
     m->op = "tes_tick";
     run_begin(m, k);
     check_removed(m, it);
-    while (tes_iter_next(it)) {
+    bool early = false; /* a body that stops early: tes_tick ends the run after it returns */
+    while (!early && tes_iter_next(it)) {
         run_chunk(m, it);
         if (k->deferring_body && fx_rng_chance(&m->rng, 30)) {
             deferred_op(m);
             m->consumer = k->name;
         }
+        early = breaks_off(m);
     }
-    run_end(m); /* the world applies the commands right after this returns */
+    run_end(m, early); /* the world applies the commands right after this returns */
 }
 
 /* A plain iteration over everything with calls made inside it, sometimes a nested run. */
@@ -1145,12 +1168,13 @@ static void run_model(uint64_t seed, const tes_world_desc_t *desc, uint32_t targ
     check_full(m);
     for (uint32_t i = 0; i < m->consumer_count; i++)
         CHECK(m->consumers[i].runs > 0);
-    printf("  model seed %llu: %u steps, %llu runs, %llu reported, %llu removals reported, "
-           "%llu deferred commands (%llu skipped), %.2f s\n",
+    printf("  model seed %llu: %u steps, %llu runs, %llu reported, %llu carried past a broken-off "
+           "loop, %llu removals reported, %llu deferred commands (%llu skipped), %.2f s\n",
            (unsigned long long)seed, STEPS, (unsigned long long)m->runs,
-           (unsigned long long)m->reported, (unsigned long long)m->removals_reported,
-           (unsigned long long)m->commands_applied, (unsigned long long)m->skipped,
-           (double)(clock() - start) / CLOCKS_PER_SEC);
+           (unsigned long long)m->reported, (unsigned long long)m->carried,
+           (unsigned long long)m->removals_reported, (unsigned long long)m->commands_applied,
+           (unsigned long long)m->skipped, (double)(clock() - start) / CLOCKS_PER_SEC);
+    CHECK(m->carried > 0);
 }
 
 TEST(changes_model_seed_1_default_world) {
@@ -1731,8 +1755,20 @@ static void cm_visit(cm_model_t *m, tes_entity_t h) {
 
 static void cm_flush(cm_model_t *m);
 
-static void cm_run_end(cm_model_t *m) {
-    if (m->visited_count != m->expected_count) {
+/* The run ends; `early`: a run by hand left before its last chunk, whose filtered rows not
+ * handed out stay pending for this consumer (issue 16, rule 5). */
+static void cm_run_end(cm_model_t *m, bool early) {
+    cm_consumer_t *k = m->running;
+    if (early) {
+        uint32_t index = (uint32_t)(k - m->consumers);
+        for (uint32_t i = 0; i < m->live_count && (k->added || k->changed); i++) {
+            if (!m->expected[i] || m->visited[i]) continue;
+            for (uint32_t c = 0; c < CM_NC; c++) {
+                if (k->added & BIT(c)) m->live[i].added_pend[c] |= (uint8_t)(1u << index);
+                if (k->changed & BIT(c)) m->live[i].changed_pend[c] |= (uint8_t)(1u << index);
+            }
+        }
+    } else if (m->visited_count != m->expected_count) {
         for (uint32_t i = 0; i < m->live_count; i++) {
             if (m->expected[i] && !m->visited[i]) {
                 harness_fail(__FILE__, __LINE__, "%s reported %u of %u entities; missed %u",
@@ -2090,7 +2126,7 @@ static void cm_run(cm_model_t *m, cm_consumer_t *k) {
             at += n;
         }
         CHECK_EQ(at, out.pair_event_count);
-        cm_run_end(m);
+        cm_run_end(m, false);
         return;
     }
     m->op = "run by hand";
@@ -2110,7 +2146,8 @@ static void cm_run(cm_model_t *m, cm_consumer_t *k) {
         CHECK_OK(tes_iter_pair_events(&it, k->pair_changes[r], &got, &count));
         cm_check_events(m, k->pair_changes[r], got, count);
     }
-    while (tes_iter_next(&it)) {
+    bool early = fx_rng_chance(&m->rng, 6); /* a loop broken off, maybe before any chunk */
+    while (!early && tes_iter_next(&it)) {
         FX_CHECK_ITER_CHUNK(m->world, &it);
         for (uint32_t i = 0; i < it.row_count; i++)
             cm_visit(m, it.entities[fx_iter_row(&it, i)]);
@@ -2120,8 +2157,10 @@ static void cm_run(cm_model_t *m, cm_consumer_t *k) {
                 cm_inside_op(m);
             m->consumer = k->name;
         }
+        early = fx_rng_chance(&m->rng, 6);
     }
-    cm_run_end(m);
+    if (early) tes_iter_fini(&it);
+    cm_run_end(m, early);
 }
 
 static cm_consumer_t *cm_consumer(cm_model_t *m, const char *name, uint32_t rate) {

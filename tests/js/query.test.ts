@@ -472,18 +472,45 @@ describe('ending a run', () => {
         world.tick();
     });
 
-    test('a consumer broken out of early consumes the whole run (documented: same as reaching the end)', async () => {
+    // Issue 16, rule 5: before, break consumed the rows the loop did not reach: never reported.
+    test('a consumer left early (break, throw, tick) reports the chunks it did not reach on its next run', async () => {
         const world = await newWorld({ chunkBytes: 1024 });
         const handles = world.spawnMany(300, Position);
         const changed = world.query({ changed: [Position] });
         for (const e of handles) world.set(e, Position, { x: 1 });
-        let chunks = 0;
-        for (const _ of changed) {
-            chunks++;
+        const seen: number[] = [];
+        for (const chunk of changed) {
+            seen.push(...chunk.slots.map((row) => chunk.entities[row]!));
+            break; // the chunk handed out counts as seen, whatever part of it the loop read
+        }
+        expect(seen.length).toBeGreaterThan(0);
+        expect(seen.length).toBeLessThan(300);
+        const rest = [...changed.entities()];
+        expect(sorted([...seen, ...rest])).toEqual(sorted(handles));
+        expect(changed.entities()).toHaveLength(0);
+        // An exception out of the loop, and a loop that tick() ends, leave the same way.
+        for (const e of handles) world.set(e, Position, { x: 2 });
+        const thrown: number[] = [];
+        expect(() => {
+            for (const chunk of changed) {
+                thrown.push(...chunk.entities);
+                throw new Error('mid-frame');
+            }
+        }).toThrow('mid-frame');
+        const iterator = changed.chunks();
+        const started = iterator.next().value!.entities.slice();
+        world.tick();
+        expect(iterator.next().done).toBe(true);
+        expect(sorted([...thrown, ...started, ...changed.entities()])).toEqual(sorted(handles));
+        // A subscription's chunk loop likewise; its drain takes the rest.
+        const sub = world.subscribe({ changed: [Position] });
+        for (const e of handles) world.set(e, Position, { x: 3 });
+        const partial: number[] = [];
+        for (const chunk of sub) {
+            partial.push(...chunk.entities);
             break;
         }
-        expect(chunks).toBe(1);
-        expect(changed.entities()).toHaveLength(0);
+        expect(sorted([...partial, ...sub.drain().entities])).toEqual(sorted(handles));
     });
 });
 
