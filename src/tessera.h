@@ -433,7 +433,8 @@ TES_API tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *item
 TES_API tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                                    const tes_items_t *items, tes_fault_t *out_fault);
 /* Writes the values, as a change, to every listed entity, which must have every item that has
- * a value (TES_ERR_MISSING_COMPONENT). Items without values are ignored. */
+ * a value (TES_ERR_MISSING_COMPONENT); a pending entity (while deferring) must be going to have
+ * it once its recorded commands apply, as for tes_set. Items without values are ignored. */
 TES_API tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                                    const tes_items_t *items, tes_fault_t *out_fault);
 /* Removes the items (values are not allowed) from every listed entity: components and tags,
