@@ -132,6 +132,9 @@ typedef struct tesi_field_t {
     uint32_t length; /* elements per entity */
     uint32_t bytes;  /* bytes per entity */
     uint32_t offset; /* in a row of sparse or pair data (fields one after another) */
+    /* The component's TES_COMPONENT_CHANGE_BY_VALUE, beside the type that tes_set_number loads
+     * anyway: testing it there costs a bit test, not a lookup of the component. */
+    bool by_value;
 } tesi_field_t;
 
 /* Removals of one component, oldest first: parallel arrays, so a window of it is a plain
@@ -532,6 +535,11 @@ static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation)
 }
 
 /* The record of a live entity, or NULL for anything else (0, stale, never spawned). */
+/* True when the core's writes to the component are changes only where they change its bytes
+ * (TES_COMPONENT_CHANGE_BY_VALUE). */
+static inline bool tesi_by_value(const tes_world_t *world, tes_component_t component) {
+    return (world->components[component].flags & TES_COMPONENT_CHANGE_BY_VALUE) != 0;
+}
 static inline tesi_record_t *tesi_record_of(const tes_world_t *world, tes_entity_t entity) {
     uint32_t index = entity & TESI_INDEX_MASK;
     if (index == 0 || index >= world->record_count) return NULL;
@@ -804,8 +812,8 @@ static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side
     return index < r->list_slots ? &r->lists[side][index] : &empty;
 }
 /* Whether adding (source, target) to an ACYCLIC relation would make source its own ancestor. */
-bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation,
-                            tes_entity_t source, tes_entity_t target);
+bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                            tes_entity_t target);
 /* Room to add `n` pairs of the relation whose ends have indices below index_limit: pair records,
  * list heads, the sources' membership and two events per pair (an exclusive replacement). */
 tes_result_t tesi_pair_reserve(tes_world_t *world, tes_component_t relation, uint64_t n,

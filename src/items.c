@@ -533,8 +533,19 @@ static void write_values(const call_t *call, tes_entity_t entity, const uint8_t 
             cell = tesi_cell(record->chunk, tesi_column_of(a, type, value->field), record->row);
         }
         uint32_t size = tes_type_size(f->type);
-        for (uint32_t k = 0; k < f->length; k++)
-            tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+        if (change && (c->flags & TES_COMPONENT_CHANGE_BY_VALUE)) {
+            /* A change only where the bytes differ (TES_COMPONENT_CHANGE_BY_VALUE). */
+            change = false;
+            for (uint32_t k = 0; k < f->length; k++) {
+                uint8_t bytes[8];
+                tesi_encode_number(f->type, x->numbers[value->number + k], bytes);
+                change |= memcmp(cell + (size_t)k * size, bytes, size) != 0;
+                memcpy(cell + (size_t)k * size, bytes, size);
+            }
+        } else {
+            for (uint32_t k = 0; k < f->length; k++)
+                tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+        }
         if (!change) continue;
         if (pair) {
             tesi_pair_mark(world, item->component, pair);

@@ -243,6 +243,15 @@ typedef struct tes_field_desc_t {
 #define TES_RELATION_CASCADE   16u
 /* LOCAL: not replicated. A replicator leaves it out of its deltas (see Deltas). */
 #define TES_COMPONENT_LOCAL    32u
+/* CHANGE_BY_VALUE: a write the core makes stamps the component changed only when it changes
+ * the stored bytes: tes_set, tes_set_number, tes_set_items, the values of an add of a component
+ * the entity has, and kernels (tes_query_apply marks only the rows whose bytes it changed).
+ * Bytes, as a replica compares them (delta apply): writing 1 over 1 is no change, -0.0 over 0.0
+ * is one, a NaN over the same NaN is none. Marks stay marks (tes_mark_changed,
+ * tes_chunk_mark_changed: the core did not see the write). Not for tags or relations (nothing
+ * to compare; pair writes travel as events): TES_ERR_BAD_SCHEMA. What it costs: a compare of
+ * the written bytes, and a kernel over a tracked component runs element by element. */
+#define TES_COMPONENT_CHANGE_BY_VALUE 64u
 
 /* wasm32 layout: name 0, fields 4, field_count 8, flags 12; 16 bytes. */
 typedef struct tes_component_desc_t {

@@ -103,7 +103,7 @@ TEST(relation_flags_on_a_sparse_component_are_a_bad_schema) {
     const uint32_t bad[] = {TES_COMPONENT_SPARSE | TES_RELATION_EXCLUSIVE,
                             TES_COMPONENT_SPARSE | TES_RELATION_CASCADE,
                             TES_COMPONENT_SPARSE | TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC,
-                            TES_COMPONENT_SPARSE | 64u,
+                            TES_COMPONENT_SPARSE | 256u, /* unknown (64 is CHANGE_BY_VALUE) */
                             128u,
                             0x80000000u};
     fx_snapshot_t *before = fx_snapshot_of(s.world);

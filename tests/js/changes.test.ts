@@ -249,6 +249,60 @@ describe('marking writes made through views', () => {
     });
 });
 
+// Issue 16, rule 6: `set` that marks only when the value differs, as a replica compares.
+describe("changeDetection: 'value'", () => {
+    const Hp = component('ValueHp', { value: 'i32', max: 'f32' }, { changeDetection: 'value' });
+    const Score = component('ValueScore', { points: 'f64' }, { changeDetection: 'value', storage: 'sparse' });
+
+    test('a write is a change only where it changes the stored bytes; marks are changes', async () => {
+        const world = await newWorld();
+        const [a, b, c] = world.spawnMany(3, Hp({ value: 10, max: 0.5 }), Score({ points: 1 }));
+        const hp = world.subscribe({ changed: [Hp] });
+        const score = world.subscribe({ changed: [Score] });
+        world.set(a!, Hp, 'value', 10); // the same value, one field
+        world.set(b!, Hp, { value: 10, max: 0.5 }); // the same values, several
+        world.add(c!, Hp({ max: 0.5 })); // an add of a held component, the same value
+        world.set(a!, Score, 'points', 1);
+        expect(hp.drain().empty).toBe(true);
+        expect(score.drain().empty).toBe(true);
+        world.set(a!, Hp, { value: 10, max: 0.75 }); // one of two differs
+        world.set(b!, Hp, 'max', 0.5000000001); // the same f32
+        world.set(c!, Score, 'points', -0); // -0 is not 0 in bytes
+        expect([...hp.drain().entities]).toEqual([a!]);
+        expect([...score.drain().entities]).toEqual([c!]);
+        world.markChanged(b!, Hp); // a mark: the core did not see the write
+        for (const chunk of world.query({ all: [Hp], writes: [Hp] })) chunk.column(Hp, 'value')[0] = 10;
+        expect(hp.drain().entities).toHaveLength(3);
+    });
+
+    test('kernels mark only the rows whose values they changed', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(200, Hp);
+        for (let i = 0; i < 200; i++) world.set(handles[i]!, Hp, 'max', i % 4);
+        const hp = world.subscribe({ changed: [Hp] });
+        const all = world.query({ all: [Hp] });
+        all.clamp(Hp, 'max', 0, 2); // only the rows at 3
+        expect(hp.drain().entities).toHaveLength(50);
+        all.fill(Hp, 'max', 2); // the rows at 0 and 1
+        expect(hp.drain().entities).toHaveLength(100);
+        all.offset(Hp, 'max', 0);
+        all.scale(Hp, 'max', 1);
+        expect(hp.drain().empty).toBe(true);
+    });
+
+    test('recorded writes are compared when they apply', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Hp({ value: 4 }), Position);
+        const hp = world.subscribe({ changed: [Hp] });
+        for (const _ of world.query({ all: [Position] })) {
+            world.add(e, Hp({ value: 4 })); // held: its values, the same, when the loop ends
+            const f = world.spawn(Hp({ value: 1 }));
+            world.set(f, Hp, 'value', 1); // after the spawn's 1
+        }
+        expect(hp.drain().empty).toBe(true);
+    });
+});
+
 describe('each change once per consumer', () => {
     test('two consumers have independent watermarks', async () => {
         const world = await newWorld();
