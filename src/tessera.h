@@ -236,13 +236,13 @@ typedef struct tes_field_desc_t {
  * ACYCLIC (with EXCLUSIVE): a pair that would make a source its own ancestor is TES_ERR_CYCLE.
  * CASCADE: despawning a target despawns its sources (recursively; cycles are safe). Without it
  * the pairs to a despawned target are removed. Despawning a source always removes its pairs. */
-#define TES_COMPONENT_SPARSE   1u
-#define TES_COMPONENT_RELATION 2u
-#define TES_RELATION_EXCLUSIVE 4u
-#define TES_RELATION_ACYCLIC   8u
-#define TES_RELATION_CASCADE   16u
+#define TES_COMPONENT_SPARSE          1u
+#define TES_COMPONENT_RELATION        2u
+#define TES_RELATION_EXCLUSIVE        4u
+#define TES_RELATION_ACYCLIC          8u
+#define TES_RELATION_CASCADE          16u
 /* LOCAL: not replicated. A replicator leaves it out of its deltas (see Deltas). */
-#define TES_COMPONENT_LOCAL    32u
+#define TES_COMPONENT_LOCAL           32u
 /* CHANGE_BY_VALUE: a write the core makes stamps the component changed only when it changes
  * the stored bytes: tes_set, tes_set_number, tes_set_items, the values of an add of a component
  * the entity has, and kernels (tes_query_apply marks only the rows whose bytes it changed).
