@@ -274,7 +274,8 @@ static tes_result_t add_carried(tes_world_t *world, tes_query_t *q, uint64_t thi
     }
     if (result != TES_OK) return result;
     /* The carried entities still placed in a matching archetype are marked on their records;
-     * a row the walk found takes its mark off, so what stays marked only the carried bring. */
+     * a row the walk found takes its mark off, so what stays marked only the carried list
+     * brings. */
     for (uint32_t i = 0; i < n; i++) {
         tesi_record_t *record = tesi_record_of(world, q->carried[i]);
         if (record && q->match_flags[record->chunk->archetype->id]) record->row |= TESI_ROW_MARK;
