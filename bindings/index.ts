@@ -30,6 +30,7 @@ export {
     type Component,
     type ComponentInit,
     type ComponentItem,
+    type ChangeDetection,
     type ComponentOptions,
     type Storage,
     type Relation,

@@ -48,7 +48,8 @@ export interface TesseraExports {
      * `tes_component_register(world, const tes_component_desc_t *desc, tes_component_t *out)`.
      * tes_component_desc_t (16 bytes): name 0, fields 4, field_count 8, flags 12
      * (TES_COMPONENT_SPARSE 1, TES_COMPONENT_RELATION 2, TES_RELATION_EXCLUSIVE 4,
-     * TES_RELATION_ACYCLIC 8, TES_RELATION_CASCADE 16).
+     * TES_RELATION_ACYCLIC 8, TES_RELATION_CASCADE 16, TES_COMPONENT_LOCAL 32,
+     * TES_COMPONENT_CHANGE_BY_VALUE 64).
      */
     tes_component_register(world: Pointer, desc: Pointer, outComponent: Pointer): number;
     /** `tes_component_unregister(world, component)`: takes back the latest, unused registration. */

@@ -59,7 +59,9 @@ export interface QueryDesc {
     /**
      * Components the loop writes through views: when the iteration moves past a chunk, they
      * are marked changed for every row it visited (one call into wasm per chunk and
-     * component, deduplicated per row). Each must be in `all`, `added` or `changed`.
+     * component, deduplicated per row). Each must be in `all`, `added` or `changed`. Only
+     * loops mark: `count()`, `entities()`, `addAll()`, `removeAll()` and `despawnAll()` hand out
+     * no views and mark nothing.
      */
     readonly writes?: readonly Component<any>[];
 }
@@ -288,7 +290,9 @@ export class Query {
     /**
      * Starts an iteration: the chunks with something to visit, one {@link Chunk} each. Run it
      * to the end or leave the loop with `break`/`return`/`throw` (which ends it too): while any
-     * iteration is live, structural changes are deferred until the last one ends.
+     * iteration is live, structural changes are deferred until the last one ends. A consumer
+     * left early reports the chunks it did not reach on its next run (the chunk it was in
+     * counts as seen).
      *
      * An iterator abandoned before its end (`query.chunks().next()`, then dropped) stays live
      * until `world.tick()`, which ends it as `break` would (its current chunk's writes are
@@ -297,22 +301,28 @@ export class Query {
      * world defers every structural change, and `snapshot`, `applyDelta` and `encode` refuse.
      */
     chunks(): ChunkIterator {
-        return new ChunkIterator(this, this.live('query.chunks'), 'query.chunks');
+        return new ChunkIterator(this, this.live('query.chunks'), 'query.chunks', true);
     }
 
-    /** Number of entities the query matches. Not for consumers (that would consume a run). */
+    /**
+     * Number of entities the query matches. Not for consumers (that would consume a run).
+     * Marks nothing, whatever the query `writes`: only a loop hands out views to write through.
+     */
     count(): number {
         this.plainOnly('query.count');
         let total = 0;
-        for (const chunk of this) total += chunk.rowCount;
+        for (const chunk of this.reads('query.count')) total += chunk.rowCount;
         return total;
     }
 
-    /** The handles of the entities the query visits, in a fresh array (one run for a consumer). */
+    /**
+     * The handles of the entities the query visits, in a fresh array (one run for a consumer).
+     * Marks nothing, whatever the query `writes`.
+     */
     entities(): Uint32Array {
         const parts: Uint32Array[] = [];
         let total = 0;
-        for (const chunk of this) {
+        for (const chunk of this.reads('query.entities')) {
             const part = chunk.filtered ? selectRows(chunk.entities, chunk.slots) : chunk.entities.slice();
             parts.push(part);
             total += part.length;
@@ -421,6 +431,14 @@ export class Query {
         return world;
     }
 
+    /**
+     * A run for the helpers (count, entities, despawnAll): it hands no chunk to the caller, so
+     * nothing can have been written through its views and its `writes` mark nothing.
+     */
+    private reads(operation: string): ChunkIterator {
+        return new ChunkIterator(this, this.live(operation), operation, false);
+    }
+
     private plainOnly(operation: string): void {
         if (this.consumer) {
             throw new TesseraError(
@@ -524,10 +542,16 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     private readonly marks: Map<number, MarkList>;
     private current: Chunk | undefined;
     private done = false;
+    /**
+     * False for the query helpers' runs: their chunks never reach the caller, so the query's
+     * `writes` are not marked (a read must not report every entity changed).
+     */
+    private readonly marking: boolean;
 
     /** @internal */
-    constructor(query: Query, world: Pointer, operation: string) {
+    constructor(query: Query, world: Pointer, operation: string, marking: boolean) {
         this.query = query;
+        this.marking = marking;
         const owner = query.world;
         const exports = owner.heap.exports;
         if (!query.consumer && query.runs === 0 && query.stable) {
@@ -612,7 +636,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current = undefined;
         chunk.expire();
         const query = this.query;
-        if (this.marks.size === 0 && query.writeIds.length === 0) return;
+        if (!this.marking || (this.marks.size === 0 && query.writeIds.length === 0)) return;
         const world = query.world;
         const heap = world.heap;
         const mark = (id: number, rows: Pointer, count: number, operation: string) =>

@@ -74,6 +74,17 @@ export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: Fie
  */
 export type Storage = 'table' | 'sparse';
 
+/**
+ * What counts as a change of a component. `'write'` (the default): every write the core makes
+ * (`set`, an `add` with values of a component the entity has, kernels) is a change, whatever it
+ * writes. `'value'`: only a write that changes the stored bytes is, as a replica compares them
+ * (`set(e, Health, 'value', 5)` over 5 is no change; `-0` over `0` is one). Marks (`writes`,
+ * `markChanged`) are changes either way: the core did not see those writes. Bevy's
+ * `set_if_neq`, made the rule of the component, so that every call site and every replica
+ * agree on what a change is.
+ */
+export type ChangeDetection = 'write' | 'value';
+
 /** Options of {@link component} and {@link tag}. */
 export interface ComponentOptions {
     /** `'table'` (default) or `'sparse'`; see {@link Storage}. */
@@ -83,6 +94,11 @@ export interface ComponentOptions {
      * render handles or client-side effects. Default `true`.
      */
     readonly replicate?: boolean;
+    /**
+     * `'value'`: a write is a change only when it changes the stored bytes (see
+     * {@link ChangeDetection}). Default `'write'`. Not for tags (nothing to compare).
+     */
+    readonly changeDetection?: ChangeDetection;
 }
 
 /** Options of {@link relation}; every flag defaults to false. */
@@ -137,6 +153,8 @@ export interface Component<S extends Schema = Schema> {
     readonly storage: Storage;
     /** False when deltas leave it out (`{ replicate: false }`). */
     readonly replicate: boolean;
+    /** What counts as a change: `'write'` (default) or `'value'`; see {@link ChangeDetection}. */
+    readonly changeDetection: ChangeDetection;
     /** Process-wide definition number; worlds map it to their own component id. @internal */
     readonly key: number;
     /** `tes_component_desc_t.flags`. @internal */
@@ -258,7 +276,7 @@ const BRAND = Symbol.for('tessera-ecs.definition');
 type WithFields = { [FIELDS]?: Map<string, FieldMeta>; flags?: number };
 
 /** `tes_component_desc_t.flags` bits. @internal */
-export const FLAGS = { sparse: 1, relation: 2, exclusive: 4, acyclic: 8, cascade: 16, local: 32 } as const;
+export const FLAGS = { sparse: 1, relation: 2, exclusive: 4, acyclic: 8, cascade: 16, local: 32, byValue: 64 } as const;
 let nextKey = 0;
 const encoder = new TextEncoder();
 
@@ -269,18 +287,22 @@ const encoder = new TextEncoder();
  * @param schema fields by name: `'f32'`, `'f64'`, `'i8'`, `'u8'`, `'i16'`, `'u16'`, `'i32'`,
  *   `'u32'`, or `[type, length]` for a fixed array per entity.
  * @param options `storage: 'sparse'` keeps the data in a sparse set instead of chunk columns
- *   (see {@link Storage}).
+ *   (see {@link Storage}); `replicate: false` keeps it out of deltas; `changeDetection:
+ *   'value'` makes a write a change only when it changes the stored bytes (see
+ *   {@link ChangeDetection}).
  * @example
  * const Position = component('Position', { x: 'f32', y: 'f32' });
  * const Inventory = component('Inventory', { items: ['u32', 8], count: 'u8' });
  * const Target = component('Target', { entity: 'u32' }, { storage: 'sparse' });
+ * const Health = component('Health', { value: 'i32' }, { changeDetection: 'value' });
  */
 export function component<const S extends Schema>(name: string, schema: S, options: ComponentOptions = {}): Component<S> {
     const operation = 'component';
     const metas = checkSchema(operation, name, schema);
-    checkOptions(operation, name, options, { storage: ['table', 'sparse'], replicate: 'boolean' });
+    checkOptions(operation, name, options, { storage: ['table', 'sparse'], replicate: 'boolean', changeDetection: ['write', 'value'] });
     const storage: Storage = options.storage ?? 'table';
     const replicate = options.replicate !== false;
+    const changeDetection: ChangeDetection = options.changeDetection ?? 'write';
     const init = (values: ValuesInput<S>): ComponentInit<S> => {
         if (typeof values !== 'object' || values === null) {
             throw new TesseraError('BAD_VALUE', `${name}(values)`, 'values must be an object', {
@@ -289,10 +311,12 @@ export function component<const S extends Schema>(name: string, schema: S, optio
         }
         return { component: made, values };
     };
-    const flags = (storage === 'sparse' ? FLAGS.sparse : 0) | (replicate ? 0 : FLAGS.local);
+    const flags =
+        (storage === 'sparse' ? FLAGS.sparse : 0) | (replicate ? 0 : FLAGS.local) | (changeDetection === 'value' ? FLAGS.byValue : 0);
     const made = define(init, name, schema, metas, flags, {
         storage: { value: storage, enumerable: true },
         replicate: { value: replicate, enumerable: true },
+        changeDetection: { value: changeDetection, enumerable: true },
     }) as unknown as Component<S>;
     return made;
 }
@@ -490,7 +514,9 @@ function define(
  * const Selected = tag('Selected', { storage: 'sparse' });
  * world.add(e, Frozen);
  */
-export function tag(name: string, options: ComponentOptions = {}): Tag {
+export function tag(name: string, options: Omit<ComponentOptions, 'changeDetection'> = {}): Tag {
+    // A tag has no values to compare: changeDetection is not one of its options.
+    checkOptions('tag', name, options, { storage: ['table', 'sparse'], replicate: 'boolean' });
     return component(name, {}, options);
 }
 

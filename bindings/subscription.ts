@@ -125,9 +125,11 @@ export class Changes {
 
 /**
  * A change subscription with its own watermark: each add, change and removal is reported
- * exactly once, by the first drain after it. Close it when done, or it keeps history alive
- * (a dropped subscription is freed once the garbage collector finds it unreachable: a
- * backstop that may come late or never, not a substitute for `close()`).
+ * exactly once, by the first drain after it. It starts when it is made: its first drain
+ * reports what matches then as added, and nothing that happened before it. A `chunks()` loop
+ * left early leaves the chunks it did not reach to the next drain. Close it when done, or it
+ * keeps history alive (a dropped subscription is freed once the garbage collector finds it
+ * unreachable: a backstop that may come late or never, not a substitute for `close()`).
  *
  * @example
  * const hits = world.subscribe({ changed: [Health], removed: [Health] });

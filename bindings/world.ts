@@ -772,7 +772,8 @@ export class World {
 
     /**
      * A query: the entities with every `all` component, none of `none`, and one of `any`.
-     * With `added` / `changed` filters it visits only what changed since its last run. List
+     * With `added` / `changed` filters it visits only what changed since its last run (its
+     * first run: what exists as added, and the changes made since it was made). List
      * the components you write through views in `writes`: they are marked changed for every
      * row visited when the iteration moves past a chunk.
      */
@@ -784,6 +785,10 @@ export class World {
      * A change subscription: the entities whose `added` / `changed` components were added or
      * changed, and the entities that lost a `removed` component, since the last drain. Each
      * subscription has its own watermark; close it when done so it stops holding history.
+     *
+     * It starts when it is made: its first drain reports every entity that matches then as
+     * added, and nothing that happened before (no earlier change, removal or pair event, even
+     * one another subscription still holds).
      */
     subscribe(desc: SubscriptionDesc): Subscription {
         return new Subscription(this, desc);

@@ -42,6 +42,8 @@ npx vitest run --config vitest.package.config.ts --reporter=default --reporter=j
 
 step "benchmark cases: every contender's setup, one op and its check (no timing)"
 node bench/js/run.mjs --check
+# The drain after the query helpers costs what changed (issue 16): checked at 1M entities.
+node bench/js/drain.mjs --check
 step "benchmark page: a Vite build in headless Chromium, one quick case"
 node bench/js/run-browser.mjs --quick --cases packed_5 --contenders tessera,raw
 

@@ -58,8 +58,16 @@ static void free_component(tes_world_t *world, tesi_component_t *c) {
 tes_result_t tesi_check_schema(const tes_component_desc_t *desc) {
     if (!name_length(desc->name)) return TES_ERR_BAD_SCHEMA;
     uint32_t flags = desc->flags;
-    if (flags & ~(TESI_OFF_CHUNK | RELATION_FLAGS | TES_COMPONENT_LOCAL)) return TES_ERR_BAD_SCHEMA;
+    if (flags &
+        ~(TESI_OFF_CHUNK | RELATION_FLAGS | TES_COMPONENT_LOCAL | TES_COMPONENT_CHANGE_BY_VALUE)) {
+        return TES_ERR_BAD_SCHEMA;
+    }
     if ((flags & RELATION_FLAGS) && !(flags & TES_COMPONENT_RELATION)) return TES_ERR_BAD_SCHEMA;
+    /* Values to compare: a tag has none, and a relation's pair writes travel as events. */
+    if ((flags & TES_COMPONENT_CHANGE_BY_VALUE) &&
+        ((flags & TES_COMPONENT_RELATION) || !desc->field_count)) {
+        return TES_ERR_BAD_SCHEMA;
+    }
     if ((flags & TES_RELATION_ACYCLIC) && !(flags & TES_RELATION_EXCLUSIVE)) {
         return TES_ERR_BAD_SCHEMA;
     }
@@ -116,6 +124,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
         field->length = fd->length ? fd->length : 1;
         field->bytes = tes_type_size(fd->type) * field->length;
         field->offset = tesi_align_up(c.stride, tes_type_size(fd->type));
+        field->by_value = (desc->flags & TES_COMPONENT_CHANGE_BY_VALUE) != 0;
         c.stride = field->offset + field->bytes;
         c.row_bytes += field->bytes;
     }

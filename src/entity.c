@@ -680,8 +680,9 @@ static tes_result_t write_bytes(tes_world_t *world, tes_entity_t entity, tes_com
         return tesi_defer(world, init ? TESI_CMD_INIT : TESI_CMD_SET, entity, component, field, 0,
                           0, value, (uint32_t)size);
     }
+    bool same = !init && ref.field->by_value && memcmp(ref.ptr, value, size) == 0;
     memcpy(ref.ptr, value, size);
-    if (!init) mark_written(world, &ref);
+    if (!init && !same) mark_written(world, &ref);
     return TES_OK;
 }
 
@@ -718,6 +719,15 @@ tes_result_t tes_get_number(const tes_world_t *world, tes_entity_t entity,
     return TES_OK;
 }
 
+/* Stores an element encoded aside; false when its bytes were there already (no change). */
+static bool store_changed(const field_ref_t *ref, uint32_t element, const uint8_t *encoded) {
+    size_t size = tes_type_size(ref->field->type);
+    uint8_t *cell = ref->ptr + (size_t)element * size;
+    bool changed = memcmp(cell, encoded, size) != 0;
+    memcpy(cell, encoded, size);
+    return changed;
+}
+
 static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                                  uint32_t field, uint32_t element, double value, bool init) {
     field_ref_t ref;
@@ -726,13 +736,15 @@ static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_co
     tes_result_t result = plan_write(world, entity, component, field, init, &ref, &deferred);
     if (result != TES_OK) return result;
     if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
-    uint8_t *target =
-        deferred ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
+    /* By value (TES_COMPONENT_CHANGE_BY_VALUE) the old bytes are needed: encoded aside. */
+    bool aside = deferred || (!init && ref.field->by_value);
+    uint8_t *target = aside ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
     if (!tesi_encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
     if (deferred) {
         return tesi_defer(world, init ? TESI_CMD_INIT_NUMBER : TESI_CMD_SET_NUMBER, entity,
                           component, field, element, value, NULL, 0);
     }
+    if (aside && !store_changed(&ref, element, scratch)) return TES_OK;
     if (!init) mark_written(world, &ref);
     return TES_OK;
 }

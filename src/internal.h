@@ -172,6 +172,9 @@ typedef struct tesi_field_t {
     uint32_t length; /* elements per entity */
     uint32_t bytes;  /* bytes per entity */
     uint32_t offset; /* in a row of sparse or pair data (fields one after another) */
+    /* The component's TES_COMPONENT_CHANGE_BY_VALUE, beside the type that tes_set_number loads
+     * anyway: testing it there costs a bit test, not a lookup of the component. */
+    bool by_value;
 } tesi_field_t;
 
 /* Removals of one component, oldest first: parallel arrays, so a window of it is a plain
@@ -575,6 +578,12 @@ tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
 
 static inline tes_entity_t tesi_make_handle(uint32_t index, uint32_t generation) {
     return index | (generation << TES_INDEX_BITS);
+}
+
+/* True when the core's writes to the component are changes only where they change its bytes
+ * (TES_COMPONENT_CHANGE_BY_VALUE). */
+static inline bool tesi_by_value(const tes_world_t *world, tes_component_t component) {
+    return (world->components[component].flags & TES_COMPONENT_CHANGE_BY_VALUE) != 0;
 }
 
 /* The record of an index whose page is allocated: every index that is or was live, pending

@@ -250,15 +250,27 @@ static bool has_item(const tes_world_t *world, const tesi_record_t *record, tes_
     return tesi_type_index(record->chunk->archetype, item->component) != TESI_NO_TYPE;
 }
 
-/* Checks that only placed entities can fail: cycles (adding), missing items (writing). */
+/* Whether a pending entity will have item `it` once its recorded commands apply: a table
+ * component by the archetype its record follows, a sparse component or a pair of a relation by
+ * the recorded commands. */
+static bool pending_has_item(const tes_world_t *world, const tesi_record_t *pending,
+                             tes_entity_t entity, const tes_item_t *it) {
+    const tesi_component_t *c = &world->components[it->component];
+    if (tesi_is_sparse(c)) return tesi_recorded(world, entity, it->component, it->target) == 1;
+    return tesi_type_index(tesi_pending_archetype(world, pending), it->component) != TESI_NO_TYPE;
+}
+
+/* Checks of what the entities have: cycles (adding; a pending entity's when its commands
+ * apply), missing items (writing: a pending entity's against what it will have, as tes_set
+ * does, so that a write that could only be skipped at the flush is refused now). */
 static tes_result_t check_placed(call_t *call, const tes_entity_t *entities, uint32_t n) {
     const tes_world_t *world = call->world;
     const tes_items_t *x = call->x;
     for (uint32_t i = 0; i < n; i++) {
         tes_entity_t entity = entities[i];
         const tesi_record_t *record = tesi_record_of(world, entity);
-        if (!record) continue; /* pending: checked when its commands apply */
         if (is_adding(call->kind)) {
+            if (!record) continue;
             for (uint32_t k = 0; k < call->pair_count; k++) {
                 const tes_item_t *item = &x->items[call->pairs[k]];
                 if ((world->components[item->component].flags & TES_RELATION_ACYCLIC) &&
@@ -269,12 +281,16 @@ static tes_result_t check_placed(call_t *call, const tes_entity_t *entities, uin
                 }
             }
         } else if (call->kind == EDIT_SET) {
+            const tesi_record_t *pending = record ? NULL : tesi_pending_record(world, entity);
             for (uint32_t v = 0; v < x->value_count; v++) {
                 uint32_t item = x->values[v].item, pair;
                 const tes_item_t *it = &x->items[item];
-                if (has_item(world, record, entity, it, &pair)) continue;
+                if (record ? has_item(world, record, entity, it, &pair)
+                           : pending_has_item(world, pending, entity, it)) {
+                    continue;
+                }
                 /* Missing now, but brought by a recorded add: the write follows it. */
-                if (call->deferring &&
+                if (record && call->deferring &&
                     tesi_recorded(world, entity, it->component, it->target) == 1) {
                     call->record = true;
                     continue;
@@ -517,8 +533,19 @@ static void write_values(const call_t *call, tes_entity_t entity, const uint8_t 
             cell = tesi_cell(record->chunk, tesi_column_of(a, type, value->field), record->row);
         }
         uint32_t size = tes_type_size(f->type);
-        for (uint32_t k = 0; k < f->length; k++)
-            tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+        if (change && (c->flags & TES_COMPONENT_CHANGE_BY_VALUE)) {
+            /* A change only where the bytes differ (TES_COMPONENT_CHANGE_BY_VALUE). */
+            change = false;
+            for (uint32_t k = 0; k < f->length; k++) {
+                uint8_t bytes[8];
+                tesi_encode_number(f->type, x->numbers[value->number + k], bytes);
+                change |= memcmp(cell + (size_t)k * size, bytes, size) != 0;
+                memcpy(cell + (size_t)k * size, bytes, size);
+            }
+        } else {
+            for (uint32_t k = 0; k < f->length; k++)
+                tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+        }
         if (!change) continue;
         if (pair) {
             tesi_pair_mark(world, item->component, pair);

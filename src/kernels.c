@@ -128,15 +128,75 @@ typedef struct kernel_t {
 DEFINE_KERNELS(float, f32)
 DEFINE_KERNELS(double, f64)
 
+/* compare_<T>: any operation over the listed rows of a column (every row 0..count-1 when rows is
+ * NULL), element by element, for a component whose changes are by value: appends each row
+ * whose bytes it changed to `changed` (returning how many) and, for SUB_COLLECT, each row's
+ * entity that crossed to `out` (counting in *found). The same arithmetic as the loops above,
+ * one element at a time, so the values written are the same. */
+#define DEFINE_COMPARING(T, S)                                                                    \
+    static uint32_t compare_##S(uint32_t kind, uint32_t length, T *a, const T *b,                 \
+                                const uint32_t *rows, uint32_t row_count, T k, T lo, T hi,        \
+                                const tes_entity_t *entities, tes_entity_t *out, uint32_t *found, \
+                                uint32_t *changed) {                                              \
+        uint32_t n = 0;                                                                           \
+        for (uint32_t r = 0; r < row_count; r++) {                                                \
+            uint32_t row = rows ? rows[r] : r;                                                    \
+            T *cell = a + (size_t)row * length;                                                   \
+            const T *src = b ? b + (size_t)row * length : NULL;                                   \
+            bool differs = false, crossed = false;                                                \
+            for (uint32_t i = 0; i < length; i++) {                                               \
+                T old = cell[i], v = old;                                                         \
+                switch (kind) {                                                                   \
+                case TES_OP_FILL:                                                                 \
+                    v = k;                                                                        \
+                    break;                                                                        \
+                case TES_OP_ADD:                                                                  \
+                    v = old + k;                                                                  \
+                    break;                                                                        \
+                case TES_OP_SCALE:                                                                \
+                    v = old * k;                                                                  \
+                    break;                                                                        \
+                case TES_OP_ADD_SCALED:                                                           \
+                    v = old + src[i] * k;                                                         \
+                    break;                                                                        \
+                case OP_ADD_SCALED_SELF:                                                          \
+                    v = old + old * k;                                                            \
+                    break;                                                                        \
+                case TES_OP_CLAMP:                                                                \
+                    v = old < lo ? lo : old;                                                      \
+                    v = v > hi ? hi : v;                                                          \
+                    break;                                                                        \
+                case TES_OP_SUB_COLLECT:                                                          \
+                    v = old - k;                                                                  \
+                    crossed |= old > 0 && v <= 0;                                                 \
+                    break;                                                                        \
+                default:                                                                          \
+                    break;                                                                        \
+                }                                                                                 \
+                differs |= memcmp(&old, &v, sizeof v) != 0;                                       \
+                cell[i] = v;                                                                      \
+            }                                                                                     \
+            if (crossed) out[(*found)++] = entities[row];                                         \
+            if (differs) changed[n++] = row;                                                      \
+        }                                                                                         \
+        return n;                                                                                 \
+    }
+
+DEFINE_COMPARING(float, f32)
+DEFINE_COMPARING(double, f64)
+
 /* The column of field `field` of the component at position `type` in the chunk's archetype. */
 static void *column_of(const tesi_chunk_t *chunk, uint32_t type, uint32_t field) {
     return chunk->data + tesi_column_of(chunk->archetype, type, field)->offset;
 }
 
 /* Applies the kernel to the iterator's current chunk, whose archetype holds the target at
- * position `type`; returns the entities appended to out. */
+ * position `type`; returns the entities appended to out. With `changed` (a component whose
+ * changes are by value, tracked here), it goes element by element and lists the rows whose
+ * bytes changed there, their number in *changed_count; without, the caller marks every row. */
 static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, uint32_t type,
-                            const tes_iter_t *it, tes_entity_t *out) {
+                            const tes_iter_t *it, tes_entity_t *out, uint32_t *changed,
+                            uint32_t *changed_count) {
     void *a = column_of(chunk, type, kn->field);
     const void *b = NULL;
     if (kn->kind == TES_OP_ADD_SCALED) {
@@ -145,6 +205,14 @@ static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, uint3
     uint32_t kind = kn->kind == TES_OP_ADD_SCALED && a == b ? OP_ADD_SCALED_SELF : kn->kind;
     if (kind == OP_ADD_SCALED_SELF) b = NULL;
     bool f32 = kn->type == TES_F32;
+    if (changed) {
+        uint32_t found = 0;
+        *changed_count = f32 ? compare_f32(kind, kn->length, a, b, it->rows, it->row_count, kn->kf,
+                                           kn->lof, kn->hif, it->entities, out, &found, changed)
+                             : compare_f64(kind, kn->length, a, b, it->rows, it->row_count, kn->kd,
+                                           kn->lod, kn->hid, it->entities, out, &found, changed);
+        return found;
+    }
     if (it->rows) {
         return f32 ? rows_f32(kind, kn->length, a, b, it->rows, it->row_count, kn->kf, kn->lof,
                               kn->hif, it->entities, out)
@@ -232,11 +300,17 @@ tes_result_t tes_query_apply(tes_world_t *world, tes_query_t *query, const tes_o
     tes_result_t result = check_op(world, query, op, &kn);
     if (result != TES_OK) return result;
     bool collecting = kn.kind == TES_OP_SUB_COLLECT;
+    /* By value, each chunk lists the rows it changed: room for them beside the entities. */
+    bool by_value = tesi_by_value(world, kn.component) &&
+                    world->components[kn.component].level != TES_UNTRACKED;
     uint64_t rows = 0;
-    result = tesi_query_prepare(world, query, collecting ? &rows : NULL);
+    result = tesi_query_prepare(world, query, collecting || by_value ? &rows : NULL);
     tes_entity_t *out = NULL;
-    if (result == TES_OK && collecting) result = tesi_query_output(world, query, rows, &out);
+    if (result == TES_OK && (collecting || by_value)) {
+        result = tesi_query_output(world, query, (collecting + by_value) * rows, &out);
+    }
     if (result != TES_OK) return result;
+    uint32_t *changed = by_value ? out + (collecting ? rows : 0) : NULL;
 
     tes_iter_t it;
     tesi_query_start(world, query, &it);
@@ -245,8 +319,15 @@ tes_result_t tes_query_apply(tes_world_t *world, tes_query_t *query, const tes_o
         tesi_chunk_t *chunk = world->archetypes[it.archetype]->chunks[it.chunk];
         uint32_t type =
             tesi_type_index(chunk->archetype, kn.component); /* for the write and the mark */
-        found += apply_chunk(&kn, chunk, type, &it, out ? out + found : NULL);
-        tesi_mark_rows(world, chunk, type, it.rows, it.row_count);
+        uint32_t marked = 0;
+        bool compare = changed && chunk->trackers && chunk->trackers[type];
+        found += apply_chunk(&kn, chunk, type, &it, collecting ? out + found : NULL,
+                             compare ? changed : NULL, &marked);
+        if (compare) {
+            tesi_mark_rows(world, chunk, type, changed, marked);
+        } else {
+            tesi_mark_rows(world, chunk, type, it.rows, it.row_count);
+        }
     }
     if (out_entities) *out_entities = found ? out : NULL;
     if (out_count) *out_count = found;

@@ -1,86 +1,18 @@
 /* Queries: all / none / any terms over archetypes (matches cached, refreshed by looking only at
  * archetypes created since), row terms (sparse components and pairs, checked per entity),
- * Added / Changed filters walked through the first filter's dirty lists, removal and pair event
- * windows, and the runs (iterations) that make a query a consumer. */
+ * Added / Changed filters, consumers and the tracking levels they ask for, removal and pair
+ * event windows, and the runs (iterations) that make a query a consumer. What a run visits is
+ * decided in visits.c; the structure both share is in query.h. */
+#include "query.h"
 #include "internal.h"
-
-typedef struct visit_t {
-    const tesi_chunk_t *chunk;
-    uint32_t first; /* in rows */
-    uint32_t count;
-} visit_t;
-
-typedef struct filter_t {
-    tes_component_t component;
-    bool added;  /* else changed */
-    bool sparse; /* its ticks are in the component's sparse set, not in chunk trackers */
-} filter_t;
-
-/* A term checked per entity: membership of a sparse component (or a relation to any target,
- * target 0), or a pair (component = relation, target). */
-typedef struct row_term_t {
-    tes_component_t component;
-    tes_entity_t target;
-    uint32_t op; /* TES_TERM_ALL / NONE / ANY */
-} row_term_t;
-
-/* An entity a run found through a sparse driver, grouped by chunk before visiting. */
-typedef struct candidate_t {
-    tesi_chunk_t *chunk;
-    uint32_t row;
-} candidate_t;
-
-/* match_flags values: the archetype matches; or it matches when one of the row terms of the
- * any list holds for the row (its own components satisfy none of `any`). */
-#define MATCH     1u
-#define MATCH_ANY 2u
-
-struct tes_query_t {
-    tes_component_t *terms; /* one allocation: all, none, any, removed */
-    uint32_t term_count;
-    const tes_component_t *all, *none, *any, *removed;
-    uint32_t all_count, none_count, any_count, removed_count;
-    filter_t *filters; /* the first one drives iteration */
-    uint32_t filter_count;
-    row_term_t *row_terms;
-    uint32_t row_term_count;
-    uint32_t row_term_slots;
-    bool row_any;                  /* some row term is in the any list */
-    tes_component_t *pair_changes; /* relations whose pair events the query reports */
-    uint32_t pair_change_count;
-    uint32_t pair_change_slots;
-    candidate_t *candidates;
-    uint32_t candidate_slots;
-    tes_pair_event_t *event_output; /* tes_query_collect's pair events */
-    uint32_t event_output_slots;
-    const tesi_tracker_t **filter_trackers; /* per chunk, one per filter */
-    tesi_archetype_t **matched;
-    uint32_t matched_count;
-    uint32_t matched_slots;
-    uint8_t *match_flags; /* by archetype id < archetypes_seen: 1 when it matches */
-    uint32_t match_slots;
-    uint32_t archetypes_seen;
-    /* A filtered run's visits, collected when it starts: (chunk, its rows in `rows`). */
-    struct visit_t *visits;
-    uint32_t visit_count;
-    uint32_t visit_slots;
-    uint32_t *rows;
-    uint32_t row_slots;
-    uint32_t visit_rows; /* rows of all visits */
-    /* What tes_query_collect and tes_query_apply hand out, valid until the next run. */
-    tes_entity_t *output;
-    uint32_t output_slots;
-    uint32_t *removed_counts;
-    uint32_t removed_count_slots;
-    uint64_t last_run;
-    uint32_t live;  /* iterations in progress */
-    uint32_t index; /* in world->queries */
-};
-
-static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run);
 
 static bool is_consumer(const tes_query_t *q) {
     return q->filter_count || q->removed_count || q->pair_change_count;
+}
+
+/* Where the window of events of a consumer's next run starts. */
+static uint64_t events_since(const tes_query_t *q) {
+    return tesi_events_after(q, q->last_run);
 }
 
 /* A run that decides its rows when it starts (filters, row terms) rather than walking chunks. */
@@ -106,7 +38,12 @@ uint64_t tesi_min_last_run(const tes_world_t *world, tes_component_t component,
                         : kind == TESI_PAIR_CHANGES
                             ? contains(q->pair_changes, q->pair_change_count, component)
                             : q->filter_count && q->filters[0].component == component;
-        if (consumes && q->last_run < min) min = q->last_run;
+        if (!consumes) continue;
+        /* What a consumer still needs: events from its last run on, never from before it was
+         * made; an Added first filter, the rows of everything that exists. */
+        uint64_t since =
+            kind == TESI_FIRST_FILTER && q->filters[0].added ? q->last_run : events_since(q);
+        if (since < min) min = since;
     }
     return min;
 }
@@ -173,6 +110,7 @@ static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->pair_changes, q->pair_change_slots * sizeof *q->pair_changes);
     tesi_free(world, q->candidates, q->candidate_slots * sizeof *q->candidates);
     tesi_free(world, q->event_output, q->event_output_slots * sizeof *q->event_output);
+    tesi_free(world, q->carried, q->carried_slots * sizeof *q->carried);
     tesi_free(world, q, sizeof *q);
 }
 
@@ -297,7 +235,10 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     }
 
     count_consumers(world, q, +1);
-    result = apply_levels(world, q, true);
+    /* An Added first filter reports every entity that exists, so its dirty list is re-seeded
+     * from the ticks (pruning may have dropped rows others had seen); a Changed one starts now
+     * and needs nothing from before. */
+    result = apply_levels(world, q, filters && q->filters[0].added);
     if (result != TES_OK) {
         count_consumers(world, q, -1);
         apply_levels(world, q, false);
@@ -306,6 +247,12 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     }
     q->index = world->query_count;
     world->queries[world->query_count++] = q;
+    if (is_consumer(q)) {
+        /* A consumer starts now: what was stamped so far is not its, what comes is. The tick
+         * moves on, as at a run, so that the two never share a stamp (a write deduplicated
+         * within one tick, like a pair's changed event, would otherwise be lost to it). */
+        q->born = world->change_tick++;
+    }
     *out_query = q;
     return TES_OK;
 }
@@ -366,15 +313,12 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
     return TES_OK;
 }
 
-static bool row_terms_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
-                           uint8_t match);
-
 tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t e, bool *out) {
     tes_result_t result = refresh(world, q);
     if (result != TES_OK) return result;
     const tesi_record_t *record = tesi_record_of(world, e);
     uint8_t match = record ? q->match_flags[record->chunk->archetype->id] : 0;
-    *out = match && row_terms_hold(world, q, e, match);
+    *out = match && tesi_row_terms_hold(world, q, e, match);
     return TES_OK;
 }
 
@@ -402,7 +346,9 @@ bool tesi_query_names(const tes_query_t *q, tes_component_t component) {
 }
 
 void tesi_query_hold(tes_query_t *q, uint64_t last_run) {
+    /* The holder (a replicator) decides the window itself, from its baselines. */
     q->last_run = last_run;
+    q->born = 0;
 }
 
 /* ---- runs ------------------------------------------------------------------------------ */
@@ -414,7 +360,16 @@ tes_result_t tesi_query_prepare(tes_world_t *world, tes_query_t *q, uint64_t *ou
     /* One live run per consumer: a second would share its visits and move last_run back. */
     if (q->live && is_consumer(q)) return TES_ERR_QUERY_IN_USE;
     tes_result_t result = refresh(world, q);
-    if (result == TES_OK && collects(q)) result = collect_visits(world, q, world->change_tick);
+    if (result == TES_OK && q->carried_in_rows) {
+        /* The rows an early end left to carry: out of the way of this run's walk. */
+        result = tesi_reserve(world, (void **)&q->carried, &q->carried_slots, q->carried_count,
+                              sizeof *q->carried, 16);
+        if (result == TES_OK) {
+            memcpy(q->carried, q->rows, (size_t)q->carried_count * sizeof *q->carried);
+            q->carried_in_rows = false;
+        }
+    }
+    if (result == TES_OK && collects(q)) result = tesi_collect_visits(world, q, world->change_tick);
     if (result != TES_OK || !out_rows) return result;
     uint64_t rows = q->visit_rows;
     if (!collects(q)) {
@@ -430,6 +385,9 @@ void tesi_query_start(tes_world_t *world, tes_query_t *q, tes_iter_t *out_iter) 
     *out_iter = (tes_iter_t){.this_run = world->change_tick, .world_ = world, .query_ = q};
     /* A consumer's run takes the current tick; writes from now on carry a newer one. */
     if (is_consumer(q)) world->change_tick++;
+    /* The carried rows are this run's visits now (collected in prepare). */
+    q->run_since = q->carried_count ? q->carried_since : q->last_run;
+    q->carried_count = 0;
     q->live++;
     world->defer_depth++;
 }
@@ -462,256 +420,15 @@ tes_result_t tesi_query_output(tes_world_t *world, tes_query_t *q, uint64_t n, t
     return result;
 }
 
-static bool in_window(uint64_t tick, uint64_t last_run, uint64_t this_run) {
-    return tick > last_run && tick <= this_run;
-}
-
-/* ---- the rows of a run -------------------------------------------------------------------- */
-
-static bool term_holds(const tes_world_t *world, const row_term_t *t, tes_entity_t e) {
-    if (!t->target) {
-        return tesi_sparse_slot(&world->components[t->component].sparse, e & TESI_INDEX_MASK) != 0;
-    }
-    return tesi_pair_find(world, t->component, e, t->target) != 0;
-}
-
-/* The row terms, for an entity of an archetype with match flag `match`. */
-static bool row_terms_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
-                           uint8_t match) {
-    bool any = match != MATCH_ANY;
-    for (uint32_t i = 0; i < q->row_term_count; i++) {
-        const row_term_t *t = &q->row_terms[i];
-        if (t->op == TES_TERM_ANY) {
-            if (!any) any = term_holds(world, t, e);
-        } else if (term_holds(world, t, e) != (t->op == TES_TERM_ALL)) {
-            return false;
-        }
-    }
-    return any;
-}
-
-/* Every filter, for one row of a chunk whose trackers are in q->filter_trackers. */
-static bool filters_hold(const tes_world_t *world, const tes_query_t *q, tes_entity_t e,
-                         uint32_t row, uint64_t this_run) {
-    for (uint32_t f = 0; f < q->filter_count; f++) {
-        const filter_t *filter = &q->filters[f];
-        uint64_t tick;
-        if (filter->sparse) {
-            const tesi_sparse_t *s = &world->components[filter->component].sparse;
-            uint32_t slot1 = tesi_sparse_slot(s, e & TESI_INDEX_MASK);
-            if (!slot1) return false;
-            tick = filter->added ? s->added[slot1 - 1] : s->changed[slot1 - 1];
-        } else {
-            const tesi_tracker_t *t = q->filter_trackers[f];
-            tick = filter->added ? t->added[row] : t->changed[row];
-        }
-        if (!in_window(tick, q->last_run, this_run)) return false;
-    }
-    return true;
-}
-
-static void load_trackers(tes_query_t *q, const tesi_chunk_t *chunk) {
-    const tesi_archetype_t *a = chunk->archetype;
-    for (uint32_t f = 0; f < q->filter_count; f++) {
-        q->filter_trackers[f] = q->filters[f].sparse
-                                    ? NULL
-                                    : chunk->trackers[tesi_type_index(a, q->filters[f].component)];
-    }
-}
-
-/* Writes to `out` the rows of the chunk (from `list`, or every row when list is NULL) that pass
- * every filter and row term; returns how many. */
-static uint32_t pass_rows(const tes_world_t *world, tes_query_t *q, const tesi_chunk_t *chunk,
-                          const uint32_t *list, uint32_t n, uint64_t this_run, uint32_t *out) {
-    if (q->filter_count) load_trackers(q, chunk);
-    uint8_t match = q->match_flags[chunk->archetype->id];
-    const tes_entity_t *entities = tesi_chunk_entities(chunk);
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t row = list ? list[i] : i;
-        if (row >= chunk->count) continue; /* vacated since it was listed */
-        tes_entity_t e = entities[row];
-        if (q->filter_count && !filters_hold(world, q, e, row, this_run)) continue;
-        if (q->row_term_count && !row_terms_hold(world, q, e, match)) continue;
-        out[kept++] = row;
-    }
-    return kept;
-}
-
-/* The sparse driver of a run: the entity indices to look at, when a run can start from a
- * sparse set rather than from chunks (the first filter on a sparse component: its dirty list;
- * else the smallest sparse set or target's source list among the `all` row terms). */
-typedef struct driver_t {
-    const row_term_t *term; /* NULL: the first filter's dirty list */
-    uint32_t count;
-} driver_t;
-
-/* Checking a row in its chunk costs a few loads; finding a candidate's row through its record
- * is a cache miss or two. A set is worth driving from only when it is this much smaller than
- * the rows the query's archetypes hold (measured: bench/results/sparse.md). */
-#define DRIVER_RATIO 4u
-
-static bool pick_driver(const tes_world_t *world, const tes_query_t *q, driver_t *out) {
-    if (q->filter_count) {
-        /* A filtered run stays O(dirty): its first filter drives, whatever the sizes. */
-        if (!q->filters[0].sparse) return false;
-        *out = (driver_t){NULL, world->components[q->filters[0].component].sparse.dirty_count};
-        return true;
-    }
-    bool found = false;
-    for (uint32_t i = 0; i < q->row_term_count; i++) {
-        const row_term_t *t = &q->row_terms[i];
-        if (t->op != TES_TERM_ALL) continue;
-        const tesi_component_t *c = &world->components[t->component];
-        uint32_t n = c->sparse.count;
-        if (t->target) n = tesi_list_of(&c->relation, TESI_IN, t->target)->count;
-        if (!found || n < out->count) *out = (driver_t){t, n};
-        found = true;
-    }
-    if (!found) return false;
-    uint64_t rows = 0;
-    for (uint32_t i = 0; i < q->matched_count; i++)
-        rows += q->matched[i]->entity_count;
-    return (uint64_t)out->count * DRIVER_RATIO < rows;
-}
-
-/* The driver's k-th entity, or 0 when that entry names none. */
-static tes_entity_t driver_entity(const tes_world_t *world, const tes_query_t *q, const driver_t *d,
-                                  uint32_t k, uint32_t *pair_cursor) {
-    if (!d->term) {
-        const tesi_sparse_t *s = &world->components[q->filters[0].component].sparse;
-        uint32_t slot1 = tesi_sparse_slot(s, s->dirty[k]);
-        return slot1 ? s->entities[slot1 - 1] : 0;
-    }
-    const tesi_component_t *c = &world->components[d->term->component];
-    if (!d->term->target) return c->sparse.entities[k];
-    /* A target's sources: followed along the list, one per call. */
-    const tesi_relation_t *r = &c->relation;
-    uint32_t id = k == 0 ? tesi_list_of(r, TESI_IN, d->term->target)->first : *pair_cursor;
-    *pair_cursor = r->pairs[id - 1].next[TESI_IN];
-    return r->pairs[id - 1].target == d->term->target ? r->pairs[id - 1].source : 0;
-}
-
-/* Visits from a sparse driver: each candidate's row is found through its record and checked;
- * the survivors are grouped by chunk (a counting pass: each chunk gets a visit the first time
- * one of its rows passes, marked on the chunk), so each chunk is visited once, in the order
- * the driver first reached it, and the whole run costs O(candidates). */
-static tes_result_t drive(tes_world_t *world, tes_query_t *q, const driver_t *d,
-                          uint64_t this_run) {
-    tes_result_t result = tesi_reserve(world, (void **)&q->candidates, &q->candidate_slots,
-                                       d->count, sizeof *q->candidates, 64);
-    if (result == TES_OK) {
-        result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots, d->count,
-                              sizeof *q->visits, 16);
-    }
-    if (result == TES_OK) {
-        result =
-            tesi_reserve(world, (void **)&q->rows, &q->row_slots, d->count, sizeof *q->rows, 64);
-    }
-    if (result != TES_OK) return result;
-    uint32_t n = 0, cursor = 0;
-    q->visit_count = 0;
-    for (uint32_t k = 0; k < d->count; k++) {
-        tes_entity_t e = driver_entity(world, q, d, k, &cursor);
-        const tesi_record_t *record = e ? tesi_record_of(world, e) : NULL;
-        if (!record || !q->match_flags[record->chunk->archetype->id]) continue;
-        tesi_chunk_t *chunk = record->chunk;
-        uint32_t row = record->row;
-        if (pass_rows(world, q, chunk, &row, 1, this_run, &row) != 1) continue;
-        if (!chunk->visit) {
-            q->visits[q->visit_count++] = (visit_t){chunk, 0, 0};
-            chunk->visit = q->visit_count;
-        }
-        q->visits[chunk->visit - 1].count++;
-        q->candidates[n++] = (candidate_t){chunk, row};
-    }
-    uint32_t used = 0;
-    for (uint32_t v = 0; v < q->visit_count; v++) {
-        q->visits[v].first = used;
-        used += q->visits[v].count;
-        q->visits[v].count = 0;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        visit_t *v = &q->visits[q->candidates[i].chunk->visit - 1];
-        q->rows[v->first + v->count++] = q->candidates[i].row;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        q->candidates[i].chunk->visit = 0;
-    q->visit_rows = n;
-    return TES_OK;
-}
-
-/* Visits from chunks: the first filter's trackers that hold dirty entries, or every chunk of the
- * matched archetypes (row terms without a sparse driver). */
-static tes_result_t walk_chunks(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
-    const tesi_component_t *comp =
-        q->filter_count ? &world->components[q->filters[0].component] : NULL;
-    uint64_t most = 0, chunks = 0;
-    if (comp) {
-        for (uint32_t i = 0; i < comp->dirty_set_count; i++)
-            most += comp->dirty_set[i]->dirty_count;
-        chunks = comp->dirty_set_count;
-    } else {
-        for (uint32_t i = 0; i < q->matched_count; i++) {
-            most += q->matched[i]->entity_count;
-            chunks += q->matched[i]->chunk_count;
-        }
-    }
-    if (most > UINT32_MAX || chunks > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
-    tes_result_t result = tesi_reserve(world, (void **)&q->visits, &q->visit_slots,
-                                       (uint32_t)chunks, sizeof *q->visits, 16);
-    if (result == TES_OK) {
-        result = tesi_reserve(world, (void **)&q->rows, &q->row_slots, (uint32_t)most,
-                              sizeof *q->rows, 64);
-    }
-    if (result != TES_OK) return result;
-    uint32_t used = 0;
-    q->visit_count = 0;
-    for (uint32_t i = 0, a = 0, c = 0;; i++) {
-        const tesi_chunk_t *chunk;
-        const uint32_t *list = NULL;
-        uint32_t n;
-        if (comp) {
-            if (i >= comp->dirty_set_count) break;
-            const tesi_tracker_t *t = comp->dirty_set[i];
-            chunk = t->chunk;
-            if (!q->match_flags[chunk->archetype->id]) continue;
-            list = t->dirty;
-            n = t->dirty_count;
-        } else {
-            while (a < q->matched_count && c >= q->matched[a]->chunk_count) {
-                a++;
-                c = 0;
-            }
-            if (a >= q->matched_count) break;
-            chunk = q->matched[a]->chunks[c++];
-            n = chunk->count;
-        }
-        uint32_t kept = pass_rows(world, q, chunk, list, n, this_run, q->rows + used);
-        if (!kept) continue;
-        q->visits[q->visit_count++] = (visit_t){chunk, used, kept};
-        used += kept;
-    }
-    q->visit_rows = used;
-    return TES_OK;
-}
-
-/* A collecting run decides what it visits when it starts: the rows whose ticks are in the window
- * and whose row terms hold now. A row written again during the run, before the run reached it,
- * is then still reported by this run for the earlier write, and by the next run for the new
- * one. */
-static tes_result_t collect_visits(tes_world_t *world, tes_query_t *q, uint64_t this_run) {
-    driver_t d;
-    if (pick_driver(world, q, &d)) return drive(world, q, &d, this_run);
-    return walk_chunks(world, q, this_run);
-}
-
 static void finish(tes_iter_t *it) {
     if (it->done_) return;
     it->done_ = true;
     tes_query_t *q = it->query_;
     tes_world_t *world = it->world_;
-    if (is_consumer(q)) q->last_run = it->this_run;
+    if (is_consumer(q)) {
+        q->last_run = it->this_run;
+        if (q->filter_count) tesi_carry_unvisited(q, it->chunk_index_);
+    }
     q->live--;
     if (--world->defer_depth == 0) tesi_flush(world);
 }
@@ -795,7 +512,7 @@ tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
     const tes_query_t *q = it->query_;
     if (!contains(q->removed, q->removed_count, component)) return TES_ERR_INVALID_ARGUMENT;
     const tesi_removal_log_t *log = &it->world_->components[component].log;
-    uint32_t begin = log_after(log, q->last_run), end = log_after(log, it->this_run);
+    uint32_t begin = log_after(log, events_since(q)), end = log_after(log, it->this_run);
     *out_entities = log->entities + begin;
     *out_count = end - begin;
     return TES_OK;
@@ -810,7 +527,7 @@ tes_result_t tes_iter_pair_events(tes_iter_t *it, tes_component_t relation,
     }
     const tesi_relation_t *r = &it->world_->components[relation].relation;
     uint32_t begin, end;
-    event_window(r, q->last_run, it->this_run, &begin, &end);
+    event_window(r, events_since(q), it->this_run, &begin, &end);
     *out_events = r->events + begin;
     *out_count = end - begin;
     return TES_OK;
@@ -829,15 +546,15 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     uint64_t this_run = world->change_tick, removed_total = 0;
     for (uint32_t i = 0; i < query->removed_count; i++) {
         const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
-        removed_total += log_after(log, this_run) - log_after(log, query->last_run);
+        removed_total += log_after(log, this_run) - log_after(log, events_since(query));
     }
     result = tesi_reserve(world, (void **)&query->removed_counts, &query->removed_count_slots,
                           query->removed_count, sizeof *query->removed_counts, 4);
     uint64_t events = 0;
     for (uint32_t i = 0; i < query->pair_change_count; i++) {
         uint32_t begin, end;
-        event_window(&world->components[query->pair_changes[i]].relation, query->last_run, this_run,
-                     &begin, &end);
+        event_window(&world->components[query->pair_changes[i]].relation, events_since(query),
+                     this_run, &begin, &end);
         events += end - begin;
     }
     if (result == TES_OK && events) {
@@ -858,7 +575,7 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     uint32_t r = (uint32_t)rows;
     for (uint32_t i = 0; i < query->removed_count; i++) {
         const tesi_removal_log_t *log = &world->components[query->removed[i]].log;
-        uint32_t begin = log_after(log, query->last_run), end = log_after(log, this_run);
+        uint32_t begin = log_after(log, events_since(query)), end = log_after(log, this_run);
         if (end > begin) memcpy(output + r, log->entities + begin, (end - begin) * sizeof *output);
         query->removed_counts[i] = end - begin;
         r += end - begin;
@@ -867,7 +584,7 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
     for (uint32_t i = 0; i < query->pair_change_count; i++) {
         const tesi_relation_t *rel = &world->components[query->pair_changes[i]].relation;
         uint32_t begin, end;
-        event_window(rel, query->last_run, this_run, &begin, &end);
+        event_window(rel, events_since(query), this_run, &begin, &end);
         if (end > begin) {
             memcpy(query->event_output + e, rel->events + begin,
                    (end - begin) * sizeof *rel->events);
@@ -889,98 +606,5 @@ tes_result_t tes_query_collect(tes_world_t *world, tes_query_t *query, tes_colle
                            .removed_total = (uint32_t)removed_total,
                            .pair_events = e ? query->event_output : NULL,
                            .pair_event_count = e};
-    return TES_OK;
-}
-
-/* ---- marking and introspection --------------------------------------------------------- */
-
-/* The record of a live entity having `component`, and the component's position. */
-static tes_result_t locate(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
-                           tesi_record_t **out, uint32_t *out_type) {
-    if (!world) return TES_ERR_INVALID_ARGUMENT;
-    tesi_record_t *record = tesi_record_of(world, entity);
-    if (!record) return tesi_not_alive(world, entity);
-    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    uint32_t type = tesi_type_index(record->chunk->archetype, component);
-    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    *out = record;
-    *out_type = type;
-    return TES_OK;
-}
-
-/* The dense slot of a sparse component's member (`component` valid, entity alive). */
-static tes_result_t sparse_member(const tes_world_t *world, tes_entity_t entity,
-                                  tes_component_t component, uint32_t *out_slot) {
-    uint32_t slot1 =
-        tesi_sparse_slot(&world->components[component].sparse, entity & TESI_INDEX_MASK);
-    if (!slot1) return TES_ERR_MISSING_COMPONENT;
-    *out_slot = slot1 - 1;
-    return TES_OK;
-}
-
-static bool sparse_id(const tes_world_t *world, tes_entity_t entity, tes_component_t component) {
-    return world && component < world->component_count &&
-           tesi_is_sparse(&world->components[component]) && tesi_record_of(world, entity);
-}
-
-tes_result_t tes_mark_changed(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
-    if (sparse_id(world, entity, component)) {
-        uint32_t slot;
-        tes_result_t result = sparse_member(world, entity, component, &slot);
-        if (result == TES_OK) tesi_sparse_mark(world, component, slot);
-        return result;
-    }
-    tesi_record_t *record;
-    uint32_t type;
-    tes_result_t result = locate(world, entity, component, &record, &type);
-    if (result == TES_OK) tesi_mark_changed(world, record->chunk, type, record->row);
-    return result;
-}
-
-tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
-                                    tes_component_t component, const uint32_t *rows, uint32_t n) {
-    tesi_chunk_t *c;
-    tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
-    if (result != TES_OK) return result;
-    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
-    uint32_t type = tesi_type_index(c->archetype, component);
-    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
-    if (rows) {
-        for (uint32_t i = 0; i < n; i++) {
-            if (rows[i] >= c->count) return TES_ERR_INVALID_ARGUMENT;
-        }
-    }
-    tesi_mark_rows(world, c, type, rows, rows ? n : c->count);
-    return TES_OK;
-}
-
-tes_result_t tes_ticks(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
-                       uint64_t *out_added, uint64_t *out_changed) {
-    if (sparse_id(world, entity, component)) {
-        uint32_t slot;
-        tes_result_t result = sparse_member(world, entity, component, &slot);
-        if (result != TES_OK) return result;
-        const tesi_sparse_t *s = &world->components[component].sparse;
-        bool tracked = world->components[component].level != TES_UNTRACKED;
-        if (out_added) *out_added = tracked ? s->added[slot] : 0;
-        if (out_changed) *out_changed = tracked ? s->changed[slot] : 0;
-        return TES_OK;
-    }
-    tesi_record_t *record;
-    uint32_t type;
-    tes_result_t result = locate(world, entity, component, &record, &type);
-    if (result != TES_OK) return result;
-    const tesi_tracker_t *t = record->chunk->trackers ? record->chunk->trackers[type] : NULL;
-    if (out_added) *out_added = t ? t->added[record->row] : 0;
-    if (out_changed) *out_changed = t ? t->changed[record->row] : 0;
-    return TES_OK;
-}
-
-tes_result_t tes_component_tracking(const tes_world_t *world, tes_component_t component,
-                                    tes_tracking_t *out) {
-    if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
-    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    *out = world->components[component].level;
     return TES_OK;
 }

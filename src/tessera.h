@@ -236,13 +236,22 @@ typedef struct tes_field_desc_t {
  * ACYCLIC (with EXCLUSIVE): a pair that would make a source its own ancestor is TES_ERR_CYCLE.
  * CASCADE: despawning a target despawns its sources (recursively; cycles are safe). Without it
  * the pairs to a despawned target are removed. Despawning a source always removes its pairs. */
-#define TES_COMPONENT_SPARSE   1u
-#define TES_COMPONENT_RELATION 2u
-#define TES_RELATION_EXCLUSIVE 4u
-#define TES_RELATION_ACYCLIC   8u
-#define TES_RELATION_CASCADE   16u
+#define TES_COMPONENT_SPARSE          1u
+#define TES_COMPONENT_RELATION        2u
+#define TES_RELATION_EXCLUSIVE        4u
+#define TES_RELATION_ACYCLIC          8u
+#define TES_RELATION_CASCADE          16u
 /* LOCAL: not replicated. A replicator leaves it out of its deltas (see Deltas). */
-#define TES_COMPONENT_LOCAL    32u
+#define TES_COMPONENT_LOCAL           32u
+/* CHANGE_BY_VALUE: a write the core makes stamps the component changed only when it changes
+ * the stored bytes: tes_set, tes_set_number, tes_set_items, the values of an add of a component
+ * the entity has, and kernels (tes_query_apply marks only the rows whose bytes it changed).
+ * Bytes, as a replica compares them (delta apply): writing 1 over 1 is no change, -0.0 over 0.0
+ * is one, a NaN over the same NaN is none. Marks stay marks (tes_mark_changed,
+ * tes_chunk_mark_changed: the core did not see the write). Not for tags or relations (nothing
+ * to compare; pair writes travel as events): TES_ERR_BAD_SCHEMA. What it costs: a compare of
+ * the written bytes, and a kernel over a tracked component runs element by element. */
+#define TES_COMPONENT_CHANGE_BY_VALUE 64u
 
 /* wasm32 layout: name 0, fields 4, field_count 8, flags 12; 16 bytes. */
 typedef struct tes_component_desc_t {
@@ -433,7 +442,8 @@ TES_API tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *item
 TES_API tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                                    const tes_items_t *items, tes_fault_t *out_fault);
 /* Writes the values, as a change, to every listed entity, which must have every item that has
- * a value (TES_ERR_MISSING_COMPONENT). Items without values are ignored. */
+ * a value (TES_ERR_MISSING_COMPONENT); a pending entity (while deferring) must be going to have
+ * it once its recorded commands apply, as for tes_set. Items without values are ignored. */
 TES_API tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                                    const tes_items_t *items, tes_fault_t *out_fault);
 /* Removes the items (values are not allowed) from every listed entity: components and tags,
@@ -498,7 +508,16 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  * the run carries a newer tick. A consumer sees what was stamped in (last_run, this_run], then
  * sets last_run = this_run (which equals the world's tick - 1). So each consumer sees each
  * add, change and remove exactly once, on its first run after it, whatever the order of writes
- * and runs. Tick 0 means "never": a new consumer starts at last_run 0. Ticks are 64-bit.
+ * and runs. Tick 0 means "never". Ticks are 64-bit.
+ *
+ * A CONSUMER STARTS WHEN IT IS MADE. tes_query_create advances the change tick for a consumer,
+ * as a run does, and the consumer's first run reports the world from then on: under an Added
+ * filter every entity that has the component (what exists counts as added, as on a Bevy
+ * system's first run or for a Flecs observer with yield_existing), and under a Changed filter,
+ * a removed term or pair_changes only what happened after it was made. Nothing from before is
+ * its, whatever other consumers kept: a late removed term reports no removal from before it
+ * even while another consumer keeps the log, so what a consumer reports never depends on
+ * which others happen to exist (tes_query_last_run stays 0 until the first run).
  *
  * WHAT IS TRACKED. Added and Changed are independent: spawning or adding a component stamps
  * its added tick; tes_set, tes_set_number, tes_mark_changed and tes_chunk_mark_changed stamp
@@ -509,14 +528,15 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  *   TES_TRACK_DIRTY   a consumer's first filter: ticks plus a per-chunk deduplicated dirty list
  *                     that filtered iteration walks, so its cost follows what changed.
  * When tracking starts, every entity that has the component counts as added at that tick, so
- * a consumer's first run sees all existing entities as added once. A consumer created later
- * sees everything tracked before it (dirty lists are re-seeded from the ticks).
+ * a consumer's first run sees all existing entities as added once. A consumer whose first
+ * filter is Added re-seeds the dirty lists from the ticks, so it finds every entity even after
+ * pruning dropped the rows others had seen.
  *
  * REMOVALS. Components named in a query's `removed` list get a removal log: (entity, tick) for
  * every removal of the component, despawns included. tes_iter_removed hands out the entities
- * of the current run's window. The log exists while some query names the component, so a new
- * removal consumer sees the removals still in it (those after the last pruning it could not
- * have been part of), not removals from before the log existed.
+ * of the current run's window. The log exists while some query names the component; a new
+ * removal consumer sees the removals made after it was created, whatever the log still holds
+ * for the others.
  *
  * MOVES. An entity keeps the added and changed ticks of every component it keeps. A component
  * it gains (tes_add, or back after a tes_remove) counts as added at that tick, changed 0.
@@ -752,7 +772,13 @@ TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
  * run is over: the query's last_run becomes this_run and deferred commands are applied. */
 TES_API bool tes_iter_next(tes_iter_t *iter);
-/* Ends a run early, with the same effects as reaching the end. Harmless after the end. */
+/* Ends a run early, with the same effects as reaching the end, but for what a filtered run did
+ * not hand out: the rows of the visits after the last tes_iter_next that returned true are kept
+ * for the query's next run (tes_query_iter, tes_query_collect, tes_query_apply), which reports
+ * them once more if they still pass its terms and filters (checked against the window they
+ * were found in, merged with its own rows: each entity once, each chunk one visit). The visit
+ * handed out last counts as seen. Removal and pair-event windows are the run's whole, read or
+ * not. Harmless after the end. */
 TES_API void tes_iter_fini(tes_iter_t *iter);
 /* Defers structural changes as a live iteration does, for code that walks chunks it found
  * earlier (the bindings' cached chunk lists): begin/end pairs nest with iterations, and the

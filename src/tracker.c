@@ -1,7 +1,8 @@
 /* Change tracking: per chunk, per tracked component, a tracker with the added and changed tick
  * of every row, a dirty bitmap and a deduplicated dirty list; per component a removal log.
  * Levels follow the consumers (queries with filters or removed terms): an untracked component
- * has no trackers at all, so its writes cost one branch. */
+ * has no trackers at all, so its writes cost one branch. Also the public calls that mark and
+ * read the trackers (tes_mark_changed, tes_chunk_mark_changed, tes_ticks). */
 #include "internal.h"
 
 /* ---- one tracker ----------------------------------------------------------------------- */
@@ -405,6 +406,99 @@ void tesi_prune(tes_world_t *world) {
     if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
     for (tes_component_t c = 0; c < world->component_count; c++)
         tesi_prune_component(world, c);
+}
+
+/* ---- marking and introspection (the public API over the trackers) ----------------------- */
+
+/* The record of a live entity having `component`, and the component's position. */
+static tes_result_t locate(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                           tesi_record_t **out, uint32_t *out_type) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record) return tesi_not_alive(world, entity);
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    uint32_t type = tesi_type_index(record->chunk->archetype, component);
+    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
+    *out = record;
+    *out_type = type;
+    return TES_OK;
+}
+
+/* The dense slot of a sparse component's member (`component` valid, entity alive). */
+static tes_result_t sparse_member(const tes_world_t *world, tes_entity_t entity,
+                                  tes_component_t component, uint32_t *out_slot) {
+    uint32_t slot1 =
+        tesi_sparse_slot(&world->components[component].sparse, entity & TESI_INDEX_MASK);
+    if (!slot1) return TES_ERR_MISSING_COMPONENT;
+    *out_slot = slot1 - 1;
+    return TES_OK;
+}
+
+static bool sparse_id(const tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    return world && component < world->component_count &&
+           tesi_is_sparse(&world->components[component]) && tesi_record_of(world, entity);
+}
+
+tes_result_t tes_mark_changed(tes_world_t *world, tes_entity_t entity, tes_component_t component) {
+    if (sparse_id(world, entity, component)) {
+        uint32_t slot;
+        tes_result_t result = sparse_member(world, entity, component, &slot);
+        if (result == TES_OK) tesi_sparse_mark(world, component, slot);
+        return result;
+    }
+    tesi_record_t *record;
+    uint32_t type;
+    tes_result_t result = locate(world, entity, component, &record, &type);
+    if (result == TES_OK) tesi_mark_changed(world, record->chunk, type, record->row);
+    return result;
+}
+
+tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t archetype, uint32_t chunk,
+                                    tes_component_t component, const uint32_t *rows, uint32_t n) {
+    tesi_chunk_t *c;
+    tes_result_t result = tesi_chunk_lookup(world, archetype, chunk, &c);
+    if (result != TES_OK) return result;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    if (tesi_is_sparse(&world->components[component])) return TES_ERR_SPARSE_COMPONENT;
+    uint32_t type = tesi_type_index(c->archetype, component);
+    if (type == TESI_NO_TYPE) return TES_ERR_MISSING_COMPONENT;
+    if (rows) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (rows[i] >= c->count) return TES_ERR_INVALID_ARGUMENT;
+        }
+    }
+    tesi_mark_rows(world, c, type, rows, rows ? n : c->count);
+    return TES_OK;
+}
+
+tes_result_t tes_ticks(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                       uint64_t *out_added, uint64_t *out_changed) {
+    if (sparse_id(world, entity, component)) {
+        uint32_t slot;
+        tes_result_t result = sparse_member(world, entity, component, &slot);
+        if (result != TES_OK) return result;
+        const tesi_sparse_t *s = &world->components[component].sparse;
+        bool tracked = world->components[component].level != TES_UNTRACKED;
+        if (out_added) *out_added = tracked ? s->added[slot] : 0;
+        if (out_changed) *out_changed = tracked ? s->changed[slot] : 0;
+        return TES_OK;
+    }
+    tesi_record_t *record;
+    uint32_t type;
+    tes_result_t result = locate(world, entity, component, &record, &type);
+    if (result != TES_OK) return result;
+    const tesi_tracker_t *t = record->chunk->trackers ? record->chunk->trackers[type] : NULL;
+    if (out_added) *out_added = t ? t->added[record->row] : 0;
+    if (out_changed) *out_changed = t ? t->changed[record->row] : 0;
+    return TES_OK;
+}
+
+tes_result_t tes_component_tracking(const tes_world_t *world, tes_component_t component,
+                                    tes_tracking_t *out) {
+    if (!world || !out) return TES_ERR_INVALID_ARGUMENT;
+    if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    *out = world->components[component].level;
+    return TES_OK;
 }
 
 /* ---- checks ---------------------------------------------------------------------------- */

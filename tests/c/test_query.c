@@ -803,7 +803,10 @@ TEST(archetype_add_of_a_tag_stamps_it_added) {
 /* Late consumers                                                                            */
 /* ---------------------------------------------------------------------------------------- */
 
-TEST(new_consumer_sees_earlier_changes_after_pruning) {
+/* Issue 16, rule 3: a consumer starts at its creation. Changes from before it are not its,
+ * whether or not another consumer kept them; what exists is, as added (re-seeded from the ticks
+ * after pruning). */
+TEST(new_consumer_starts_at_its_creation_and_sees_what_exists_as_added) {
     scene_t s = make_scene(NULL);
     tes_query_t *q1 = changed_query(&s, s.a);
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
@@ -811,14 +814,17 @@ TEST(new_consumer_sees_earlier_changes_after_pruning) {
     tes_entity_t g = fx_spawn(s.world, FX_IDS(s.a));
     mark(&s, e, s.a);
     FX_CHECK_VISITED(fx_run(s.world, q1), e);
+    mark(&s, g, s.a); /* q1 has not seen this one: the dirty list keeps it */
     for (int i = 0; i < 3; i++)
         CHECK_OK(tes_tick(s.world)); /* prunes e's entry: q1 saw it */
     tes_query_t *q2 = changed_query(&s, s.a);
-    FX_CHECK_VISITED(fx_run(s.world, q2), e);
+    tes_query_t *added = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    CHECK_EQ(fx_run(s.world, q2)->count, 0);
+    FX_CHECK_VISITED(fx_run(s.world, added), e, f, g);
     mark(&s, f, s.a);
     FX_CHECK_VISITED(fx_run(s.world, q2), f);
-    FX_CHECK_VISITED(fx_run(s.world, q1), f);
-    (void)g;
+    FX_CHECK_VISITED(fx_run(s.world, q1), f, g);
+    CHECK_EQ(fx_run(s.world, added)->count, 0);
 }
 
 TEST(new_consumer_upgrading_a_ticks_level_component_reseeds) {
@@ -830,12 +836,18 @@ TEST(new_consumer_upgrading_a_ticks_level_component_reseeds) {
     mark(&s, e[4], s.a);
     CHECK_EQ(fx_run(s.world, q1)->count, 0);
     CHECK_OK(tes_tick(s.world));
-    tes_query_t *q2 = changed_query(&s, s.a); /* A: ticks -> dirty */
+    /* A: ticks -> dirty. Its list is seeded from the ticks: every row is there as added. */
+    tes_query_t *q2 = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
     tes_tracking_t level;
     CHECK_OK(tes_component_tracking(s.world, s.a, &level));
     CHECK_EQ(level, TES_TRACK_DIRTY);
-    FX_CHECK_VISITED(fx_run(s.world, q2), e[1], e[4]);
+    FX_CHECK_VISITED(fx_run(s.world, q2), e[0], e[1], e[2], e[3], e[4]);
     CHECK_EQ(fx_run(s.world, q2)->count, 0);
+    /* The marks from before are not a later consumer's. */
+    tes_query_t *q3 = changed_query(&s, s.a);
+    CHECK_EQ(fx_run(s.world, q3)->count, 0);
+    mark(&s, e[2], s.a);
+    FX_CHECK_VISITED(fx_run(s.world, q3), e[2]);
 }
 
 TEST(new_added_consumer_sees_every_existing_entity) {
@@ -984,10 +996,13 @@ TEST(removal_log_kept_while_a_consumer_has_not_seen_it) {
     CHECK_SEQUENCE(run_removed(&s, q1, s.a), e);
     CHECK_OK(tes_tick(s.world));
     CHECK_OK(tes_tick(s.world));
-    /* A consumer starts at last_run 0: it sees what the log still holds. */
+    /* The log still holds e for pin, but a consumer made since starts at its creation (issue
+     * 16, rule 3: what it reports does not depend on the other consumers). */
     tes_query_t *q2 = removed_query(&s, s.a);
-    CHECK_SEQUENCE(run_removed(&s, q2, s.a), e);
+    CHECK_EQ(run_removed(&s, q2, s.a)->count, 0);
     CHECK_SEQUENCE(run_removed(&s, pin, s.a), e);
+    CHECK_OK(tes_remove(s.world, fx_spawn(s.world, FX_IDS(s.a)), s.a));
+    CHECK_EQ(run_removed(&s, q2, s.a)->count, 1);
 }
 
 TEST(destroyed_query_stops_pinning_the_removal_log) {

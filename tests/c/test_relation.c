@@ -236,9 +236,9 @@ TEST(relation_flags_are_validated) {
         TES_RELATION_EXCLUSIVE | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE,
         TES_COMPONENT_RELATION | TES_RELATION_ACYCLIC, /* ACYCLIC without EXCLUSIVE */
         TES_COMPONENT_RELATION | TES_RELATION_ACYCLIC | TES_RELATION_CASCADE,
-        TES_COMPONENT_RELATION | 64u,
+        TES_COMPONENT_RELATION | TES_COMPONENT_CHANGE_BY_VALUE, /* pair writes are events */
         TES_COMPONENT_RELATION | TES_RELATION_EXCLUSIVE | 0x100u,
-        64u,
+        128u, /* unknown */
         0xffffffffu,
     };
     fx_snapshot_t *before = fx_snapshot_of(s.world);

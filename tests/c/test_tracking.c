@@ -217,7 +217,8 @@ TEST(tracking_start_counts_existing_entities_as_added) {
     CHECK_OK(tes_set_number(s.world, e[0], s.a, 0, 0, 1)); /* untracked: stamps nothing */
     uint64_t tick = change_tick(s.world);
     tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
-    CHECK_EQ(change_tick(s.world), tick); /* creating a consumer is not a run */
+    /* A consumer starts at its creation: the tick moves on, so that writes after it are its. */
+    CHECK_EQ(change_tick(s.world), tick + 1);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(added_tick(s.world, e[i], s.a), tick);
         CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
@@ -231,7 +232,7 @@ TEST(spawn_stamps_added_not_changed) {
     scene_t s = make_scene(NULL);
     fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a, s.b)});
     uint64_t tick = change_tick(s.world);
-    CHECK_EQ(tick, 1); /* a fresh world */
+    CHECK_EQ(tick, 2); /* a fresh world's 1, and the consumer's start */
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.b, s.a, s.c));
     CHECK_EQ(added_tick(s.world, e, s.a), tick);
     CHECK_EQ(changed_tick(s.world, e, s.a), 0);
@@ -459,7 +460,7 @@ TEST(tick_zero_is_never_seen) {
         CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
     /* last_run 0 and changed tick 0: never inside (0, this_run]. */
     CHECK_EQ(fx_run(s.world, q)->count, 0);
-    CHECK_EQ(tes_query_last_run(q), 1);
+    CHECK_EQ(tes_query_last_run(q), 2); /* tick 1, then 2 from the consumer's start */
     CHECK_OK(tes_mark_changed(s.world, e[3], s.a));
     FX_CHECK_VISITED(fx_run(s.world, q), e[3]);
 }
@@ -539,6 +540,165 @@ TEST(marking_a_whole_chunk_over_partly_dirty_words_lists_each_row_once) {
     }
     CHECK(!tes_iter_next(&it));
     CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Runs ended early (issue 16, rule 5)                                                       */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A run of `q` that hands out `chunks` visits and ends (tes_iter_fini), appending what it
+ * visited to `out`. */
+static void run_partly(scene_t *s, tes_query_t *q, uint32_t chunks, fx_entities_t *out) {
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s->world, q, &it));
+    for (uint32_t c = 0; c < chunks && tes_iter_next(&it); c++) {
+        FX_CHECK_ITER_CHUNK(s->world, &it);
+        for (uint32_t i = 0; i < it.row_count; i++)
+            fx_entities_push(out, it.entities[fx_iter_row(&it, i)]);
+    }
+    tes_iter_fini(&it);
+}
+
+/* Every entity of `list` once, in `a` or in `b`. */
+static void check_split(const fx_entities_t *a, const fx_entities_t *b, const tes_entity_t *list,
+                        uint32_t n) {
+    fx_entities_t *both = fx_entities_new();
+    for (uint32_t i = 0; i < a->count; i++)
+        fx_entities_push(both, a->items[i]);
+    for (uint32_t i = 0; i < b->count; i++)
+        fx_entities_push(both, b->items[i]);
+    FX_CHECK_SAME_ENTITIES(both, list, n);
+}
+
+TEST(a_run_ended_early_leaves_the_rows_it_did_not_hand_out_to_the_next_run) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    tes_entity_t e[200];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 200, e));
+    for (int i = 0; i < 200; i++)
+        CHECK_OK(tes_mark_changed(s.world, e[i], s.a));
+    fx_entities_t *first = fx_entities_new();
+    run_partly(&s, q, 1, first);
+    CHECK(first->count > 0 && first->count < 200);
+    check_split(first, fx_run(s.world, q), e, 200);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+    /* Nothing handed out: everything waits, through pruning too. */
+    for (int i = 0; i < 200; i += 3)
+        CHECK_OK(tes_mark_changed(s.world, e[i], s.a));
+    fx_entities_t *none = fx_entities_new();
+    run_partly(&s, q, 0, none);
+    CHECK_EQ(none->count, 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(tes_tick(s.world));
+    CHECK_EQ(fx_run(s.world, q)->count, 67);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(carried_rows_are_checked_again_each_once_each_chunk_once) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a), .none = FX_IDS(s.tag)});
+    tes_entity_t e[200];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 200, e));
+    for (int i = 0; i < 200; i++)
+        CHECK_OK(tes_mark_changed(s.world, e[i], s.a));
+    fx_entities_t *first = fx_entities_new();
+    run_partly(&s, q, 1, first);
+    /* Four entities the run did not reach: gone, without A, excluded, moved (still a match);
+     * and one changed again (the next run reports it once). */
+    tes_entity_t rest[200];
+    uint32_t n = 0;
+    for (int i = 0; i < 200; i++) {
+        bool seen = false;
+        for (uint32_t k = 0; k < first->count; k++)
+            seen |= first->items[k] == e[i];
+        if (!seen) rest[n++] = e[i];
+    }
+    CHECK(n >= 6);
+    CHECK_OK(tes_despawn(s.world, rest[0]));
+    CHECK_OK(tes_remove(s.world, rest[1], s.a));
+    CHECK_OK(tes_add(s.world, rest[2], s.tag));
+    CHECK_OK(tes_add(s.world, rest[3], s.b));
+    CHECK_OK(tes_mark_changed(s.world, rest[4], s.a));
+    fx_entities_t *next = fx_entities_new();
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    uint32_t chunks = 0;
+    struct {
+        tes_archetype_t archetype;
+        uint32_t chunk;
+    } seen[64];
+    while (tes_iter_next(&it)) {
+        FX_CHECK_ITER_CHUNK(s.world, &it);
+        for (uint32_t c = 0; c < chunks; c++)
+            CHECK(seen[c].archetype != it.archetype || seen[c].chunk != it.chunk);
+        CHECK(chunks < 64);
+        seen[chunks].archetype = it.archetype;
+        seen[chunks++].chunk = it.chunk;
+        for (uint32_t i = 0; i < it.row_count; i++)
+            fx_entities_push(next, it.entities[fx_iter_row(&it, i)]);
+    }
+    FX_CHECK_SAME_ENTITIES(next, rest + 3, n - 3);
+    CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+TEST(carried_rows_join_the_next_runs_own_and_survive_another_early_end) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    tes_entity_t e[300];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 200, e));
+    fx_entities_t *got = fx_entities_new();
+    run_partly(&s, q, 1, got);
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, s.b), 100, e + 200));
+    run_partly(&s, q, 2, got);
+    tes_collect_t collected;
+    CHECK_OK(tes_query_collect(s.world, q, &collected));
+    for (uint32_t i = 0; i < collected.count; i++)
+        fx_entities_push(got, collected.entities[i]);
+    FX_CHECK_SAME_ENTITIES(got, e, 300);
+    CHECK_OK(tes_query_collect(s.world, q, &collected));
+    CHECK_EQ(collected.count, 0);
+}
+
+TEST(a_sparse_driven_run_ended_early_carries_too) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    tes_component_t sparse = fx_sparse(s.world, "S", value_fields, 2);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(sparse)});
+    tes_entity_t e[150];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a, sparse), 150, e));
+    for (int i = 0; i < 150; i++)
+        CHECK_OK(tes_mark_changed(s.world, e[i], sparse));
+    fx_entities_t *first = fx_entities_new();
+    run_partly(&s, q, 1, first);
+    CHECK(first->count > 0 && first->count < 150);
+    CHECK_OK(tes_tick(s.world)); /* prunes the sparse dirty list: the carried list holds them */
+    check_split(first, fx_run(s.world, q), e, 150);
+}
+
+static void stop_after_one_chunk(tes_iter_t *it, void *user) {
+    fx_entities_t *out = (fx_entities_t *)user;
+    if (!tes_iter_next(it)) return;
+    for (uint32_t i = 0; i < it->row_count; i++)
+        fx_entities_push(out, it->entities[fx_iter_row(it, i)]);
+}
+
+TEST(a_system_that_stops_early_sees_the_rest_at_its_next_run) {
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    fx_entities_t *got = fx_entities_new();
+    uint32_t stage = 0;
+    CHECK_OK(tes_stage_create(s.world, "update", &stage));
+    tes_system_t *system;
+    CHECK_OK(tes_system_create(s.world,
+                               &(tes_system_desc_t){.stage = stage,
+                                                    .query = {.added = FX_IDS(s.a)},
+                                                    .run = stop_after_one_chunk,
+                                                    .user = got},
+                               &system));
+    tes_entity_t e[200];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 200, e));
+    for (int i = 0; i < 20 && got->count < 200; i++)
+        CHECK_OK(tes_tick(s.world));
+    FX_CHECK_SAME_ENTITIES(got, e, 200);
 }
 
 /* ---------------------------------------------------------------------------------------- */

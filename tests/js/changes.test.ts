@@ -150,6 +150,7 @@ describe('marking writes made through views', () => {
         const world = await newWorld({ chunkBytes: 1024 });
         const handles = world.spawnMany(300, Health);
         const watcher = world.query({ changed: [Health] });
+        const second = world.query({ changed: [Health] }); // the dirty rows are listed once for both
         const marked: number[] = [];
         let firstChunk = true;
         for (const chunk of world.query({ all: [Health] })) {
@@ -168,8 +169,7 @@ describe('marking writes made through views', () => {
         }
         expect(run(watcher)).toEqual(sorted(marked));
         expect(marked.length).toBeLessThan(handles.length);
-        // The dirty rows were each listed once: a second consumer's first run sees the same.
-        expect(run(world.query({ changed: [Health] }))).toEqual(sorted(marked));
+        expect(run(second)).toEqual(sorted(marked));
     });
 
     test('markChanged checks its arguments', async () => {
@@ -249,6 +249,60 @@ describe('marking writes made through views', () => {
     });
 });
 
+// Issue 16, rule 6: `set` that marks only when the value differs, as a replica compares.
+describe("changeDetection: 'value'", () => {
+    const Hp = component('ValueHp', { value: 'i32', max: 'f32' }, { changeDetection: 'value' });
+    const Score = component('ValueScore', { points: 'f64' }, { changeDetection: 'value', storage: 'sparse' });
+
+    test('a write is a change only where it changes the stored bytes; marks are changes', async () => {
+        const world = await newWorld();
+        const [a, b, c] = world.spawnMany(3, Hp({ value: 10, max: 0.5 }), Score({ points: 1 }));
+        const hp = world.subscribe({ changed: [Hp] });
+        const score = world.subscribe({ changed: [Score] });
+        world.set(a!, Hp, 'value', 10); // the same value, one field
+        world.set(b!, Hp, { value: 10, max: 0.5 }); // the same values, several
+        world.add(c!, Hp({ max: 0.5 })); // an add of a held component, the same value
+        world.set(a!, Score, 'points', 1);
+        expect(hp.drain().empty).toBe(true);
+        expect(score.drain().empty).toBe(true);
+        world.set(a!, Hp, { value: 10, max: 0.75 }); // one of two differs
+        world.set(b!, Hp, 'max', 0.5000000001); // the same f32
+        world.set(c!, Score, 'points', -0); // -0 is not 0 in bytes
+        expect([...hp.drain().entities]).toEqual([a!]);
+        expect([...score.drain().entities]).toEqual([c!]);
+        world.markChanged(b!, Hp); // a mark: the core did not see the write
+        for (const chunk of world.query({ all: [Hp], writes: [Hp] })) chunk.column(Hp, 'value')[0] = 10;
+        expect(hp.drain().entities).toHaveLength(3);
+    });
+
+    test('kernels mark only the rows whose values they changed', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const handles = world.spawnMany(200, Hp);
+        for (let i = 0; i < 200; i++) world.set(handles[i]!, Hp, 'max', i % 4);
+        const hp = world.subscribe({ changed: [Hp] });
+        const all = world.query({ all: [Hp] });
+        all.clamp(Hp, 'max', 0, 2); // only the rows at 3
+        expect(hp.drain().entities).toHaveLength(50);
+        all.fill(Hp, 'max', 2); // the rows at 0 and 1
+        expect(hp.drain().entities).toHaveLength(100);
+        all.offset(Hp, 'max', 0);
+        all.scale(Hp, 'max', 1);
+        expect(hp.drain().empty).toBe(true);
+    });
+
+    test('recorded writes are compared when they apply', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Hp({ value: 4 }), Position);
+        const hp = world.subscribe({ changed: [Hp] });
+        for (const _ of world.query({ all: [Position] })) {
+            world.add(e, Hp({ value: 4 })); // held: its values, the same, when the loop ends
+            const f = world.spawn(Hp({ value: 1 }));
+            world.set(f, Hp, 'value', 1); // after the spawn's 1
+        }
+        expect(hp.drain().empty).toBe(true);
+    });
+});
+
 describe('each change once per consumer', () => {
     test('two consumers have independent watermarks', async () => {
         const world = await newWorld();
@@ -281,16 +335,24 @@ describe('each change once per consumer', () => {
         expect(run(slow)).toEqual(sorted([a!, b!]));
     });
 
-    test('a consumer created later sees what was changed before it, once', async () => {
+    // Issue 16, rule 3: before, a late consumer saw the changes another consumer still kept.
+    test('a consumer created later starts then: what exists is added, earlier changes are not its', async () => {
         const world = await newWorld();
-        const [a] = world.spawnMany(2, Health);
+        const [a, b] = world.spawnMany(2, Health);
         const early = world.query({ changed: [Health] });
         world.set(a!, Health, { value: 1 });
         run(early);
+        world.set(b!, Health, { value: 1 }); // early has not seen this one: it is kept for it
         world.tick();
         const late = world.query({ changed: [Health] });
-        expect(run(late)).toEqual([a!]);
+        const lateAdded = world.query({ added: [Health] });
         expect(run(late)).toEqual([]);
+        expect(run(lateAdded)).toEqual(sorted([a!, b!]));
+        world.set(a!, Health, { value: 2 });
+        expect(run(late)).toEqual([a!]);
+        expect(run(early)).toEqual(sorted([a!, b!]));
+        expect(run(late)).toEqual([]);
+        expect(run(lateAdded)).toEqual([]);
     });
 
     test('moves between archetypes keep a pending change', async () => {

@@ -134,6 +134,23 @@ describe('schema validation', () => {
     });
 });
 
+// Issue 16, rule 6: what counts as a change is part of the definition.
+describe('changeDetection', () => {
+    test("'write' by default, 'value' on request; anything else, and on a tag, BAD_SCHEMA", async () => {
+        expect(Position.changeDetection).toBe('write');
+        const Health = component('OptionHealth', { value: 'i32' }, { changeDetection: 'value' });
+        expect(Health.changeDetection).toBe('value');
+        expectError(() => component('Bad', { v: 'i32' }, { changeDetection: 'values' as 'value' }), 'BAD_SCHEMA', { component: 'Bad' });
+        expectError(() => tag('BadTag', { changeDetection: 'value' } as object), 'BAD_SCHEMA', { component: 'BadTag' });
+        // A field-less component made with component(): the C core refuses it at first use.
+        const Empty = component('EmptyByValue', {}, { changeDetection: 'value' });
+        const world = await newWorld();
+        expectError(() => world.spawn(Empty), 'BAD_SCHEMA', { component: 'EmptyByValue' });
+        expect(world.stats().componentCount).toBe(0);
+        expect(world.get(world.spawn(Health({ value: 3 })), Health, 'value')).toBe(3);
+    });
+});
+
 describe('registration per world', () => {
     test('defining a component registers nothing; first use in a world registers it there', async () => {
         const world = await newWorld();

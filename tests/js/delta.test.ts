@@ -176,6 +176,56 @@ describe('deltas', () => {
         expect(replica.get(a!, Body).x).toBe(0);
     });
 
+    // Issue 16, rule 6: what "the replica equals the source" promises, and the source-side
+    // option that makes both agree on what a change is.
+    test("the replica equals the source in state; with changeDetection: 'value' both report the same changes", async () => {
+        const Hp = component('DeltaHp', { value: 'i32', max: 'f32' }, { changeDetection: 'value' });
+        const source = await newWorld();
+        const replica = await newWorld();
+        const [a, b, c, d] = source.spawnMany(4, Hp, Vel);
+        const peer = source.replicator().peer();
+        replica.applyDelta(peer.encode().bytes);
+        peer.ack(replica.replicaTick);
+        const sourceHp = source.subscribe({ changed: [Hp] }), replicaHp = replica.subscribe({ changed: [Hp] });
+        const sourceVel = source.subscribe({ changed: [Vel] }), replicaVel = replica.subscribe({ changed: [Vel] });
+        const frame = () => {
+            replica.applyDelta(peer.encode().bytes);
+            peer.ack(replica.replicaTick);
+            source.tick();
+            const seen = (sub: { drain(): { entities: Uint32Array } }) => [...sub.drain().entities].sort((x, y) => x - y);
+            return { hp: [seen(sourceHp), seen(replicaHp)], vel: [seen(sourceVel), seen(replicaVel)] };
+        };
+        frame();
+        // The same value (a), a new one (b), -0 over 0 (c), untouched (d): by value, the two agree;
+        // by write (Vel), the source counts the same-value write the replica never sees.
+        for (const [C, field] of [[Hp, 'max'], [Vel, 'x']] as const) {
+            source.set(a!, C as typeof Vel, field as 'x', 0);
+            source.set(b!, C as typeof Vel, field as 'x', 4);
+            source.set(c!, C as typeof Vel, field as 'x', -0);
+        }
+        let seen = frame();
+        expect(seen.hp).toEqual([[b, c], [b, c]]);
+        expect(seen.vel).toEqual([[a, b, c], [b, c]]);
+        expect(Object.is(replica.get(c!, Hp, 'max'), -0)).toBe(true);
+        // A value set and set back between two deltas: a change on the source, none on the
+        // replica, which sees the net state of each delta.
+        source.set(d!, Hp, 'value', 9);
+        source.set(d!, Hp, 'value', 0);
+        seen = frame();
+        expect(seen.hp).toEqual([[d], []]);
+        // A write through a view that is never marked reaches no consumer and no replica...
+        for (const chunk of source.query({ all: [Hp] })) chunk.column(Hp, 'value').fill(7);
+        seen = frame();
+        expect(seen.hp).toEqual([[], []]);
+        expect(replica.get(a!, Hp, 'value')).toBe(0);
+        // ...until a later write of that component sends its values whole.
+        source.set(a!, Hp, 'max', 1);
+        seen = frame();
+        expect(seen.hp).toEqual([[a], [a]]);
+        expect(replica.get(a!, Hp)).toEqual({ value: 7, max: 1 });
+        expect(replica.get(b!, Hp, 'value')).toBe(0); // b's unmarked 7 has not travelled
+    });
+
     test('a delta from a late acknowledgement re-sends values without faking changes on the replica', async () => {
         const source = await newWorld();
         const replica = await newWorld();

@@ -214,10 +214,10 @@ describe('after world.destroy()', () => {
             ['world.stats', () => world.stats()],
             ['world.validate', () => world.validate()],
             ['query.chunks', () => [...query]],
-            ['query.chunks', () => query.count()], // count() is a run of the query
+            ['query.count', () => query.count()],
             ['query.fill', () => query.fill(Position, 'x', 1)],
             ['query.addAll', () => query.addAll(Frozen)],
-            ['query.chunks', () => consumer.entities()],
+            ['query.entities', () => consumer.entities()],
             ['subscription.drain', () => sub.drain()],
         ];
         for (const [operation, call] of calls) expectError(call, 'DESTROYED', { operation });

@@ -134,9 +134,9 @@ describe('after world.destroy()', () => {
         expect(x).toBeInstanceOf(Float32Array); // a plain view cannot be guarded (debug worlds do)
         const calls: [string, () => unknown][] = [
             ['query.chunks', () => plain.chunks()],
-            ['query.chunks', () => plain.count()],
-            ['query.chunks', () => plain.entities()],
-            ['query.chunks', () => consumer.entities()],
+            ['query.count', () => plain.count()],
+            ['query.entities', () => plain.entities()],
+            ['query.entities', () => consumer.entities()],
             ['query.fill', () => plain.fill(Position, 'x', 1)],
             ['query.clamp', () => plain.clamp(Position, 'x', 0, 1)],
             ['query.countdown', () => plain.countdown(Position, 'x', 1)],

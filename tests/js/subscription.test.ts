@@ -2,7 +2,7 @@
 // variant, each event exactly once, close().
 import { describe, expect, test } from 'vitest';
 
-import { Changes, component, tag } from '../../dist/index.js';
+import { Changes, component, relation, tag } from '../../dist/index.js';
 import { expectError, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -11,6 +11,7 @@ const Position = component('Position', { x: 'f32', y: 'f32' });
 const Health = component('Health', { value: 'i32' });
 const A = tag('A');
 const B = tag('B');
+const Likes = relation('Likes', { amount: 'f32' });
 
 describe('drain', () => {
     test('added: existing entities once when tracking starts, then each new one once', async () => {
@@ -161,6 +162,77 @@ describe('drain', () => {
         expectError(() => world.subscribe({ all: [Health] }), 'INVALID_ARGUMENT', { operation: 'world.subscribe' });
         expectError(() => world.subscribe({}), 'INVALID_ARGUMENT');
         expectError(() => world.subscribe(null as never), 'INVALID_ARGUMENT');
+    });
+});
+
+// Issue 16, rule 3. Before, a late `removed` subscription reported removals from before it
+// existed only while another one kept the log ([] alone, [e] beside one), and late `changed`
+// ones reported whatever changes others kept.
+describe('a subscription made late starts when it is made', () => {
+    test('what exists is added; changes, removals and pair events from before are not its, whoever else kept them', async () => {
+        const world = await newWorld();
+        const keeper = world.subscribe({ changed: [Health], removed: [Health, A] });
+        const [a, b, c, d] = world.spawnMany(4, Health, A);
+        keeper.drain();
+        world.set(a!, Health, { value: 1 });
+        world.remove(b!, Health);
+        world.despawn(c!);
+        world.tick();
+        const late = world.subscribe({ added: [Health], removed: [Health] });
+        const lateChanged = world.subscribe({ changed: [Health], removed: [A] });
+        const alone = world.subscribe({ removed: [Position] });
+        let first = late.drain();
+        expect(sorted(first.entities)).toEqual(sorted([a!, d!])); // what has Health now
+        expect([...first.removed]).toEqual([]);
+        first = lateChanged.drain();
+        expect([...first.entities]).toEqual([]);
+        expect([...first.removed]).toEqual([]);
+        // The keeper still gets everything it had not seen.
+        const kept = keeper.drain();
+        expect([...kept.entities]).toEqual([a!]);
+        expect(sorted(kept.removedOf(Health))).toEqual(sorted([b!, c!]));
+        expect([...kept.removedOf(A)]).toEqual([c!]);
+        // From now on every subscription sees every event once, late or not.
+        world.set(d!, Health, { value: 2 });
+        world.despawn(a!);
+        const e = world.spawn(Position);
+        world.despawn(e);
+        const after = late.drain();
+        expect([...after.entities]).toEqual([]);
+        expect([...after.removed]).toEqual([a!]);
+        const afterChanged = lateChanged.drain();
+        expect([...afterChanged.entities]).toEqual([d!]);
+        expect([...afterChanged.removed]).toEqual([a!]);
+        expect([...alone.drain().removed]).toEqual([e]);
+        expect([...keeper.drain().removedOf(Health)]).toEqual([a!]);
+    });
+
+    test('pair events from before a pairs subscription are not its, even within the same tick', async () => {
+        const world = await newWorld();
+        const keeper = world.subscribe({ pairs: [Likes] });
+        const [a, b] = world.spawnMany(2, Position);
+        world.addPair(a!, Likes, b!, { amount: 1 });
+        world.setPair(a!, Likes, b!, 'amount', 2);
+        const late = world.subscribe({ pairs: [Likes] });
+        // A second write in the same frame is logged again for it (one changed event per pair
+        // and tick: the late subscription's start is a tick of its own).
+        world.setPair(a!, Likes, b!, 'amount', 3);
+        expect(late.drain().pairEvents.map((e) => e.kind)).toEqual(['changed']);
+        expect(keeper.drain().pairEvents.map((e) => e.kind)).toEqual(['added', 'changed', 'changed']);
+    });
+
+    test('a closed subscription made again starts again: nothing from while it was closed', async () => {
+        const world = await newWorld();
+        const [a, b] = world.spawnMany(2, Health);
+        let sub = world.subscribe({ changed: [Health], removed: [Health] });
+        const other = world.subscribe({ changed: [Health], removed: [Health] });
+        sub.close();
+        world.set(a!, Health, { value: 1 });
+        world.despawn(b!);
+        sub = world.subscribe({ changed: [Health], removed: [Health] });
+        expect(sub.drain().empty).toBe(true);
+        const seen = other.drain();
+        expect([...seen.entities, ...seen.removed]).toEqual([a!, b!]);
     });
 });
 

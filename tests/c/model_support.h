@@ -1,0 +1,44 @@
+/* What the randomized change-detection models (test_changes_model.c, test_sparse_changes_model.c)
+ * share: limits, component bits, removal lists grouped by call, a growing array. */
+#ifndef TESSERA_MODEL_SUPPORT_H
+#define TESSERA_MODEL_SUPPORT_H
+
+#include "fixtures.h"
+
+#include <time.h>
+
+#define BIT(c)    (1u << (c))
+#define INDEX_CAP (1u << 16) /* entity indices a model maps */
+#define MAX_LIVE  4096       /* live entities a model holds */
+
+/* One expected removal; removals made by one call share a group, whose order is free. */
+typedef struct rentry_t {
+    tes_entity_t entity;
+    uint64_t group;
+} rentry_t;
+
+typedef struct rlist_t {
+    rentry_t *items;
+    uint32_t count;
+    uint32_t capacity;
+} rlist_t;
+
+static inline void *grow(void *items, uint32_t *capacity, uint32_t need, size_t size) {
+    if (need <= *capacity) return items;
+    uint32_t n = *capacity ? *capacity : 16;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(items, (size_t)n * size);
+    CHECK(p != NULL);
+    *capacity = n;
+    return p;
+}
+
+static inline void rlist_push(rlist_t *l, tes_entity_t e, uint64_t group) {
+    l->items = (rentry_t *)grow(l->items, &l->capacity, l->count + 1, sizeof *l->items);
+    l->items[l->count].entity = e;
+    l->items[l->count].group = group;
+    l->count++;
+}
+
+#endif
