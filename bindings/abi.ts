@@ -335,7 +335,7 @@ export const REPLICATOR_DESC = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 392,
+    size: 432,
     records_pages: 72,
     records_page_slots: 76,
     record_count: 84,
@@ -343,8 +343,8 @@ export const WORLD = {
     component_count: 36,
     archetypes: 44,
     archetype_count: 48,
-    defer_depth: 276,
-    layout: 236,
+    defer_depth: 316,
+    layout: 276,
 } as const;
 
 /** `tesi_record_t`: an entity table entry. */

@@ -50,6 +50,7 @@ tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t
 }
 
 static void archetype_free(tes_world_t *world, tesi_archetype_t *a) {
+    tesi_move_plan_free(world, a->self);
     tesi_free(world, a->components, (size_t)a->component_count * sizeof *a->components);
     tesi_free(world, a->type_index, (size_t)a->lookup_length * sizeof *a->type_index);
     tesi_free(world, a->first_column, (size_t)a->component_count * sizeof *a->first_column);
@@ -98,6 +99,10 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
         }
     }
     tes_result_t result = layout(world, a);
+    if (result == TES_OK) {
+        a->self = tesi_move_plan_make(world, a, a);
+        if (!a->self) result = TES_ERR_OUT_OF_MEMORY;
+    }
     if (result != TES_OK) {
         archetype_free(world, a);
         return result;
@@ -333,8 +338,8 @@ static tes_result_t bulk_step(tes_world_t *world, tes_archetype_t archetype,
         return tesi_defer(world, kind, 0, archetype, component, 0, 0, NULL, 0);
     }
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
-    const tesi_move_t *moves;
-    result = tesi_graph_step(world, from, component, removing, &to, &moves);
+    const tesi_move_plan_t *plan;
+    result = tesi_graph_step(world, from, component, removing, &to, &plan);
     bool logged = removing && world->components[component].removal_consumers;
     if (result == TES_OK && logged) result = tesi_logs_reserve(world, from, from->entity_count);
     if (result != TES_OK) return result;

@@ -46,6 +46,23 @@ static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
     }
 }
 
+bool tesi_chunk_add_pooled(tes_world_t *world, tesi_archetype_t *a) {
+    /* A standard block of the pool, no tracker to attach, room in the chunk list: a pop and an
+     * append (the per-entity moves of an add and a remove that empty and refill an archetype
+     * take this path every time). */
+    if (!world->pool_count || a->block_bytes != world->chunk_bytes || a->tracked_count ||
+        a->chunk_count == a->chunk_slots) {
+        return false;
+    }
+    tesi_chunk_t *chunk = world->pool[--world->pool_count];
+    chunk->archetype = a;
+    chunk->index = a->chunk_count;
+    chunk->count = 0;
+    a->chunks[a->chunk_count++] = chunk;
+    world->chunk_count++;
+    return true;
+}
+
 tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32_t rows) {
     if ((uint64_t)a->chunk_count * a->capacity - a->entity_count >= rows) return TES_OK;
     uint64_t needed = ((uint64_t)a->entity_count + rows + a->capacity - 1) / a->capacity;
@@ -135,6 +152,64 @@ static void copy_columns(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t
     }
 }
 
+/* ---- move plans ---------------------------------------------------------------------------- */
+
+static size_t plan_bytes(uint32_t moves) {
+    return sizeof(tesi_move_plan_t) + (size_t)moves * sizeof(tesi_move_t);
+}
+
+tesi_move_plan_t *tesi_move_plan_make(tes_world_t *world, const tesi_archetype_t *dst,
+                                      const tesi_archetype_t *src) {
+    tesi_move_plan_t *plan = tesi_alloc(world, plan_bytes(dst->column_count));
+    if (!plan) return NULL;
+    *plan = (tesi_move_plan_t){0};
+    /* Counted by group first, then each cell written at its group's next place. The columns are
+     * sorted by key in both archetypes: one merge walk pairs them. By index: an archetype without
+     * columns has a NULL array (and NULL + 0 is undefined behaviour). */
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t at[4] = {0, plan->n4, plan->n4 + plan->n8, plan->n4 + plan->n8 + plan->other};
+        for (uint32_t d = 0, s = 0; d < dst->column_count; d++) {
+            const tesi_column_t *dc = &dst->columns[d];
+            while (s < src->column_count && src->columns[s].key < dc->key)
+                s++;
+            bool shared = s < src->column_count && src->columns[s].key == dc->key;
+            uint32_t group = !shared ? 3 : dc->bytes == 4 ? 0 : dc->bytes == 8 ? 1 : 2;
+            if (pass == 0) {
+                uint16_t *counts[4] = {&plan->n4, &plan->n8, &plan->other, &plan->zero};
+                (*counts[group])++;
+                continue;
+            }
+            plan->moves[at[group]++] = (tesi_move_t){
+                dc->offset, shared ? src->columns[s].offset : TESI_NEW_COLUMN, dc->bytes};
+        }
+    }
+    return plan;
+}
+
+void tesi_move_plan_free(tes_world_t *world, tesi_move_plan_t *plan) {
+    if (plan) tesi_free(world, plan, plan_bytes(plan->n4 + plan->n8 + plan->other + plan->zero));
+}
+
+/* Copies one row's cells by the plan (the entity column apart). */
+static inline void move_cells(uint8_t *dst, uint32_t dst_row, const uint8_t *src, uint32_t src_row,
+                              const tesi_move_plan_t *plan) {
+    const tesi_move_t *m = plan->moves, *end = m + plan->n4;
+    size_t d = (size_t)dst_row * 4, s = (size_t)src_row * 4;
+    for (; m < end; m++)
+        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 4);
+    if (!(plan->n8 | plan->other | plan->zero)) return; /* most rows: 4-byte fields only */
+    d *= 2;
+    s *= 2;
+    for (end += plan->n8; m < end; m++)
+        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 8);
+    for (end += plan->other; m < end; m++) {
+        memcpy(dst + m->dst_offset + (size_t)dst_row * m->bytes,
+               src + m->src_offset + (size_t)src_row * m->bytes, m->bytes);
+    }
+    for (end += plan->zero; m < end; m++)
+        memset(dst + m->dst_offset + (size_t)dst_row * m->bytes, 0, m->bytes);
+}
+
 void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
                     const tesi_chunk_t *src, uint32_t src_row, uint32_t n) {
     if (n != 1 || dst->archetype != src->archetype) {
@@ -143,31 +218,19 @@ void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
         copy_columns(dst, dst_row, src, src_row, n);
     } else {
         tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
-        const tesi_archetype_t *a = dst->archetype;
-        for (uint32_t i = 0; i < a->column_count; i++) {
-            const tesi_column_t *c = &a->columns[i];
-            copy_cell(tesi_cell(dst, c, dst_row), tesi_cell(src, c, src_row), c->bytes);
-        }
+        move_cells(dst->data, dst_row, src->data, src_row, dst->archetype->self);
     }
     if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, n);
 }
 
 void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
-                   uint32_t src_row, const tesi_move_t *moves) {
-    if (!moves) {
+                   uint32_t src_row, const tesi_move_plan_t *plan) {
+    if (!plan) {
         tesi_copy_rows(world, dst, dst_row, src, src_row, 1);
         return;
     }
     tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
-    const tesi_move_t *end = moves + dst->archetype->column_count;
-    for (const tesi_move_t *m = moves; m < end; m++) {
-        uint8_t *cell = dst->data + m->dst_offset + (size_t)dst_row * m->bytes;
-        if (m->src_offset != TESI_NEW_COLUMN) {
-            copy_cell(cell, src->data + m->src_offset + (size_t)src_row * m->bytes, m->bytes);
-        } else {
-            memset(cell, 0, m->bytes);
-        }
-    }
+    move_cells(dst->data, dst_row, src->data, src_row, plan);
     if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
 }
 
@@ -191,7 +254,9 @@ void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
     uint32_t last_row = last->count - 1;
     if (last != chunk || last_row != row) {
-        tesi_copy_rows(world, chunk, row, last, last_row, 1);
+        tesi_chunk_entities(chunk)[row] = tesi_chunk_entities(last)[last_row];
+        move_cells(chunk->data, row, last->data, last_row, a->self);
+        if (a->tracked_count) tesi_trackers_copy(world, chunk, row, last, last_row, 1);
         tesi_record_t *moved =
             tesi_record_at(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
         moved->chunk = chunk;

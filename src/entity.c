@@ -324,12 +324,22 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     /* More than the table can ever hold: refused before anything is sized by n. */
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
-    tesi_archetype_t *a;
+    tesi_archetype_t *a = world->spawn_cache.archetype;
+    if (a && count == world->spawn_cache.count &&
+        (!count ||
+         (components && !memcmp(components, world->spawn_cache.ids, count * sizeof *components)))) {
+        return tesi_spawn_rows(world, a, n, out_entities);
+    }
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
     if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
     if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
+    if (table == count && count <= TESI_SPAWN_CACHE_IDS) {
+        if (count) memcpy(world->spawn_cache.ids, components, count * sizeof *components);
+        world->spawn_cache.count = count;
+        world->spawn_cache.archetype = a;
+    }
     if (table == count) return tesi_spawn_rows(world, a, n, out_entities);
     /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
      * table, chunks, trackers, sparse sets, command buffer) builds sets. */
@@ -455,11 +465,40 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
 
 /* ---- add and remove -------------------------------------------------------------------- */
 
+/* The common add or remove, along a cached edge: a live entity, not deferring, nothing to log,
+ * room in the target. Everything this path skips it also does not need: an edge exists only
+ * for chunk components (sparse ones never join a set) and only after its target was made, so
+ * no id, set or archetype is checked again. False: the general path decides. */
+static inline bool step_cached(tes_world_t *world, tes_entity_t entity, tes_component_t component,
+                               bool removing) {
+    tesi_record_t *record = tesi_record_of(world, entity);
+    if (!record || world->defer_depth || world->logged_components) return false;
+    tesi_chunk_t *chunk = record->chunk;
+    tesi_archetype_t *from = chunk->archetype;
+    if (component >= from->edge_slots) return false;
+    const tesi_edge_t *edge = &from->edges[component];
+    tesi_archetype_t *to = edge->target;
+    /* The edge of a component the entity has is "-C", else "+C": a no-op goes the long way. */
+    if (!to || !edge->plan || (to->component_count < from->component_count) != removing ||
+        (to->entity_count == to->chunk_count * to->capacity && !tesi_chunk_add_pooled(world, to))) {
+        return false;
+    }
+    tesi_chunk_t *dst;
+    uint32_t row = record->row, dst_row;
+    tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
+    tesi_move_row(world, dst, dst_row, chunk, row, edge->plan);
+    record->chunk = dst;
+    record->row = dst_row;
+    tesi_remove_row(world, chunk, row);
+    return true;
+}
+
 /* Moves the entity to the archetype one component away: a row is taken in the target, the
  * shared columns are copied, and the old row is swap-removed. */
 static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                          bool removing) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (step_cached(world, entity, component, removing)) return TES_OK;
     if (component < world->component_count && tesi_is_sparse(&world->components[component])) {
         return tesi_sparse_step(world, entity, component, removing);
     }
@@ -473,9 +512,9 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
             /* The pending entity's target archetype follows its recorded adds and removes, so
              * later writes to it are checked against what it will have. */
             tesi_archetype_t *from = tesi_pending_archetype(world, pending), *to = from;
-            const tesi_move_t *moves;
+            const tesi_move_plan_t *plan;
             if ((tesi_type_index(from, component) != TESI_NO_TYPE) == removing) {
-                result = tesi_graph_step(world, from, component, removing, &to, &moves);
+                result = tesi_graph_step(world, from, component, removing, &to, &plan);
             }
             if (result == TES_OK) pending->row = TESI_ROW_PENDING | to->id;
         }
@@ -488,8 +527,8 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
     tesi_archetype_t *from = record->chunk->archetype, *to;
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
-    const tesi_move_t *moves;
-    tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &moves);
+    const tesi_move_plan_t *plan;
+    tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &plan);
     if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
     if (result == TES_OK && removing && tesi_logging(world) &&
         world->components[component].removal_consumers) {
@@ -500,7 +539,7 @@ static tes_result_t step(tes_world_t *world, tes_entity_t entity, tes_component_
     uint32_t row = record->row, dst_row;
     if (removing && tesi_logging(world)) tesi_log_removal(world, component, entity);
     tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
-    tesi_move_row(world, dst, dst_row, chunk, row, moves);
+    tesi_move_row(world, dst, dst_row, chunk, row, plan);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);

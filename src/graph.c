@@ -71,33 +71,13 @@ void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype) {
 
 /* ---- edges ----------------------------------------------------------------------------- */
 
-/* The move plan from `src` rows to `dst` rows: for each dst column, the matching src column
- * (found by one merge walk over the two key-sorted lists) or TESI_NEW_COLUMN. */
-static tesi_move_t *plan_moves(tes_world_t *world, const tesi_archetype_t *dst,
-                               const tesi_archetype_t *src) {
-    if (!dst->column_count) return NULL;
-    tesi_move_t *moves = tesi_alloc(world, dst->column_count * sizeof *moves);
-    if (!moves) return NULL;
-    /* By index: src may have no columns (a NULL array; NULL + 0 is undefined behaviour). */
-    for (uint32_t d = 0, s = 0; d < dst->column_count; d++) {
-        const tesi_column_t *dc = &dst->columns[d];
-        while (s < src->column_count && src->columns[s].key < dc->key)
-            s++;
-        bool shared = s < src->column_count && src->columns[s].key == dc->key;
-        moves[d] =
-            (tesi_move_t){dc->offset, shared ? src->columns[s].offset : TESI_NEW_COLUMN, dc->bytes};
-    }
-    return moves;
-}
-
 /* Caches from --c--> to with its move plan, when from's edge array covers c (edges_cover).
  * The cache is an optimisation: when memory for it cannot be had, the transition still
  * happens, it is just not remembered (or rows move by the general merge walk). */
 static void edge_cache(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
                        tes_component_t c) {
     if (c >= from->edge_slots || from->edges[c].target) return;
-    tesi_move_t *moves = plan_moves(world, to, from);
-    from->edges[c] = (tesi_edge_t){to, moves, moves ? to->column_count : 0};
+    from->edges[c] = (tesi_edge_t){to, tesi_move_plan_make(world, to, from)};
     world->graph.edge_count++;
 }
 
@@ -113,10 +93,11 @@ static void edges_cover(tes_world_t *world, tesi_archetype_t *a, tes_component_t
 }
 
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
-                             bool removing, tesi_archetype_t **out, const tesi_move_t **out_moves) {
+                             bool removing, tesi_archetype_t **out,
+                             const tesi_move_plan_t **out_plan) {
     if (component < from->edge_slots && from->edges[component].target) {
         *out = from->edges[component].target;
-        *out_moves = from->edges[component].moves;
+        *out_plan = from->edges[component].plan;
         return TES_OK;
     }
     tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
@@ -142,15 +123,13 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
     edge_cache(world, from, to, component);
     edge_cache(world, to, from, component);
     *out = to;
-    *out_moves = component < from->edge_slots ? from->edges[component].moves : NULL;
+    *out_plan = component < from->edge_slots ? from->edges[component].plan : NULL;
     return TES_OK;
 }
 
 void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *a) {
-    for (uint32_t c = 0; c < a->edge_slots; c++) {
-        tesi_edge_t *e = &a->edges[c];
-        if (e->moves) tesi_free(world, e->moves, e->move_count * sizeof *e->moves);
-    }
+    for (uint32_t c = 0; c < a->edge_slots; c++)
+        tesi_move_plan_free(world, a->edges[c].plan);
     tesi_free(world, a->edges, (size_t)a->edge_slots * sizeof *a->edges);
 }
 

@@ -366,7 +366,7 @@ static tes_result_t target_fits(const call_t *call, const tesi_archetype_t *from
 
 /* The archetype `from` becomes with the call's table components added or removed. */
 static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_archetype_t **out,
-                              const tesi_move_t **out_moves) {
+                              const tesi_move_plan_t **out_moves) {
     *out = from;
     *out_moves = NULL;
     uint32_t changes, last, n;
@@ -679,7 +679,7 @@ static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entitie
         tesi_record_t *pending = tesi_pending_record(world, entities[i]);
         if (!pending) continue;
         tesi_archetype_t *to;
-        const tesi_move_t *moves;
+        const tesi_move_plan_t *moves;
         tes_result_t result = target_of(call, tesi_pending_archetype(world, pending), &to, &moves);
         if (result != TES_OK) return result;
         if (commit) pending->row = TESI_ROW_PENDING | to->id;
