@@ -1065,6 +1065,25 @@ TES_API uint64_t tes_replica_tick(const tes_world_t *world);
 TES_API void *tes_malloc(size_t size);
 TES_API void tes_free(void *ptr);
 
+/*
+ * THE RUN RESERVE. A host that hands out views of the module's memory (JavaScript's typed
+ * arrays over wasm memory) loses every view when memory grows. While it has views out (a loop
+ * over a query), tes_run_reserve(bytes) keeps growth from happening under them: it makes room
+ * for `bytes` first (growing memory now, before any view is handed out), then, until
+ * tes_run_release, the C heap (the default allocator of every world, and tes_malloc) refuses
+ * what would outgrow that room: the call that needed it fails with TES_ERR_OUT_OF_MEMORY and,
+ * as every failure, changes nothing. Every allocation counts against the room, frees give
+ * nothing back (so fragmentation cannot make the heap grow), and each costs its size plus a
+ * fixed overhead. Worlds with their own allocator are not concerned. One reserve at a time,
+ * for the whole module (its worlds share its memory).
+ */
+/* Makes room for `bytes` and starts the reserve. TES_ERR_OUT_OF_MEMORY when the room cannot be
+ * had; TES_ERR_INVALID_ARGUMENT when a reserve is held already or bytes is 0. */
+TES_API tes_result_t tes_run_reserve(size_t bytes);
+/* Ends the reserve; returns how many bytes of it were taken (0 when none was held): a host
+ * sizes the next reserve from it. */
+TES_API size_t tes_run_release(void);
+
 #ifdef __cplusplus
 }
 #endif

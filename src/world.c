@@ -28,10 +28,49 @@ const char *tes_result_message(tes_result_t result) {
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
+/* The run reserve (tes_run_reserve): while `budget` is set, the C heap hands out at most that
+ * much (each allocation costing its size and RESERVE_OVERHEAD, for dlmalloc's header and
+ * alignment padding), and `taken` counts what it did. */
+#define RESERVE_OVERHEAD 64u
+static struct {
+    size_t budget;
+    size_t taken;
+} reserve;
+
+static void *heap_alloc(size_t size) {
+    /* aligned_alloc wants a multiple of the alignment; chunk columns rely on 16 bytes. */
+    size_t rounded = (size + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1);
+    if (reserve.budget) {
+        size_t cost = rounded + RESERVE_OVERHEAD;
+        if (cost < rounded || cost > reserve.budget - reserve.taken) return NULL;
+        reserve.taken += cost;
+    }
+    return aligned_alloc(TESI_ALIGN, rounded);
+}
+
 static void *default_alloc(size_t size, void *user) {
     (void)user;
-    /* aligned_alloc wants a multiple of the alignment; chunk columns rely on 16 bytes. */
-    return aligned_alloc(TESI_ALIGN, (size + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1));
+    return heap_alloc(size);
+}
+
+tes_result_t tes_run_reserve(size_t bytes) {
+    if (!bytes || reserve.budget) return TES_ERR_INVALID_ARGUMENT;
+    if (bytes > SIZE_MAX - TESI_ALIGN) return TES_ERR_OUT_OF_MEMORY;
+    /* Taken and given back at once: the heap then has that much room in one piece (a freed
+     * block is never returned to the system: wasm memory does not shrink). */
+    void *room = aligned_alloc(TESI_ALIGN, (bytes + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1));
+    if (!room) return TES_ERR_OUT_OF_MEMORY;
+    free(room);
+    reserve.budget = bytes;
+    reserve.taken = 0;
+    return TES_OK;
+}
+
+size_t tes_run_release(void) {
+    size_t taken = reserve.budget ? reserve.taken : 0;
+    reserve.budget = 0;
+    reserve.taken = 0;
+    return taken;
 }
 
 static void default_free(void *ptr, size_t size, void *user) {
@@ -74,7 +113,7 @@ tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uin
 }
 
 void *tes_malloc(size_t size) {
-    return default_alloc(size ? size : 1, NULL);
+    return heap_alloc(size ? size : 1);
 }
 
 void tes_free(void *ptr) {

@@ -261,3 +261,54 @@ TEST(host_malloc_is_aligned_and_freeable) {
     }
     tes_free(NULL);
 }
+
+/* Pages of wasm memory now (64 KiB each); natively there is nothing to count. */
+static size_t memory_pages(void) {
+#ifdef __wasm__
+    return __builtin_wasm_memory_size(0);
+#else
+    return 0;
+#endif
+}
+
+TEST(the_run_reserve_refuses_what_would_outgrow_it_and_memory_never_grows_under_it) {
+    CHECK_ERR(tes_run_reserve(0), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_run_release(), 0); /* none held */
+    tes_world_t *world = fx_world(NULL);
+    tes_component_t p = fx_component(world, "P", position_fields, 2);
+    fx_spawn(world, FX_IDS(p));
+    CHECK_OK(tes_run_reserve(1u << 20));
+    CHECK_ERR(tes_run_reserve(1u << 20), TES_ERR_INVALID_ARGUMENT); /* one at a time */
+    size_t pages = memory_pages();
+    /* Spawns allocate chunks (64 KiB each) and table pages: the reserve runs out, and the
+     * spawn that would outgrow it fails and changes nothing. */
+    tes_result_t result = TES_OK;
+    uint32_t spawned = 0;
+    fx_snapshot_t *before = fx_snapshot_full_of(world);
+    while (result == TES_OK && spawned < 1000000) {
+        fx_snapshot_take_full(before, world);
+        tes_entity_t e[64];
+        result = tes_spawn_batch(world, &p, 1, 64, e);
+        if (result == TES_OK) spawned += 64;
+    }
+    CHECK_ERR(result, TES_ERR_OUT_OF_MEMORY);
+    CHECK(spawned > 1000); /* the room was there for a while */
+    FX_CHECK_UNCHANGED_FULL(before, world);
+    CHECK_OK(tes_world_validate(world));
+    CHECK_EQ(memory_pages(), pages); /* nothing grew under the reserve */
+    size_t taken = tes_run_release();
+    CHECK(taken > 0 && taken <= (1u << 20));
+    CHECK_EQ(tes_run_release(), 0);
+    /* Released: the same spawn goes through. */
+    tes_entity_t e[64];
+    CHECK_OK(tes_spawn_batch(world, &p, 1, 64, e));
+    /* tes_malloc counts against it too. */
+    CHECK_OK(tes_run_reserve(4096));
+    void *small = tes_malloc(100);
+    CHECK(small != NULL);
+    CHECK(tes_malloc(8192) == NULL);
+    CHECK(tes_run_release() > 100);
+    tes_free(small);
+    CHECK_ERR(tes_run_reserve(SIZE_MAX), TES_ERR_OUT_OF_MEMORY);
+    CHECK_EQ(tes_run_release(), 0);
+}
