@@ -97,8 +97,8 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
     if (result == TES_OK) result = tesi_commands_reserve(world, n, 0);
     if (result != TES_OK) return result;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t index = tesi_take_index(world);
-        tesi_record_t *record = tesi_record_at(world, index);
+        tesi_record_t *record;
+        uint32_t index = tesi_take_index(world, &record);
         record->chunk = NULL;
         record->row = TESI_ROW_PENDING | archetype->id;
         tes_entity_t e = tesi_make_handle(index, record->generation);

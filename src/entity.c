@@ -138,22 +138,25 @@ tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
 
 /* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
-uint32_t tesi_take_index(tes_world_t *world) {
+uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record) {
     /* With the table full, more than min_free wait (tesi_entities_reserve's cap). */
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         tesi_free_queue(world);
         uint32_t index = world->free_head;
-        world->free_head = tesi_record_at(world, index)->row;
+        tesi_record_t *record = tesi_record_at(world, index);
+        world->free_head = record->row;
         world->free_length--;
+        *out_record = record;
         return index;
     }
     uint32_t index = world->record_count++;
-    *tesi_record_at(world, index) = (tesi_record_t){0};
+    tesi_record_t *record = tesi_record_at(world, index);
+    *record = (tesi_record_t){0};
+    *out_record = record;
     return index;
 }
 
-void tesi_release_index(tes_world_t *world, uint32_t index) {
-    tesi_record_t *record = tesi_record_at(world, index);
+void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index) {
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
     record->row = 0;
@@ -223,9 +226,9 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
         tesi_zero_rows(chunk, row, run);
         if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
-            uint32_t index = tesi_take_index(world);
+            tesi_record_t *record;
+            uint32_t index = tesi_take_index(world, &record);
             tesi_index_stamp(world, index);
-            tesi_record_t *record = tesi_record_at(world, index);
             record->chunk = chunk;
             record->row = row + k;
             tes_entity_t e = tesi_make_handle(index, record->generation);
@@ -392,7 +395,7 @@ void tesi_despawn_record(tes_world_t *world, tesi_record_t *record) {
     tes_entity_t e = tesi_chunk_entities(record->chunk)[record->row];
     if (tesi_logging(world)) tesi_log_removals(world, record->chunk->archetype, e);
     tesi_remove_row(world, record->chunk, record->row);
-    tesi_release_index(world, e & TESI_INDEX_MASK);
+    tesi_release_record(world, record, e & TESI_INDEX_MASK);
     world->entity_count--;
 }
 
@@ -441,6 +444,16 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
             break;
         }
         record->row |= TESI_ROW_MARK;
+    }
+    /* The common case: every record's mark comes off just before its despawn. A row that
+     * swap-remove moves gets its new row number without the mark: that entity was checked. */
+    if (result == TES_OK && !deferring && !world->sparse_count && !tesi_logging(world)) {
+        for (uint32_t i = n; i-- > 0;) {
+            tesi_record_t *record = tesi_record_at(world, entities[i] & TESI_INDEX_MASK);
+            record->row &= ~TESI_ROW_MARK;
+            tesi_despawn_record(world, record);
+        }
+        return TES_OK;
     }
     for (uint32_t i = 0; i < marked; i++) {
         tesi_record_at(world, entities[i] & TESI_INDEX_MASK)->row &= ~TESI_ROW_MARK;

@@ -821,12 +821,16 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *archetype, ui
                              tes_entity_t *out_entities);
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
-uint32_t tesi_take_index(tes_world_t *world);
+/* Takes the index for a new entity (and gives its record), as tesi_entities_reserve planned. */
+uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record);
 /* Removes a live entity's row and frees its index (its pairs and sparse memberships are gone
  * already, and its removals' log room reserved). */
 void tesi_despawn_record(tes_world_t *world, tesi_record_t *record);
-/* Frees an index: next generation, to the back of the free queue. */
-void tesi_release_index(tes_world_t *world, uint32_t index);
+/* Frees an index (its record given): next generation, to the back of the free queue. */
+void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index);
+static inline void tesi_release_index(tes_world_t *world, uint32_t index) {
+    tesi_release_record(world, tesi_record_at(world, index), index);
+}
 /* Makes sure `n` more entities can get an index without allocating: TES_ERR_TOO_MANY_ENTITIES
  * past tesi_max_entities. */
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n);
