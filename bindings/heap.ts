@@ -17,6 +17,14 @@ const MAX_BLOCK_BYTES = 0xffff_0000;
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;
 
+/**
+ * The room the first run reserves (tes_run_reserve) for what its loop body allocates: a
+ * recorded spawn takes about 100 bytes (a 40-byte command in an array that doubles, a pending
+ * record), 250 with a value. Memory grows by it once, at the first run; pages nobody writes
+ * are not backed by the system. A run refused memory makes the next reserve more.
+ */
+const RUN_RESERVE_BYTES = 64 << 20;
+
 /** Bytes of a `tes_iter_t` (wasm32): one per live iteration that asks the C core for chunks. */
 const ITER_BYTES = 56;
 
@@ -47,6 +55,10 @@ export class Heap {
      * the most iterations that were ever live at once, whatever worlds come and go.
      */
     private readonly iterBlocks: Pointer[] = [];
+    /** Live runs of every world of this module: the reserve is the module's (one memory). */
+    private liveRuns = 0;
+    /** Room the next outermost run reserves: twice what the latest took, at least the default. */
+    private reserveBytes = RUN_RESERVE_BYTES;
     private readonly decoder = new TextDecoder();
     private readonly encoder = new TextEncoder();
 
@@ -92,6 +104,21 @@ export class Heap {
     get f64(): Float64Array {
         return this.fresh.typed.f64;
     }
+    get f32(): Float32Array {
+        return this.fresh.typed.f32;
+    }
+    get i32(): Int32Array {
+        return this.fresh.typed.i32;
+    }
+    get u16(): Uint16Array {
+        return this.fresh.typed.u16;
+    }
+    get i16(): Int16Array {
+        return this.fresh.typed.i16;
+    }
+    get i8(): Int8Array {
+        return this.fresh.typed.i8;
+    }
     /** The whole memory as the typed array of a field type (index = address / element size). */
     typed<T extends FieldType>(type: T): TypedArrayOf[T] {
         return this.fresh.typed[type];
@@ -121,7 +148,8 @@ export class Heap {
         }
         const pointer = this.exports.tes_malloc(bytes) >>> 0;
         if (pointer === 0) {
-            throw new TesseraError('OUT_OF_MEMORY', operation, `cannot allocate ${bytes} bytes`);
+            const during = this.liveRuns === 0 ? '' : ` (${this.problem(this.results.OUT_OF_MEMORY!)})`;
+            throw new TesseraError('OUT_OF_MEMORY', operation, `cannot allocate ${bytes} bytes${during}`);
         }
         return pointer;
     }
@@ -169,6 +197,44 @@ export class Heap {
      */
     newArray(values: ArrayLike<number>, type: FieldType, operation: string): Pointer {
         return this.copyIn(values, type, (bytes) => this.malloc(Math.max(bytes, 1), operation));
+    }
+
+    /**
+     * @internal A run starts (a loop over a query hands out views of memory): the first live
+     * one makes room in the C heap now and keeps memory from growing until the last ends, so
+     * nothing its loop body does (spawns, adds, thousands of them) detaches a view it holds.
+     */
+    beginRun(operation: string): void {
+        if (this.liveRuns === 0) {
+            const result = this.exports.tes_run_reserve(this.reserveBytes);
+            if (result !== 0) {
+                throw new TesseraError('OUT_OF_MEMORY', operation, `no room for a run's reserve of ${this.reserveBytes} bytes`);
+            }
+        }
+        this.liveRuns++;
+    }
+
+    /**
+     * @internal A run ended (after its deferred commands applied): the last one ends the
+     * reserve. A run that was refused memory makes the next one reserve more.
+     */
+    endRun(): void {
+        if (--this.liveRuns !== 0) return;
+        const refused = this.exports.tes_run_release() >>> 0;
+        if (refused !== 0) this.reserveBytes = Math.min(MAX_BLOCK_BYTES / 2, 2 * (this.reserveBytes + refused));
+    }
+
+    /**
+     * @internal The message of a C result: an OUT_OF_MEMORY met while a run is live says why
+     * (memory may not grow then) and what happens next.
+     */
+    problem(result: number): string {
+        const message = this.messages[result] ?? `unknown result ${result}`;
+        if (this.liveRuns === 0 || result !== this.results.OUT_OF_MEMORY) return message;
+        return (
+            `out of memory: memory may not grow while a loop over a query is live (its views would detach), and the ` +
+            `room the run reserved (${this.reserveBytes} bytes) is used up; the next run reserves more`
+        );
     }
 
     /** @internal A 56-byte `tes_iter_t` block, from the pool when one is free. */

@@ -65,3 +65,4 @@ export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicat
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
 export type { LoadOptions } from './load.js';
+export type { Field } from './access.js';

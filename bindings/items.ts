@@ -173,7 +173,7 @@ export class ItemList {
      */
     error(heap: Heap, result: number, fault: Pointer, operation: string, subject?: number): TesseraError {
         const code: ErrorCode = heap.codes[result] ?? 'CORRUPT';
-        const message = heap.messages[result] ?? `unknown result ${result}`;
+        const message = heap.problem(result);
         const u32 = heap.u32;
         const item = u32[fault >>> 2]!, value = u32[(fault >>> 2) + 1]!, number = u32[(fault >>> 2) + 2]!;
         const faultEntity = u32[(fault >>> 2) + 3]!;

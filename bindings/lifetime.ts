@@ -34,15 +34,34 @@ export class WorldLink {
      * when the world goes, live iterations or not.
      */
     readonly lentBlocks: Pointer[] = [];
+    /**
+     * The world's live runs: each holds the module's run reserve (Heap.beginRun) until it
+     * ends, or until the world goes (destroyed, or collected with a run left live).
+     */
+    private liveRuns = 0;
 
     constructor(heap: Heap, pointer: Pointer) {
         this.heap = heap;
         this.pointer = pointer;
     }
 
+    /** A run of the world starts (see Heap.beginRun). */
+    beginRun(operation: string): void {
+        this.heap.beginRun(operation);
+        this.liveRuns++;
+    }
+
+    /** A run of the world ended, or was abandoned with its world. */
+    endRun(): void {
+        if (this.liveRuns === 0) return;
+        this.liveRuns--;
+        this.heap.endRun();
+    }
+
     /** Frees the C world and gives its lent iteration blocks back. Idempotent. */
     destroy(): void {
         if (this.pointer === 0) return;
+        while (this.liveRuns > 0) this.endRun();
         this.heap.exports.tes_world_destroy(this.pointer);
         this.pointer = 0;
         for (const block of this.lentBlocks) this.heap.returnIterBlock(block);

@@ -251,6 +251,10 @@ export interface TesseraExports {
     tes_delta_encode(replicator: Pointer, baseline: bigint, outBytes: Pointer, outSize: Pointer, outTick: Pointer): number;
     /** `tes_replicator_release(replicator, uint64_t tick)`: no replica needs an older baseline. */
     tes_replicator_release(replicator: Pointer, tick: bigint): number;
+    /** `tes_run_reserve(size_t bytes)`: room in the C heap that nothing outgrows until tes_run_release. */
+    tes_run_reserve(bytes: number): number;
+    /** `size_t tes_run_release(void)`: ends the reserve; returns the bytes taken under it. */
+    tes_run_release(): number;
     /** `tes_delta_apply(world, const uint8_t *bytes, uint32_t size, bool *out_applied)`. */
     tes_delta_apply(world: Pointer, bytes: Pointer, size: number, outApplied: Pointer): number;
     /** `uint64_t tes_replica_tick(world)`: a BigInt. */

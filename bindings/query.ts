@@ -532,11 +532,11 @@ const DONE: IteratorResult<Chunk, undefined> = Object.freeze({ done: true, value
 export class ChunkIterator implements IterableIterator<Chunk> {
     private readonly query: Query;
     /** The C iterator (`tes_iter_t`), or 0 when replaying `replay`. */
-    private readonly block: Pointer = 0;
-    private readonly replay: readonly Chunk[] | undefined;
+    private block: Pointer = 0;
+    private replay: readonly Chunk[] | undefined;
     /** The chunks this run visits, kept as the query's cache when the run completes. */
-    private readonly recording: Chunk[] | undefined;
-    private readonly layout: number = 0;
+    private recording: Chunk[] | undefined;
+    private layout = 0;
     private position = 0;
     /** Hand-marked rows of the current chunk per component id (see the constructor). */
     private readonly marks: Map<number, MarkList>;
@@ -552,6 +552,24 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     constructor(query: Query, world: Pointer, operation: string, marking: boolean) {
         this.query = query;
         this.marking = marking;
+        const owner = query.world;
+        const exports = owner.heap.exports;
+        owner.link.beginRun(operation);
+        try {
+            this.start(query, world, operation);
+        } catch (error) {
+            owner.link.endRun();
+            throw error;
+        }
+        // A nested run of the same (plain) query must not flush the outer run's marks into its
+        // own chunk: only a run started while none is live uses the query's reusable lists.
+        this.marks = query.runs === 0 ? query.marks : new Map();
+        query.runs++;
+        owner.iterations[owner.liveIterations++] = this;
+    }
+
+    /** Starts the run in the C core, or as a replay of the query's latest. */
+    private start(query: Query, world: Pointer, operation: string): void {
         const owner = query.world;
         const exports = owner.heap.exports;
         if (!query.consumer && query.runs === 0 && query.stable) {
@@ -571,11 +589,6 @@ export class ChunkIterator implements IterableIterator<Chunk> {
                 owner.check(result, operation);
             }
         }
-        // A nested run of the same (plain) query must not flush the outer run's marks into its
-        // own chunk: only a run started while none is live uses the query's reusable lists.
-        this.marks = query.runs === 0 ? query.marks : new Map();
-        query.runs++;
-        owner.iterations[owner.liveIterations++] = this;
     }
 
     [Symbol.iterator](): this {
@@ -674,6 +687,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             exports.tes_iter_fini(this.block); // harmless after tes_iter_next ended the run
             world.returnIterBlock(this.block);
         }
+        world.link.endRun();
     }
 
     /**
@@ -687,6 +701,7 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         this.current?.expire();
         this.current = undefined;
         this.query.runs--;
+        this.query.world.link.endRun();
     }
 
     /** `next()` after the end: done (its end, break, tick()), or DESTROYED (world.destroy()). */

@@ -29,6 +29,11 @@ export class Registry {
     restored: boolean;
     /** Registrations made by this registry (claims of restored components not counted). */
     private registered = 0;
+    /**
+     * Bumped whenever an id is given or taken back: what caches an id (access.ts's Field)
+     * compares it, one load, instead of looking the id up again.
+     */
+    generation = 0;
 
     constructor(
         private readonly heap: Heap,
@@ -88,11 +93,15 @@ export class Registry {
             delete this.ids[definition.key];
             this.byId.length = id;
             this.registered--;
+            this.generation++;
         }
     }
 
-    /** The registered id of exactly this definition (a key from another copy never matches). */
-    private fast(definition: Definition): number | undefined {
+    /**
+     * The registered id of exactly this definition (a key from another copy never matches);
+     * undefined for anything else, never a throw or a claim.
+     */
+    fast(definition: Definition): number | undefined {
         if (typeof definition !== 'function') return undefined;
         const id = this.ids[definition.key];
         return id !== undefined && this.byId[id] === definition ? id : undefined;
@@ -136,7 +145,7 @@ export class Registry {
                 );
             }
             if (result !== 0) {
-                throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.messages[result] ?? '', {
+                throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), {
                     component: definition.name,
                 });
             }
@@ -144,6 +153,7 @@ export class Registry {
             this.ids[definition.key] = id;
             this.byId[id] = definition;
             this.registered++;
+            this.generation++;
             return id;
         } finally {
             for (const pointer of strings) heap.exports.tes_free(pointer);
@@ -170,7 +180,7 @@ export class Registry {
         if (this.byId[id] !== undefined) return undefined;
         const out = heap.scratch;
         const check = (result: number) => {
-            if (result !== 0) throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.messages[result] ?? '', { component: definition.name });
+            if (result !== 0) throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), { component: definition.name });
         };
         check(heap.exports.tes_component_info(world, id, out));
         const fields = fieldsOf(definition);
@@ -190,6 +200,7 @@ export class Registry {
         }
         this.ids[definition.key] = id;
         this.byId[id] = definition;
+        this.generation++;
         return id;
     }
 }

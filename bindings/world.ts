@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Cells, Field, type FieldSet } from './access.js';
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { ItemList, type WrittenList } from './items.js';
@@ -20,6 +21,7 @@ import {
     fieldsOf,
     isDefinition,
     isRelation,
+    isSparse,
     type Component,
     type ComponentItem,
     type Definition,
@@ -129,6 +131,15 @@ export class World {
     readonly iterations: (ChunkIterator | undefined)[] = [];
     /** @internal What the finalizers of the world and of its queries share (lifetime.ts). */
     readonly link: WorldLink;
+    /** @internal The core's layout as per-entity reads and writes see it (access.ts). */
+    readonly cells: Cells;
+    /** Each component's Field objects, by definition key (made on first use). */
+    private readonly fieldSets: (FieldSet | undefined)[] = [];
+    /** A multi-field set's fields and values, checked all before any is written. */
+    private readonly setNames: string[] = [];
+    private readonly setRead: unknown[] = [];
+    private readonly setFields: Field<any>[] = [];
+    private readonly setAddresses: number[] = [];
     /** The item list of spawn/add/set/remove calls, reused call after call. */
     private readonly list = new ItemList();
     private readonly scheduler: Scheduler;
@@ -159,6 +170,7 @@ export class World {
             this.check(heap.exports.tes_world_create(desc, out), operation);
             this.pointer = heap.u32At(out);
         }
+        this.cells = new Cells(heap, this.pointer);
         this.link = new WorldLink(heap, this.pointer);
         watchWorld(this, this.link);
         this.scheduler = new Scheduler(this);
@@ -261,6 +273,7 @@ export class World {
         forgetWorld(this);
         this.link.destroy();
         this.pointer = 0;
+        this.cells.world = 0;
     }
 
     // ---- entities ------------------------------------------------------------------------
@@ -329,6 +342,7 @@ export class World {
      * `DESTROYED`.
      */
     isAlive(entity: Entity): boolean {
+        if (this.cells.locate(entity) !== 0) return true;
         const world = this.live('world.isAlive');
         if (typeof entity !== 'number' || entity >>> 0 !== entity) return false;
         // tes_is_alive answers for placed entities only.
@@ -393,6 +407,12 @@ export class World {
      * (`world.has(e, ChildOf(parent))`). Throws `STALE_ENTITY` for a dead entity.
      */
     has(entity: Entity, component: Component<any> | Relation<any> | Pair<any>): boolean {
+        // In JS when the entity is placed and the component lives in chunks.
+        const known = typeof component === 'function' ? this.registry.fast(component) : undefined;
+        if (known !== undefined && !isSparse(component as Definition)) {
+            const found = this.cells.has(entity, known);
+            if (found !== undefined) return found;
+        }
         const operation = 'world.has';
         this.live(operation);
         const pair = pairOf(component);
@@ -412,7 +432,73 @@ export class World {
         field: K,
     ): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
-        const operation = 'world.get';
+        // In JS when it can (access.ts); else the checked path answers or throws.
+        const set = this.fieldSet(component);
+        if (set !== undefined) {
+            if (field !== undefined) {
+                const value = set.byName.get(field)?.read(entity);
+                if (value !== undefined) return value;
+            } else if (set.list.length !== 0) {
+                const values: Record<string, unknown> = {};
+                let complete = true;
+                for (const access of set.list) {
+                    const value = access.read(entity);
+                    if (value === undefined) {
+                        complete = false;
+                        break;
+                    }
+                    values[access.name] = value;
+                }
+                if (complete) return values;
+            }
+        }
+        return this.getChecked(entity, component, field, 'world.get');
+    }
+
+    /**
+     * A field of a component, made once and then read and written per entity by handle in hot
+     * code: `const hp = world.field(Health, 'value'); hp.set(e, hp.get(e) - damage)`. Its get
+     * and set are `world.get(e, Health, 'value')` and `world.set(e, Health, 'value', v)`,
+     * errors included, without naming the field on every call. Valid as long as the world.
+     */
+    field<S extends Schema, K extends FieldName<S>>(component: Component<S>, name: K): Field<FieldValue<S[K]>> {
+        const operation = 'world.field';
+        this.live(operation);
+        if (isRelation(component)) throw this.needsTarget(operation, 0, component);
+        fieldOf(component, name, operation);
+        return this.fieldSet(component)!.byName.get(name)! as Field<FieldValue<S[K]>>;
+    }
+
+    /** A component's Field objects; undefined for what is not a component (the checked path says why). */
+    private fieldSet(component: unknown): FieldSet | undefined {
+        const key = typeof component === 'function' ? (component as Definition).key : undefined;
+        if (key === undefined) return undefined;
+        const known = this.fieldSets[key];
+        if (known !== undefined && known.component === component) return known;
+        if (!isDefinition(component) || isRelation(component)) return undefined;
+        const registry = this.registry;
+        const fallback = {
+            get: (entity: number, access: Field<any>, operation: string) => this.getChecked(entity, access.component, access.name, operation),
+            set: (entity: number, access: Field<any>, value: unknown, operation: string) =>
+                this.setChecked(entity, access.component, access.name, value, operation),
+        };
+        const list = fieldsOf(component).map(
+            (meta) =>
+                new Field<any>(
+                    this.cells,
+                    () => registry.fast(component),
+                    () => registry.generation,
+                    fallback,
+                    component as Component<any>,
+                    meta,
+                ),
+        );
+        const made: FieldSet = { component, list, byName: new Map(list.map((access) => [access.name, access])) };
+        this.fieldSets[key] = made;
+        return made;
+    }
+
+    private getChecked(entity: Entity, component: Component<any>, field: string | undefined, operation: string): unknown {
         this.live(operation);
         const id = this.componentId(entity, component, field, operation);
         if (field !== undefined) {
@@ -447,7 +533,60 @@ export class World {
         value: FieldInput<S[K]>,
     ): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
-        const operation = 'world.set';
+        // In JS when it can (access.ts); else the checked path writes or throws.
+        const set = this.fieldSet(component);
+        if (set !== undefined) {
+            if (typeof fieldOrValues === 'string') {
+                if (set.byName.get(fieldOrValues)?.write(entity, value)) return;
+            } else if (typeof fieldOrValues === 'object' && fieldOrValues !== null && this.writeAll(entity, set, fieldOrValues)) {
+                return;
+            }
+        }
+        this.setChecked(entity, component, fieldOrValues, value, 'world.set');
+    }
+
+    /**
+     * A multi-field set in JS: every value read once, then all accepted and every cell found
+     * before any is written (all or nothing). When the checked path must do it (a value the
+     * fast path does not take, an unknown field, an entity it cannot place), it gets a copy of
+     * what was read, so that no value is read twice; false then means nothing was written.
+     */
+    private writeAll(entity: Entity, set: FieldSet, values: object): boolean {
+        const names = this.setNames, read = this.setRead;
+        let n = 0;
+        for (const name in values) {
+            if (!Object.hasOwn(values, name)) continue;
+            names[n] = name;
+            read[n++] = (values as Record<string, unknown>)[name]; // the one read
+        }
+        const fields = this.setFields, addresses = this.setAddresses;
+        let m = 0;
+        for (let i = 0; i < n; i++) {
+            const value = read[i];
+            if (value === undefined) continue;
+            const access = set.byName.get(names[i]!);
+            const address = access !== undefined && typeof value === 'number' && access.accepts(value) ? access.address(entity) : -1;
+            if (address < 0) return this.handOver(entity, set.component as Component<any>, n);
+            fields[m] = access!;
+            addresses[m++] = address;
+        }
+        if (m === 0) return this.handOver(entity, set.component as Component<any>, n); // checks the handle
+        for (let i = 0, k = 0; i < n; i++) {
+            if (read[i] !== undefined) fields[k]!.store(addresses[k++]!, read[i] as number);
+        }
+        fields[m - 1]!.stamp(entity);
+        return true;
+    }
+
+    /** The checked path of a multi-field set, given a copy of the `n` values read. */
+    private handOver(entity: Entity, component: Component<any>, n: number): true {
+        const copy: Record<string, unknown> = Object.create(null);
+        for (let i = 0; i < n; i++) copy[this.setNames[i]!] = this.setRead[i];
+        this.setChecked(entity, component, copy, undefined, 'world.set');
+        return true;
+    }
+
+    private setChecked(entity: Entity, component: Component<any>, fieldOrValues: unknown, value: unknown, operation: string): void {
         const world = this.live(operation);
         if (typeof fieldOrValues === 'string') {
             const meta = fieldOf(component, fieldOrValues, operation, entity);
@@ -883,7 +1022,7 @@ export class World {
     error(result: number | ErrorCode, operation: string, entity?: Entity, component?: string, field?: string): TesseraError {
         const heap = this.heap;
         const number = typeof result === 'number' ? result : (heap.results[result] ?? -1);
-        const problem = heap.messages[number] ?? `unknown result ${String(result)}`;
+        const problem = number >= 0 ? heap.problem(number) : `unknown result ${String(result)}`;
         return new TesseraError(heap.codes[number] ?? 'CORRUPT', operation, problem, { entity, component, field });
     }
 
@@ -1179,7 +1318,7 @@ export class World {
         const heap = this.heap;
         const number = typeof result === 'number' ? result : (heap.results[result] ?? -1);
         const code = heap.codes[number] ?? 'CORRUPT';
-        const message = heap.messages[number] ?? `unknown result ${String(result)}`;
+        const message = number >= 0 ? heap.problem(number) : `unknown result ${String(result)}`;
         const context = { entity: source, component: relation.name, field };
         switch (code) {
             case 'STALE_ENTITY':

@@ -170,6 +170,7 @@ uint32_t tes_world_layout(const tes_world_t *world) {
 void tesi_flush(tes_world_t *world) {
     /* Commands applied here may not defer again (no iteration is live), but a command's effect
      * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
+    tesi_reserve_lift(true);
     for (uint32_t i = 0; i < world->command_count; i++) {
         const tesi_command_t *cmd = &world->commands[i];
         if (apply(world, cmd) == TES_OK) continue;
@@ -181,6 +182,7 @@ void tesi_flush(tes_world_t *world) {
     }
     world->command_count = 0;
     world->command_data_size = 0;
+    tesi_reserve_lift(false);
 }
 
 void tesi_commands_fini(tes_world_t *world) {

@@ -791,6 +791,11 @@ tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, u
 /* Room for n more commands (and `data` bytes of values) before recording a batch. */
 tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data);
 void tesi_flush(tes_world_t *world);
+/* Lifts the run reserve (tes_run_reserve) while a world's deferred commands apply, and puts it
+ * back: world.c. The flush comes when the world's last run ends, so none of that world's views
+ * is out, and a command must not be skipped for want of room the reserve held back (a flush
+ * that grows memory detaches only views of another world's run still live around it). */
+void tesi_reserve_lift(bool lift);
 void tesi_commands_fini(tes_world_t *world);
 /* A record reserved by a deferred spawn (not alive yet), or NULL. Its row holds
  * TESI_ROW_PENDING | the archetype it will have once the deferred commands so far apply. */

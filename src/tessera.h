@@ -1070,18 +1070,20 @@ TES_API void tes_free(void *ptr);
  * arrays over wasm memory) loses every view when memory grows. While it has views out (a loop
  * over a query), tes_run_reserve(bytes) keeps growth from happening under them: it makes room
  * for `bytes` first (growing memory now, before any view is handed out), then, until
- * tes_run_release, the C heap (the default allocator of every world, and tes_malloc) refuses
- * what would outgrow that room: the call that needed it fails with TES_ERR_OUT_OF_MEMORY and,
- * as every failure, changes nothing. Every allocation counts against the room, frees give
- * nothing back (so fragmentation cannot make the heap grow), and each costs its size plus a
- * fixed overhead. Worlds with their own allocator are not concerned. One reserve at a time,
- * for the whole module (its worlds share its memory).
+ * tes_run_release, the C heap (the default allocator of every world, and tes_malloc) takes no
+ * more memory from the system: what does not fit in the room it holds fails with
+ * TES_ERR_OUT_OF_MEMORY and, as every failure, changes nothing. What is freed meanwhile is
+ * reused. A world's deferred commands apply (when its last run ends) with the reserve lifted:
+ * none of its views is out then, and a command must not be lost for want of room. Worlds with
+ * their own allocator are not concerned. One reserve at a time, for the whole module (its worlds
+ * share its memory). In a native build, where memory does not move, a byte budget stands in:
+ * allocations cost their size plus a fixed overhead and frees give nothing back.
  */
 /* Makes room for `bytes` and starts the reserve. TES_ERR_OUT_OF_MEMORY when the room cannot be
  * had; TES_ERR_INVALID_ARGUMENT when a reserve is held already or bytes is 0. */
 TES_API tes_result_t tes_run_reserve(size_t bytes);
-/* Ends the reserve; returns how many bytes of it were taken (0 when none was held): a host
- * sizes the next reserve from it. */
+/* Ends the reserve; returns the size of the largest allocation it refused (0 when none, or when
+ * no reserve was held): a host makes the next reserve larger by it. */
 TES_API size_t tes_run_release(void);
 
 #ifdef __cplusplus

@@ -28,24 +28,58 @@ const char *tes_result_message(tes_result_t result) {
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
-/* The run reserve (tes_run_reserve): while `budget` is set, the C heap hands out at most that
- * much (each allocation costing its size and RESERVE_OVERHEAD, for dlmalloc's header and
- * alignment padding), and `taken` counts what it did. */
+/* The run reserve (tes_run_reserve). In wasm the C heap is dlmalloc: once the room is made, its
+ * footprint limit (what it may take from the system) is set to what it holds, so it never grows
+ * memory, and what is freed is reused as always. Natively there is no memory to keep still (the
+ * tests run there): a byte budget stands in, each allocation costing its size plus
+ * RESERVE_OVERHEAD and frees giving nothing back, which is stricter. */
+#ifdef __EMSCRIPTEN__
+size_t malloc_footprint(void);
+size_t malloc_set_footprint_limit(size_t bytes);
+int mallopt(int param, int value);
+#define DLMALLOC_TRIM_THRESHOLD (-1) /* dlmalloc's M_TRIM_THRESHOLD; -1: never */
+#endif
 #define RESERVE_OVERHEAD 64u
-static struct {
-    size_t budget;
+typedef struct reserve_t {
+    bool held;
+    uint32_t lifted; /* tesi_reserve_lift depth: the reserve does not apply */
+    size_t refused;  /* the largest allocation refused under it */
+    size_t budget;   /* native stand-in: room, and what was taken of it */
     size_t taken;
-} reserve;
+} reserve_t;
+static reserve_t reserve;
+
+/* Keeps the heap from taking more memory from the system (hold) or lets it (!hold). */
+static void hold_memory(bool hold) {
+#ifdef __EMSCRIPTEN__
+    malloc_set_footprint_limit(hold ? malloc_footprint() : SIZE_MAX);
+#else
+    (void)hold;
+#endif
+}
+
+void tesi_reserve_lift(bool lift) {
+    if (!reserve.held) return;
+    if (lift ? reserve.lifted++ == 0 : --reserve.lifted == 0) hold_memory(!lift);
+}
 
 static void *heap_alloc(size_t size) {
     /* aligned_alloc wants a multiple of the alignment; chunk columns rely on 16 bytes. */
     size_t rounded = (size + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1);
-    if (reserve.budget) {
+    bool held = reserve.held && !reserve.lifted;
+#ifndef __EMSCRIPTEN__
+    if (held) {
         size_t cost = rounded + RESERVE_OVERHEAD;
-        if (cost < rounded || cost > reserve.budget - reserve.taken) return NULL;
+        if (cost < rounded || cost > reserve.budget - reserve.taken) {
+            if (size > reserve.refused) reserve.refused = size;
+            return NULL;
+        }
         reserve.taken += cost;
     }
-    return aligned_alloc(TESI_ALIGN, rounded);
+#endif
+    void *block = rounded >= size ? aligned_alloc(TESI_ALIGN, rounded) : NULL;
+    if (!block && held && size > reserve.refused) reserve.refused = size;
+    return block;
 }
 
 static void *default_alloc(size_t size, void *user) {
@@ -54,23 +88,30 @@ static void *default_alloc(size_t size, void *user) {
 }
 
 tes_result_t tes_run_reserve(size_t bytes) {
-    if (!bytes || reserve.budget) return TES_ERR_INVALID_ARGUMENT;
+    if (!bytes || reserve.held) return TES_ERR_INVALID_ARGUMENT;
     if (bytes > SIZE_MAX - TESI_ALIGN) return TES_ERR_OUT_OF_MEMORY;
     /* Taken and given back at once: the heap then has that much room in one piece (a freed
      * block is never returned to the system: wasm memory does not shrink). */
-    void *room = aligned_alloc(TESI_ALIGN, (bytes + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1));
+#ifdef __EMSCRIPTEN__
+    /* dlmalloc would give a large free block at the top back to the system (its footprint
+     * shrinks, memory does not: wasm memory never shrinks), taking the room away again. */
+    mallopt(DLMALLOC_TRIM_THRESHOLD, -1);
+#endif
+    static void *volatile room; /* volatile: a malloc whose block is only freed is elided */
+    room = aligned_alloc(TESI_ALIGN, (bytes + TESI_ALIGN - 1) & ~(size_t)(TESI_ALIGN - 1));
     if (!room) return TES_ERR_OUT_OF_MEMORY;
     free(room);
-    reserve.budget = bytes;
-    reserve.taken = 0;
+    room = NULL;
+    reserve = (reserve_t){.held = true, .budget = bytes};
+    hold_memory(true);
     return TES_OK;
 }
 
 size_t tes_run_release(void) {
-    size_t taken = reserve.budget ? reserve.taken : 0;
-    reserve.budget = 0;
-    reserve.taken = 0;
-    return taken;
+    size_t refused = reserve.refused;
+    if (reserve.held && !reserve.lifted) hold_memory(false);
+    reserve = (reserve_t){0};
+    return refused;
 }
 
 static void default_free(void *ptr, size_t size, void *user) {

@@ -6,7 +6,7 @@
 export const SUITE = ['packed_5', 'simple_iter', 'frag_iter', 'entity_cycle', 'add_remove'];
 export const SCENARIOS = [
   'particles_10k', 'particles_100k', 'particles_1m',
-  'observers_10k', 'observers_100k', 'set_heavy', 'churn',
+  'observers_10k', 'observers_100k', 'set_heavy', 'get_heavy', 'churn',
 ];
 export const CASES = [...SUITE, ...SCENARIOS];
 
@@ -82,6 +82,15 @@ export const yIndex = (t, j, n) => (Math.floor(n / 2) + t * OBS_TAGS + j) % n;
 // with i % 10 === t % 10 (10%), one public-API set per entity.
 export const SET_N = 100_000;
 export const SET_STRIDE = 10;
+
+// get_heavy: the same 100k entities, Position.x = i % 1000 for entity i (set up untimed); per
+// tick t, sum Position.x over every entity i with i % 10 === t % 10, one public-API read each.
+// The sum of a tick is getHeavySum(t).
+export const getHeavySum = (t) => {
+  let sum = 0;
+  for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += i % 1000;
+  return sum;
+};
 
 // churn: 100k entities with Position, Velocity, kept in spawn order in a ring of handles.
 // Per tick (head h): add tag T to ring slots [h + N/2, +1000), remove T from

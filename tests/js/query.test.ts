@@ -267,7 +267,10 @@ describe('replayed runs (a plain query reuses its chunk list while nothing moved
         for (const chunk of q) before = chunk.column(Position, 'x');
         const other = await newWorld();
         const bytes = before!.buffer.byteLength;
-        other.spawnMany(2_000_000, Position); // grows the module's memory; world's layout is unchanged
+        // Grows the module's memory past the room earlier runs reserved (wide rows); world's
+        // layout is unchanged.
+        const Wide = component('QueryWide', { v: ['f64', 256] });
+        for (let round = 0; before!.buffer.byteLength === bytes && round < 100; round++) other.spawnMany(4_000, Wide);
         expect(before!.buffer.byteLength === bytes ? 'not grown' : 'grown').toBe('grown');
         expect(before!.length).toBe(0); // detached
         expect(xs(world, q)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);

@@ -9,6 +9,7 @@ import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
+  getHeavySum,
 } from '../shared.js';
 
 const i32 = (cap) => ({ value: new Int32Array(cap) });
@@ -296,6 +297,27 @@ function churn() {
   };
 }
 
+// bitecs' way to read a field is a store read: Position.x[eid].
+function getHeavy() {
+  const world = createWorld();
+  const Position = xy(SET_N + 2), Velocity = xy(SET_N + 2);
+  const ids = new Int32Array(SET_N);
+  for (let i = 0; i < SET_N; i++) Position.x[(ids[i] = spawnWith(world, Position, Velocity))] = i % 1000;
+  let t = 0, sum = 0;
+  return {
+    op() {
+      t++;
+      sum = 0;
+      const x = Position.x;
+      for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x[ids[i]];
+    },
+    check(k) {
+      assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+    },
+    dispose: () => deleteWorld(world),
+  };
+}
+
 const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
@@ -305,6 +327,7 @@ const cases = caseTable({
   particles,
   observers,
   set_heavy: setHeavy,
+  get_heavy: getHeavy,
   churn,
 });
 

@@ -9,6 +9,7 @@ import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
+  getHeavySum,
 } from '../shared.js';
 
 const V = () => trait({ value: 0 });
@@ -269,6 +270,24 @@ function churn() {
   };
 }
 
+function getHeavy() {
+  const world = createWorld();
+  const ids = [];
+  for (let i = 0; i < SET_N; i++) ids.push(world.spawn(Position({ x: i % 1000 }), Velocity));
+  let t = 0, sum = 0;
+  return {
+    op() {
+      t++;
+      sum = 0;
+      for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += ids[i].get(Position).x;
+    },
+    check(k) {
+      assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+    },
+    dispose: dispose(world),
+  };
+}
+
 const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
@@ -278,6 +297,7 @@ const cases = caseTable({
   particles,
   observers,
   set_heavy: setHeavy,
+  get_heavy: getHeavy,
   churn,
 });
 

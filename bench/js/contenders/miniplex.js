@@ -7,6 +7,7 @@ import { World } from 'miniplex';
 import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
+  getHeavySum,
 } from '../shared.js';
 
 function packed5() {
@@ -208,6 +209,23 @@ function churn() {
   };
 }
 
+function getHeavy() {
+  const world = new World();
+  const ids = [];
+  for (let i = 0; i < SET_N; i++) ids.push(world.add({ position: { x: i % 1000, y: 0 }, velocity: { x: 0, y: 0 } }));
+  let t = 0, sum = 0;
+  return {
+    op() {
+      t++;
+      sum = 0;
+      for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += ids[i].position.x;
+    },
+    check(k) {
+      assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+    },
+  };
+}
+
 const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
@@ -216,6 +234,7 @@ const cases = caseTable({
   add_remove: addRemove,
   particles,
   set_heavy: setHeavy,
+  get_heavy: getHeavy,
   churn,
 });
 

@@ -6,6 +6,7 @@ import { World, createEntitySystem } from 'piecs';
 import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
+  getHeavySum,
 } from '../shared.js';
 
 const comp = (world, cap) => ({ id: world.createComponentId(), value: new Int32Array(cap) });
@@ -241,6 +242,27 @@ function churn() {
   };
 }
 
+function getHeavy() {
+  const world = new World();
+  const P = world.createComponentId(), V = world.createComponentId();
+  const x = new Float32Array(SET_N + 2), y = new Float32Array(SET_N + 2);
+  const prefab = world.prefabricate([P, V]);
+  world.initialize();
+  const ids = new Int32Array(SET_N);
+  for (let i = 0; i < SET_N; i++) x[(ids[i] = world.createEntity(prefab))] = i % 1000;
+  let t = 0, sum = 0;
+  return {
+    op() {
+      t++;
+      sum = 0;
+      for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x[ids[i]];
+    },
+    check(k) {
+      assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+    },
+  };
+}
+
 const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
@@ -249,6 +271,7 @@ const cases = caseTable({
   add_remove: addRemove,
   particles,
   set_heavy: setHeavy,
+  get_heavy: getHeavy,
   churn,
 });
 

@@ -5,6 +5,7 @@ import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE,
+  getHeavySum,
 } from '../shared.js';
 
 function packed5() {
@@ -162,6 +163,22 @@ function setHeavy() {
   };
 }
 
+function getHeavy() {
+  const x = new Float32Array(SET_N);
+  for (let i = 0; i < SET_N; i++) x[i] = i % 1000;
+  let t = 0, sum = 0;
+  return {
+    op() {
+      t++;
+      sum = 0;
+      for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x[i];
+    },
+    check(k) {
+      assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+    },
+  };
+}
+
 const cases = caseTable({
   packed_5: packed5,
   simple_iter: simpleIter,
@@ -169,6 +186,7 @@ const cases = caseTable({
   particles,
   observers,
   set_heavy: setHeavy,
+  get_heavy: getHeavy,
 });
 
 const missing = {

@@ -5,6 +5,7 @@ import {
   assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
   particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
   observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
+  getHeavySum,
 } from '../shared.js';
 
 const V = { value: 'i32' };
@@ -295,18 +296,54 @@ function observers(n) {
   };
 }
 
-function setHeavy() {
+// way: 'set' (world.set, as the README teaches), 'field' (a world.field handle made once), or
+// 'tracked' (world.set on a component a changed subscription watches, drained each tick).
+function setHeavy(way) {
   return async () => {
     const world = await createWorld();
     const ids = world.spawnMany(SET_N, Position, Velocity);
-    let t = 0;
+    const x = world.field(Position, 'x');
+    const changes = way === 'tracked' ? world.subscribe({ changed: [Position] }) : undefined;
+    let t = 0, changed = 0;
     return {
       op() {
         t++;
-        for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
+        if (way === 'field') {
+          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) x.set(ids[i], t);
+        } else {
+          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
+        }
+        if (changes) changed = changes.drain().entities.length;
       },
       check(k) {
         assert(t === k && world.get(ids[(k % SET_STRIDE) + SET_STRIDE * 7], Position, 'x') === k, 'set_heavy value');
+        assert(!changes || changed === SET_N / SET_STRIDE, `set_heavy changes ${changed}`);
+      },
+      dispose: () => world.destroy(),
+    };
+  };
+}
+
+// way: 'get' (world.get(e, C, field)) or 'field' (a world.field handle made once).
+function getHeavy(way) {
+  return async () => {
+    const world = await createWorld();
+    const ids = world.spawnMany(SET_N, Position, Velocity);
+    for (let i = 0; i < SET_N; i++) world.set(ids[i], Position, 'x', i % 1000);
+    const x = world.field(Position, 'x');
+    let t = 0, sum = 0;
+    return {
+      op() {
+        t++;
+        sum = 0;
+        if (way === 'field') {
+          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x.get(ids[i]);
+        } else {
+          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += world.get(ids[i], Position, 'x');
+        }
+      },
+      check(k) {
+        assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
       },
       dispose: () => world.destroy(),
     };
@@ -359,7 +396,11 @@ const cases = caseTable({
   particles: (n) => particles(n, false),
   'particles (kernels)': (n) => particles(n, true),
   observers,
-  set_heavy: setHeavy(),
+  set_heavy: setHeavy('set'),
+  'set_heavy (field)': setHeavy('field'),
+  'set_heavy (tracked)': setHeavy('tracked'),
+  get_heavy: getHeavy('get'),
+  'get_heavy (field)': getHeavy('field'),
   churn: churn(false),
   'churn (batch API)': churn(true),
 });

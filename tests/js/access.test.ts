@@ -1,0 +1,301 @@
+// Per-entity access in JS over the core's layout (bindings/access.ts): world.get / set / has /
+// isAlive and world.field, on every path: placed, stale, pending, sparse, tracked, untracked,
+// value by value against the core's own checks.
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+
+import { component, relation, tag, type Entity } from '../../dist/index.js';
+import { expectError, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Position = component('Position', { x: 'f32', y: 'f32' });
+const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
+const Health = component('Health', { value: 'i32' });
+const Inventory = component('Inventory', { items: ['u32', 4], count: 'u8' });
+const Frozen = tag('Frozen');
+const Likes = relation('Likes', { amount: 'f32' });
+const schema = { f32: 'f32', f64: 'f64', i8: 'i8', u8: 'u8', i16: 'i16', u16: 'u16', i32: 'i32', u32: 'u32' } as const;
+type FieldType = keyof typeof schema;
+const types = Object.keys(schema) as FieldType[];
+/** Chunk storage: the JS path. */
+const Dense = component('Dense', schema);
+/** Sparse storage: always the core's path, the reference for what a value does. */
+const Reference = component('Reference', schema, { storage: 'sparse' });
+
+describe('world.get / world.set in JS', () => {
+    test('every field type and array fields read back what was written, as the chunk columns hold it', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Dense, Inventory, Position);
+        const values = { f32: 1.5, f64: 0.1, i8: -128, u8: 255, i16: -32768, u16: 65535, i32: -2147483648, u32: 4294967295 };
+        for (const type of types) world.set(e, Dense, type, values[type]);
+        for (const type of types) expect(world.get(e, Dense, type)).toBe(values[type]);
+        expect(world.get(e, Dense)).toEqual(values);
+        world.set(e, Inventory, { items: [1, 2, 3, 4], count: 4 });
+        expect(world.get(e, Inventory, 'items')).toEqual([1, 2, 3, 4]);
+        world.set(e, Position, { x: 3, y: 4 });
+        for (const chunk of world.query({ all: [Position] })) {
+            expect([...chunk.column(Position, 'x')]).toEqual([3]);
+            expect([...chunk.column(Position, 'y')]).toEqual([4]);
+        }
+    });
+
+    test('an entity that moved archetypes is found in its new chunk; the old row is not touched', async () => {
+        const world = await newWorld();
+        const a = world.spawn(Position({ x: 1, y: 1 }));
+        const b = world.spawn(Position({ x: 2, y: 2 }));
+        expect(world.get(a, Position, 'x')).toBe(1);
+        world.add(a, Velocity); // a moves; b is swapped into its old row
+        world.set(a, Position, 'x', 10);
+        expect(world.get(a, Position, 'x')).toBe(10);
+        expect(world.get(b, Position, 'x')).toBe(2);
+        world.remove(a, Velocity);
+        expect(world.get(a, Position, 'x')).toBe(10);
+        expect(world.get(b, Position, 'x')).toBe(2);
+    });
+
+    test('a stale handle throws STALE_ENTITY and never touches the entity that reuses its index', async () => {
+        const world = await newWorld({ minFreeIndices: 1 });
+        const old = world.spawn(Health({ value: 5 }));
+        world.despawn(old);
+        world.despawn(world.spawn()); // indices are reused once more than minFreeIndices wait
+        let reused: Entity | undefined;
+        for (let i = 0; i < 8 && reused === undefined; i++) {
+            const e = world.spawn(Health({ value: 7 }));
+            if ((e & 0x1fffff) === (old & 0x1fffff)) reused = e;
+        }
+        expect(reused).toBeDefined();
+        expectError(() => world.get(old, Health, 'value'), 'STALE_ENTITY', { operation: 'world.get', entity: old });
+        expectError(() => world.set(old, Health, 'value', 99), 'STALE_ENTITY', { operation: 'world.set', entity: old });
+        expectError(() => world.set(old, Health, { value: 99 }), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.has(old, Health), 'STALE_ENTITY', { entity: old });
+        expect(world.isAlive(old)).toBe(false);
+        expect(world.get(reused!, Health, 'value')).toBe(7);
+    });
+
+    test('pending entities: get and has throw PENDING_ENTITY, set is recorded and applied in order', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        let pending: Entity = 0;
+        for (const _ of world.query({ all: [Position] })) {
+            pending = world.spawn(Health({ value: 1 }));
+            expect(world.isAlive(pending)).toBe(true);
+            expectError(() => world.get(pending, Health, 'value'), 'PENDING_ENTITY', { entity: pending });
+            expectError(() => world.has(pending, Health), 'PENDING_ENTITY', { entity: pending });
+            world.set(pending, Health, 'value', 2);
+            world.set(pending, Health, { value: 3 });
+        }
+        expect(world.get(pending, Health, 'value')).toBe(3);
+    });
+
+    test('sparse components and pairs keep working (the core answers)', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Reference);
+        world.set(e, Reference, 'i16', -5);
+        expect(world.get(e, Reference, 'i16')).toBe(-5);
+        expect(world.has(e, Reference)).toBe(true);
+        const bob = world.spawn();
+        world.addPair(e, Likes, bob, { amount: 2 });
+        expect(world.has(e, Likes(bob))).toBe(true);
+        expect(world.getPair(e, Likes, bob, 'amount')).toBe(2);
+        expectError(() => world.get(e, Likes as never, 'amount'), 'NEEDS_TARGET');
+    });
+
+    test('has and isAlive answer for placed entities, the checked path for the rest', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, Frozen);
+        expect(world.has(e, Position)).toBe(true);
+        expect(world.has(e, Frozen)).toBe(true);
+        expect(world.has(e, Health)).toBe(false); // never registered in this world
+        world.spawn(Health);
+        expect(world.has(e, Health)).toBe(false); // registered, not on e
+        world.remove(e, Frozen);
+        expect(world.has(e, Frozen)).toBe(false);
+        for (const value of [0, -1, 1.5, '1', 2 ** 30, 2 ** 32 + e, NaN, undefined, null, {}]) {
+            expect(world.isAlive(value as never)).toBe(false);
+        }
+        expectError(() => world.has(2 ** 32 + e, Position), 'INVALID_ARGUMENT');
+    });
+
+    test('errors are those of the checked path: unknown field, tag, missing component, bad values', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position, Frozen);
+        expectError(() => world.get(e, Position, 'z' as never), 'UNKNOWN_FIELD', { entity: e, component: 'Position', field: 'z' });
+        expectError(() => world.get(e, Frozen, 'x' as never), 'TAG_HAS_NO_DATA');
+        expectError(() => world.get(e, Frozen), 'TAG_HAS_NO_DATA');
+        expectError(() => world.get(e, Velocity, 'x'), 'MISSING_COMPONENT', { entity: e, component: 'Velocity' });
+        world.spawn(Velocity);
+        expectError(() => world.get(e, Velocity, 'x'), 'MISSING_COMPONENT', { entity: e, component: 'Velocity' });
+        expectError(() => world.set(e, Position, 'x', '1' as never), 'BAD_VALUE', { field: 'x' });
+        expectError(() => world.set(e, Position, 'x', 1e39), 'BAD_VALUE', { field: 'x' });
+        expectError(() => world.get(e, {} as never, 'x'), 'INVALID_ARGUMENT');
+    });
+});
+
+describe('values: the JS path stores exactly what the core stores, and refuses nothing the core takes', () => {
+    const edges = [
+        0, -0, 1, -1, 0.5, -0.5, 1.5, 2.5, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536,
+        2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 53, -(2 ** 53),
+        3.4028234663852886e38, 3.4028235e38, 3.4028236e38, -3.4028235e38, 1e39, -1e39, Number.MAX_VALUE,
+        Number.MIN_VALUE, 1e-46, Infinity, -Infinity, NaN,
+    ];
+    const outcome = (run: () => void, read: () => number): string | number => {
+        try {
+            run();
+        } catch (error) {
+            return (error as { code: string }).code;
+        }
+        return read();
+    };
+
+    test('every edge value, every type: the same result through chunk storage (JS) and sparse (C)', async () => {
+        const world = await newWorld();
+        const dense = world.spawn(Dense);
+        const sparse = world.spawn(Reference);
+        for (const type of types) {
+            for (const value of edges) {
+                const viaJs = outcome(() => world.set(dense, Dense, type, value), () => world.get(dense, Dense, type));
+                const viaC = outcome(() => world.set(sparse, Reference, type, value), () => world.get(sparse, Reference, type));
+                expect(viaJs, `${type} ${value}`).toEqual(viaC);
+            }
+        }
+    });
+
+    test('random numbers: the same result both ways (property)', async () => {
+        const world = await newWorld();
+        const dense = world.spawn(Dense);
+        const sparse = world.spawn(Reference);
+        const number = fc.oneof(fc.double(), fc.integer({ min: -(2 ** 33), max: 2 ** 33 }), fc.constantFrom(...edges));
+        fc.assert(
+            fc.property(fc.constantFrom(...types), number, (type, value) => {
+                const viaJs = outcome(() => world.set(dense, Dense, type, value), () => world.get(dense, Dense, type));
+                const viaC = outcome(() => world.set(sparse, Reference, type, value), () => world.get(sparse, Reference, type));
+                expect(viaJs).toEqual(viaC);
+            }),
+            { numRuns: 5000 },
+        );
+    });
+
+    test('a multi-field set is all or nothing: one bad value or unknown field writes none', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Dense({ f32: 1, i8: 1, u32: 1 }));
+        expectError(() => world.set(e, Dense, { f32: 2, i8: 300 }), 'BAD_VALUE', { field: 'i8' });
+        expectError(() => world.set(e, Dense, { u32: 2, nope: 1 } as never), 'UNKNOWN_FIELD', { field: 'nope' });
+        expectError(() => world.set(e, Dense, { f32: 2, u32: 'x' } as never), 'BAD_VALUE', { field: 'u32' });
+        expect(world.get(e, Dense)).toMatchObject({ f32: 1, i8: 1, u32: 1 });
+        world.set(e, Dense, { f32: 2, i8: -2, u32: undefined });
+        expect(world.get(e, Dense)).toMatchObject({ f32: 2, i8: -2, u32: 1 });
+    });
+
+    test('each value of a multi-field set is read once, and what was read is what is written', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        let reads = 0;
+        const values = {
+            get x() {
+                reads++;
+                return reads === 1 ? 5 : 1e39; // a second read would see a value f32 refuses
+            },
+            y: 6,
+        };
+        world.set(e, Position, values);
+        expect(reads).toBe(1);
+        expect(world.get(e, Position)).toEqual({ x: 5, y: 6 });
+    });
+});
+
+describe('change tracking', () => {
+    test('a tracked write is a change for consumers; a write to an untracked component beside it is none', async () => {
+        const world = await newWorld();
+        const hits = world.subscribe({ changed: [Health] });
+        const e = world.spawn(Health, Position);
+        hits.drain();
+        world.set(e, Position, 'x', 1); // Position is untracked, in a chunk that tracks Health
+        world.set(e, Position, { x: 2, y: 2 });
+        expect(hits.drain().entities.length).toBe(0);
+        world.set(e, Health, 'value', 3);
+        expect([...hits.drain().entities]).toEqual([e]);
+        world.set(e, Health, { value: 4 });
+        expect([...hits.drain().entities]).toEqual([e]);
+        const hp = world.field(Health, 'value');
+        hp.set(e, 5);
+        expect([...hits.drain().entities]).toEqual([e]);
+        hp.get(e);
+        world.get(e, Health);
+        expect(hits.drain().entities.length).toBe(0); // reads mark nothing
+    });
+
+    test('a write inside a loop is a change, seen once', async () => {
+        const world = await newWorld();
+        const hits = world.subscribe({ changed: [Health] });
+        const es = [world.spawn(Health), world.spawn(Health)];
+        hits.drain();
+        for (const chunk of world.query({ all: [Health] })) {
+            for (const e of chunk.entities) world.set(e, Health, 'value', 9);
+        }
+        expect([...hits.drain().entities].sort()).toEqual([...es].sort());
+        expect(hits.drain().entities.length).toBe(0);
+    });
+});
+
+describe('world.field', () => {
+    test('get and set are world.get and world.set for that field, errors included', async () => {
+        const world = await newWorld();
+        const hp = world.field(Health, 'value');
+        expect(hp.name).toBe('value');
+        expect(hp.component).toBe(Health);
+        const e = world.spawn(Position);
+        expectError(() => hp.get(e), 'MISSING_COMPONENT', { operation: 'field.get', entity: e, component: 'Health', field: 'value' });
+        world.add(e, Health({ value: 10 }));
+        hp.set(e, hp.get(e) - 3);
+        expect(world.get(e, Health, 'value')).toBe(7);
+        expectError(() => hp.set(e, 2.5), 'BAD_VALUE', { operation: 'field.set', field: 'value' });
+        expect(hp.get(e)).toBe(7);
+        world.despawn(e);
+        expectError(() => hp.get(e), 'STALE_ENTITY', { operation: 'field.get', entity: e });
+        const items = world.field(Inventory, 'items');
+        const f = world.spawn(Inventory({ items: [4, 3, 2, 1] }));
+        expect(items.get(f)).toEqual([4, 3, 2, 1]);
+        items.set(f, [1, 1, 1, 1]);
+        expect(world.get(f, Inventory, 'items')).toEqual([1, 1, 1, 1]);
+        world.destroy();
+        expectError(() => hp.get(f), 'DESTROYED');
+    });
+
+    test('refuses what has no field: unknown names, tags, relations, non-components', async () => {
+        const world = await newWorld();
+        expectError(() => world.field(Health, 'hp' as never), 'UNKNOWN_FIELD', { operation: 'world.field', component: 'Health', field: 'hp' });
+        expectError(() => world.field(Frozen, 'x' as never), 'TAG_HAS_NO_DATA');
+        expectError(() => world.field(Likes as never, 'amount' as never), 'NEEDS_TARGET');
+        expectError(() => world.field({} as never, 'x' as never), 'INVALID_ARGUMENT');
+    });
+
+    test("a registration taken back by a failed call never lets a field read another component's column", async () => {
+        const world = await newWorld();
+        const Fresh = component('Fresh', { v: 'f64' });
+        const Other = component('Other', { w: 'f64' });
+        const fresh = world.field(Fresh, 'v');
+        const anchor = world.spawn(Position);
+        // Registers Fresh, then fails: Fresh's registration is taken back.
+        expectError(() => world.add(anchor, Fresh({ v: 'bad' as never })), 'BAD_VALUE');
+        const e = world.spawn(Other({ w: 42 })); // Other may take the id Fresh had
+        expectError(() => fresh.get(e), 'MISSING_COMPONENT');
+        expect(world.get(e, Other, 'w')).toBe(42);
+        world.add(e, Fresh({ v: 1 }));
+        expect(fresh.get(e)).toBe(1);
+        expect(world.get(e, Other, 'w')).toBe(42);
+    });
+
+    test('memory growth between calls: the field reads through fresh views', async () => {
+        const world = await newWorld();
+        const x = world.field(Position, 'x');
+        const e = world.spawn(Position({ x: 8 }));
+        expect(x.get(e)).toBe(8);
+        const bytes = world.stats().bytesAllocated;
+        world.spawnMany(200_000, Position, Velocity, Health, Dense);
+        expect(world.stats().bytesAllocated).toBeGreaterThan(bytes + 8_000_000);
+        x.set(e, 9);
+        expect(x.get(e)).toBe(9);
+        expect(world.get(e, Position, 'x')).toBe(9);
+    });
+});
