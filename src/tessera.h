@@ -373,7 +373,9 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
 /*
  * An item is a component (or tag), or a pair: a relation with its target. A value gives one
  * field of one item all its elements (the field's length of them), as doubles converted by
- * tes_set_number's rules. The calls below take a list of items with values and check every
+ * tes_set_number's rules: the same numbers for every entity of the call, or (a value with a
+ * stride) numbers of their own for each entity, e.g. every spawned bullet its own position in
+ * one call. The calls below take a list of items with values and check every
  * item, value and entity, and reserve every byte they may need, before they change anything:
  * a failed call changes nothing (as everywhere, it may keep capacity it grew, and an archetype
  * it created on the way), and *out_fault (may be NULL) says what it was about.
@@ -384,8 +386,11 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * or (when adding) two pairs of one EXCLUSIVE relation, TES_ERR_INVALID_ARGUMENT; a target that
  * is not alive TES_ERR_STALE_ENTITY (pending while deferring is fine). Then each value: its
  * item index out of range TES_ERR_INVALID_ARGUMENT, an item without data TES_ERR_TAG_HAS_NO_DATA,
- * an unknown field TES_ERR_UNKNOWN_FIELD, numbers out of range TES_ERR_INVALID_ARGUMENT, a
- * number the field's type cannot hold TES_ERR_BAD_VALUE. Then each entity: not alive
+ * an unknown field TES_ERR_UNKNOWN_FIELD, numbers out of range (for a value with a stride: the
+ * numbers of any of the call's entities) TES_ERR_INVALID_ARGUMENT, a number the field's type
+ * cannot hold TES_ERR_BAD_VALUE (every entity's numbers are checked before anything changes;
+ * the fault's `number` says which: entity (number - value.number) / stride of the call). Then
+ * each entity: not alive
  * TES_ERR_STALE_ENTITY (or TES_ERR_PENDING_ENTITY where a pending one cannot be used), listed
  * twice TES_ERR_DUPLICATE_ENTITY, a pair that would close a cycle TES_ERR_CYCLE.
  *
@@ -398,8 +403,9 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * have now (to an item a recorded add brings, it is recorded after that add).
  *
  * wasm32 layouts: tes_item_t component 0, target 4 (8 bytes); tes_value_t item 0, field 4,
- * number 8 (12 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12, numbers 16,
- * number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12 (16 bytes). */
+ * number 8, stride 12 (16 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12,
+ * numbers 16, number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12
+ * (16 bytes); bindings/abi.ts has them from the build (tools/abi.c). */
 typedef struct tes_item_t {
     tes_component_t component; /* a component or tag; or a relation, with its target */
     tes_entity_t target;       /* a pair's target; 0 for a component */
@@ -409,6 +415,12 @@ typedef struct tes_value_t {
     uint32_t item;   /* index in tes_items_t.items */
     uint32_t field;  /* field index of the item's component (a pair: of the relation's data) */
     uint32_t number; /* index in tes_items_t.numbers of its first element */
+    /* 0: every entity of the call takes the numbers at `number`. Otherwise numbers per entity:
+     * entity i of the call (the i-th spawned, or entities[i]) takes the field's elements at
+     * number + i * stride (stride = the field's length: one block per entity, entity-major as
+     * in a column). The calls over a query refuse it (TES_ERR_INVALID_ARGUMENT): they have no
+     * order a caller could line numbers up with. */
+    uint32_t stride;
 } tes_value_t;
 
 typedef struct tes_items_t {
