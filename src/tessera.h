@@ -874,13 +874,21 @@ TES_API tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *que
  * Column operations run inside the library over every row a query visits, so per-frame math
  * needs no per-entity loop in the host. Unfiltered chunks are processed as one contiguous range
  * of the column (SIMD in the wasm build); filtered runs touch their dirty rows only. Fields of
- * type f32 and f64 only; an array field is processed element by element. f32 fields compute in
- * float: k, lo and hi are converted once per call (rounding to nearest).
+ * every type; an array field is processed element by element. f32 fields compute in float: k,
+ * lo and hi are converted once per call (rounding to nearest).
+ *
+ * Integer fields (i8 u8 i16 u16 i32 u32) saturate: each result is computed exactly (in a wider
+ * type) and held to the field's range, so a u8 at 250 plus 10 is 255, a u16 timer counted down
+ * past 0 stays 0, and nothing wraps. That is the integer counterpart of float overflow giving
+ * infinity: a per-frame kernel that meets one entity at its limit does not fail the frame. The
+ * operands must be values of the field's type (tes_set_number's rule: whole numbers in range;
+ * TES_ERR_BAD_VALUE otherwise), so results are whole and SUB_COLLECT on an unsigned field
+ * collects an entity once, on the call that brings it to 0.
  */
 
 typedef enum tes_op_kind_t {
     TES_OP_FILL = 1,    /* a = k */
-    TES_OP_ADD,         /* a += k */
+    TES_OP_ADD,         /* a += k (integers: saturating, as every op below) */
     TES_OP_SCALE,       /* a *= k */
     TES_OP_ADD_SCALED,  /* a += b * k   (b: src_component.src_field, same type and length as a) */
     TES_OP_CLAMP,       /* a = min(max(a, lo), hi); NaN elements stay NaN */
@@ -920,14 +928,14 @@ typedef struct tes_op_t {
  *   component (or src_component) not registered            TES_ERR_UNKNOWN_COMPONENT
  *   it is a tag                                             TES_ERR_TAG_HAS_NO_DATA
  *   no such field                                           TES_ERR_UNKNOWN_FIELD
- *   the field is not f32 or f64                             TES_ERR_BAD_FIELD_TYPE
  *   ADD_SCALED: src type differs from the target's          TES_ERR_BAD_FIELD_TYPE
  *   ADD_SCALED: src length differs from the target's        TES_ERR_BAD_SIZE
  *   the component is not in the query's all, added or
  *   changed terms (a matched archetype might lack it)       TES_ERR_MISSING_COMPONENT
  *   CLAMP with lo > hi or either NaN                        TES_ERR_INVALID_ARGUMENT
- *   f32 field: a finite k (lo, hi for CLAMP) beyond float's
- *   range (it would become infinity)                        TES_ERR_BAD_VALUE
+ *   k (lo and hi for CLAMP) not a value of the field's type
+ *   (f32: finite beyond float's range; integers: not whole,
+ *   NaN, infinite or out of the type's range)               TES_ERR_BAD_VALUE
  *   a consumer query with a live run                        TES_ERR_QUERY_IN_USE
  *   no memory for the run (its visits, the collected list)  TES_ERR_OUT_OF_MEMORY
  * On any of these nothing is written and nothing is consumed. The collected list is reserved for
