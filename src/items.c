@@ -528,7 +528,8 @@ static void write_values(const call_t *call, tes_entity_t entity, uint32_t posit
     for (uint32_t v = 0; v < x->value_count; v++) {
         const tes_value_t *value = &x->values[v];
         /* In range for every position: check_items saw each. */
-        const double *numbers = x->numbers + value->number + (call->first + position) * value->stride;
+        const double *numbers =
+            x->numbers + value->number + (call->first + position) * value->stride;
         const tes_item_t *item = &x->items[value->item];
         tesi_component_t *c = &world->components[item->component];
         const tesi_field_t *f = &c->fields[value->field];
