@@ -103,7 +103,11 @@ export class ItemList {
         const definition = this.definitions[item]!;
         const start = this.numberCount;
         if (meta.length === 1) {
-            if (typeof value !== 'number') throw badValue(operation, definition, meta, `expected a number, got ${describeValue(value)}`, entity);
+            if (typeof value !== 'number') {
+                // An array for a scalar field is most likely meant as values per entity.
+                const hint = typeof value === 'object' && value !== null && 'length' in value ? ` (values per entity: ${definition.name}.columns(...) with spawnMany)` : '';
+                throw badValue(operation, definition, meta, `expected a number, got ${describeValue(value)}${hint}`, entity);
+            }
             this.pushNumber(value);
         } else {
             const list = value as ArrayLike<unknown> | null;

@@ -441,6 +441,9 @@ describe('spawnMany with values per entity (C.columns)', () => {
         // @ts-expect-error: columns are for spawnMany
         expectError(() => world.add(e, Health.columns({ value: [1] })), 'INVALID_ARGUMENT', { component: 'Health' });
         expectError(() => Position.columns(null as never), 'BAD_VALUE');
+        // An array for a scalar field of a plain initializer points to columns.
+        const hint = expectError(() => world.spawnMany(2, Position({ x: [1, 2] as never })), 'BAD_VALUE', { field: 'x' });
+        expect(hint.message).toContain('Position.columns');
         expect(world.stats().entityCount).toBe(1);
     });
 });
