@@ -195,10 +195,11 @@ export const ITEM = {
 
 /** `tes_value_t`: one value of an item list. */
 export const VALUE = {
-    size: 12,
+    size: 16,
     item: 0,
     field: 4,
     number: 8,
+    stride: 12,
 } as const;
 
 /** `tes_items_t`: an item list. */

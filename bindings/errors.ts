@@ -68,6 +68,11 @@ export interface ErrorContext {
     readonly component?: string | undefined;
     /** The field's name. */
     readonly field?: string | undefined;
+    /**
+     * Where the entity at fault is in a call that takes values per entity (`spawnMany` with
+     * `C.columns(...)`): 0 for the first. Its handle may not exist (a refused spawn makes none).
+     */
+    readonly position?: number | undefined;
 }
 
 /**
@@ -90,6 +95,8 @@ export class TesseraError extends Error {
     readonly component: string | undefined;
     /** The field's name, if any. */
     readonly field: string | undefined;
+    /** The position of the entity at fault among a call's entities, if the call takes values per entity. */
+    readonly position: number | undefined;
 
     constructor(code: ErrorCode, operation: string, problem: string, context: ErrorContext = {}) {
         super(`tessera: ${operation} failed${describeContext(context)}: ${problem}`);
@@ -98,6 +105,7 @@ export class TesseraError extends Error {
         this.entity = context.entity;
         this.component = context.component;
         this.field = context.field;
+        this.position = context.position;
     }
 }
 
@@ -106,9 +114,10 @@ export function describeEntity(entity: number): string {
     return `entity ${entity} (index ${entity & 0x1fffff}, generation ${entity >>> 21})`;
 }
 
-function describeContext({ entity, component, field }: ErrorContext): string {
+function describeContext({ entity, component, field, position }: ErrorContext): string {
     const parts: string[] = [];
     if (entity !== undefined) parts.push(describeEntity(entity));
+    if (position !== undefined) parts.push(`entity #${position} of the call`);
     if (component !== undefined) parts.push(field === undefined ? component : `${component}.${field}`);
     return parts.length ? ` for ${parts.join(', ')}` : '';
 }

@@ -11,8 +11,11 @@ import type { Pointer, TesseraExports } from './load.js';
 import { TesseraError, type ErrorCode, type ErrorContext } from './errors.js';
 import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
 
-/** The largest block asked of the C heap: below 4 GiB, the most a wasm32 memory can hold. */
-const MAX_BLOCK_BYTES = 0xffff_0000;
+/**
+ * The largest block asked of the C heap: below 4 GiB, the most a wasm32 memory can hold (item
+ * lists check their numbers against it before growing to them).
+ */
+export const MAX_BLOCK_BYTES = 0xffff_0000;
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
 const SCRATCH_BYTES = 256;

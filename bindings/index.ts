@@ -29,6 +29,7 @@ export {
     limits,
     type Component,
     type ComponentInit,
+    type ComponentColumns,
     type ComponentItem,
     type ChangeDetection,
     type ComponentOptions,
@@ -51,6 +52,8 @@ export {
     type ValuesInput,
     type FieldValue,
     type FieldInput,
+    type ColumnInput,
+    type ColumnsInput,
     type ScalarOf,
 } from './schema.js';
 export { Query, Chunk, ChunkIterator, type QueryDesc, type Term } from './query.js';

@@ -9,27 +9,24 @@
  *
  * @module
  */
+import { FAULT, ITEM, ITEMS, VALUE } from './abi.js';
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
-import type { Heap } from './heap.js';
+import { MAX_BLOCK_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
 import { describeValue, fieldOf, type Definition, type FieldMeta } from './schema.js';
 
 /** `TES_NO_FAULT`: no item, value or number of the list. */
 const NO_FAULT = 0xffffffff;
 
-/*
- * wasm32 layouts (src/tessera.h): tes_items_t items 0, item_count 4, values 8, value_count 12,
- * numbers 16, number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12
- * (16 bytes); tes_item_t 8 bytes; tes_value_t 12 bytes.
+/**
+ * One value of the list: a field of one item, where its numbers start, and its stride (0: the
+ * same numbers for every entity; else the numbers per entity, entity after entity).
  */
-const ITEMS_BYTES = 24;
-const FAULT_BYTES = 16;
-
-/** One value of the list: a field of one item and where its numbers start. */
 interface ValueRef {
     readonly item: number;
     readonly meta: FieldMeta;
     readonly number: number;
+    readonly stride: number;
 }
 
 /** Where a call's list, fault and entities sit in wasm memory. */
@@ -106,7 +103,11 @@ export class ItemList {
         const definition = this.definitions[item]!;
         const start = this.numberCount;
         if (meta.length === 1) {
-            if (typeof value !== 'number') throw badValue(operation, definition, meta, `expected a number, got ${describeValue(value)}`, entity);
+            if (typeof value !== 'number') {
+                // An array for a scalar field is most likely meant as values per entity.
+                const hint = typeof value === 'object' && value !== null && 'length' in value ? ` (values per entity: ${definition.name}.columns(...) with spawnMany)` : '';
+                throw badValue(operation, definition, meta, `expected a number, got ${describeValue(value)}${hint}`, entity);
+            }
             this.pushNumber(value);
         } else {
             const list = value as ArrayLike<unknown> | null;
@@ -123,8 +124,36 @@ export class ItemList {
                 this.pushNumber(element);
             }
         }
-        this.values.push({ item, meta, number: start });
+        this.values.push({ item, meta, number: start, stride: 0 });
         this.valueCount++;
+    }
+
+    /**
+     * Adds a component with values per entity (`C.columns(...)`) for a call of `count`
+     * entities: each field a column of `count × length` numbers, entity after entity, or (a
+     * scalar field) one number for all. Each column is read once, its length checked before
+     * anything is copied; the C core checks every number against the field's type.
+     */
+    addColumns(definition: Definition, columns: unknown, count: number, operation: string): void {
+        const item = this.itemCount++;
+        this.definitions.push(definition);
+        this.targets.push(0);
+        if (typeof columns !== 'object' || columns === null) {
+            throw new TesseraError('BAD_VALUE', operation, `expected an object of columns, got ${describeValue(columns)}`, {
+                component: definition.name,
+            });
+        }
+        for (const field in columns) {
+            if (!Object.hasOwn(columns, field)) continue;
+            const column: unknown = (columns as Record<string, unknown>)[field]; // the one read
+            if (column === undefined) continue;
+            const meta = fieldOf(definition, field, operation);
+            if (typeof column === 'number' && meta.length === 1) {
+                this.addValue(item, meta, column, operation);
+            } else {
+                this.addColumn(item, meta, column, count, operation);
+            }
+        }
     }
 
     /**
@@ -133,35 +162,35 @@ export class ItemList {
      */
     write(heap: Heap, ids: readonly number[], entityRoom: number, operation: string): WrittenList {
         const items = this.itemCount, values = this.valueCount, numbers = this.numberCount;
-        const head = ITEMS_BYTES + FAULT_BYTES + entityRoom * 4 + items * 8 + values * 12;
+        const head = ITEMS.size + FAULT.size + entityRoom * 4 + items * ITEM.size + values * VALUE.size;
         const bytes = ((head + 7) & ~7) + numbers * 8;
         const block = heap.tempBlock(bytes, operation);
         const u32 = heap.u32;
-        const fault = block + ITEMS_BYTES;
-        const entities = fault + FAULT_BYTES;
+        const fault = block + ITEMS.size;
+        const entities = fault + FAULT.size;
         const itemAt = entities + entityRoom * 4;
-        const valueAt = itemAt + items * 8;
+        const valueAt = itemAt + items * ITEM.size;
         const numberAt = block + ((head + 7) & ~7);
-        let at = block >>> 2;
-        u32[at] = itemAt;
-        u32[at + 1] = items;
-        u32[at + 2] = valueAt;
-        u32[at + 3] = values;
-        u32[at + 4] = numberAt;
-        u32[at + 5] = numbers;
-        u32.fill(NO_FAULT, fault >>> 2, (fault >>> 2) + 3);
-        u32[(fault >>> 2) + 3] = 0;
-        at = itemAt >>> 2;
-        for (let i = 0; i < items; i++, at += 2) {
-            u32[at] = ids[i]!;
-            u32[at + 1] = this.targets[i]!;
+        u32[(block + ITEMS.items) >>> 2] = itemAt;
+        u32[(block + ITEMS.item_count) >>> 2] = items;
+        u32[(block + ITEMS.values) >>> 2] = valueAt;
+        u32[(block + ITEMS.value_count) >>> 2] = values;
+        u32[(block + ITEMS.numbers) >>> 2] = numberAt;
+        u32[(block + ITEMS.number_count) >>> 2] = numbers;
+        u32[(fault + FAULT.item) >>> 2] = NO_FAULT;
+        u32[(fault + FAULT.value) >>> 2] = NO_FAULT;
+        u32[(fault + FAULT.number) >>> 2] = NO_FAULT;
+        u32[(fault + FAULT.entity) >>> 2] = 0;
+        for (let i = 0, at = itemAt; i < items; i++, at += ITEM.size) {
+            u32[(at + ITEM.component) >>> 2] = ids[i]!;
+            u32[(at + ITEM.target) >>> 2] = this.targets[i]!;
         }
-        at = valueAt >>> 2;
-        for (let v = 0; v < values; v++, at += 3) {
+        for (let v = 0, at = valueAt; v < values; v++, at += VALUE.size) {
             const value = this.values[v]!;
-            u32[at] = value.item;
-            u32[at + 1] = value.meta.index;
-            u32[at + 2] = value.number;
+            u32[(at + VALUE.item) >>> 2] = value.item;
+            u32[(at + VALUE.field) >>> 2] = value.meta.index;
+            u32[(at + VALUE.number) >>> 2] = value.number;
+            u32[(at + VALUE.stride) >>> 2] = value.stride;
         }
         if (numbers) heap.f64.set(this.numberList.subarray(0, numbers), numberAt >>> 3);
         return { items: block, fault, entities };
@@ -175,8 +204,9 @@ export class ItemList {
         const code: ErrorCode = heap.codes[result] ?? 'CORRUPT';
         const message = heap.problem(result);
         const u32 = heap.u32;
-        const item = u32[fault >>> 2]!, value = u32[(fault >>> 2) + 1]!, number = u32[(fault >>> 2) + 2]!;
-        const faultEntity = u32[(fault >>> 2) + 3]!;
+        const item = u32[(fault + FAULT.item) >>> 2]!, value = u32[(fault + FAULT.value) >>> 2]!;
+        const number = u32[(fault + FAULT.number) >>> 2]!;
+        const faultEntity = u32[(fault + FAULT.entity) >>> 2]!;
         // A fault about an entity alone still names the item when there is only one.
         const definition = item !== NO_FAULT ? this.definitions[item] : this.itemCount === 1 ? this.definitions[0] : undefined;
         const target = item !== NO_FAULT ? (this.targets[item] ?? 0) : 0;
@@ -185,8 +215,16 @@ export class ItemList {
         const isTarget = faultEntity !== 0 && faultEntity === target && faultEntity !== subject;
         switch (code) {
             case 'BAD_VALUE': {
-                const element = meta !== undefined && meta.length > 1 ? ` (element ${number - this.values[value]!.number})` : '';
-                return new TesseraError(code, operation, `${this.number(number)}${element} cannot be stored in ${meta?.type ?? 'the field'} without loss`, context);
+                const ref = value !== NO_FAULT ? this.values[value] : undefined;
+                let offset = ref !== undefined ? number - ref.number : 0;
+                // Numbers per entity: which entity of the call, and which of its elements.
+                const position = ref !== undefined && ref.stride > 0 ? Math.floor(offset / ref.stride) : undefined;
+                if (position !== undefined) offset -= position * ref!.stride;
+                const element = meta !== undefined && meta.length > 1 ? ` (element ${offset})` : '';
+                return new TesseraError(code, operation, `${this.number(number)}${element} cannot be stored in ${meta?.type ?? 'the field'} without loss`, {
+                    ...context,
+                    position,
+                });
             }
             case 'INVALID_ARGUMENT':
                 if (definition !== undefined && value === NO_FAULT) {
@@ -214,6 +252,56 @@ export class ItemList {
         return new TesseraError(code, operation, message, context);
     }
 
+    /** A column of numbers per entity for one field (see {@link ItemList.addColumns}). */
+    private addColumn(item: number, meta: FieldMeta, column: unknown, count: number, operation: string): void {
+        const definition = this.definitions[item]!;
+        const expected = count * meta.length; // at most 2^21 × 256: exact
+        const length: unknown = typeof column === 'object' && column !== null ? (column as ArrayLike<unknown>).length : undefined;
+        if (length !== expected) {
+            const got = typeof length === 'number' ? `${length} numbers` : describeValue(column);
+            const shape = meta.length > 1 ? ` (${count} entities × ${meta.length} elements)` : '';
+            throw badValue(operation, definition, meta, `expected a column of ${expected} numbers${shape}, one per entity, got ${got}`);
+        }
+        // Every size from the caller's counts is checked before anything grows to it.
+        if ((this.numberCount + expected) * 8 > MAX_BLOCK_BYTES) {
+            throw new TesseraError('OUT_OF_MEMORY', operation, `${this.numberCount + expected} numbers do not fit in one call`, {
+                component: definition.name,
+                field: meta.name,
+            });
+        }
+        const start = this.numberCount;
+        this.reserveNumbers(expected);
+        const list = column as ArrayLike<unknown>;
+        if (isNumberView(list)) {
+            // One read of each element, by the engine; a view that shrank since is refused.
+            const view = list.subarray(0, expected);
+            if (view.length !== expected) throw badValue(operation, definition, meta, `the column shrank to ${view.length} numbers while being read`);
+            this.numberList.set(view, start);
+        } else {
+            for (let i = 0; i < expected; i++) {
+                const element: unknown = list[i]; // the one read
+                if (typeof element !== 'number') {
+                    throw new TesseraError('BAD_VALUE', operation, `element ${i}: expected a number, got ${describeValue(element)}`, {
+                        component: definition.name,
+                        field: meta.name,
+                        position: Math.floor(i / meta.length),
+                    });
+                }
+                this.numberList[start + i] = element;
+            }
+        }
+        this.numberCount = start + expected;
+        this.values.push({ item, meta, number: start, stride: meta.length });
+        this.valueCount++;
+    }
+
+    private reserveNumbers(count: number): void {
+        if (this.numberCount + count <= this.numberList.length) return;
+        const grown = new Float64Array(Math.max(this.numberCount + count, this.numberList.length * 2));
+        grown.set(this.numberList.subarray(0, this.numberCount));
+        this.numberList = grown;
+    }
+
     private pushNumber(value: number): void {
         if (this.numberCount === this.numberList.length) {
             const grown = new Float64Array(this.numberList.length * 2);
@@ -222,6 +310,17 @@ export class ItemList {
         }
         this.numberList[this.numberCount++] = value;
     }
+}
+
+/** A typed array of numbers (not bigints, not a DataView): copied with one `set`. */
+function isNumberView(value: ArrayLike<unknown>): value is Float64Array {
+    return (
+        ArrayBuffer.isView(value) &&
+        !(value instanceof DataView) &&
+        !(value instanceof BigInt64Array) &&
+        !(value instanceof BigUint64Array) &&
+        typeof (value as Float64Array).subarray === 'function'
+    );
 }
 
 function badValue(operation: string, definition: Definition, meta: FieldMeta, problem: string, entity?: number): TesseraError {

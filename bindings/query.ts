@@ -24,7 +24,6 @@ import {
     type Definition,
     type FieldLike,
     type FieldName,
-    type FloatFieldName,
     type Pair,
     type Relation,
     type Schema,
@@ -366,27 +365,30 @@ export class Query {
     }
 
     // ---- kernels: column math inside wasm, SIMD, marking what they write -----------------
+    // Any field type. The operands must be values of the field's type (an integer field takes
+    // whole numbers in its range: BAD_VALUE otherwise); integer results saturate at the type's
+    // range (a u8 at 250 plus 10 is 255, a u16 timer counted down past 0 stays at 0).
 
     /** `a = value` for one field of every visited entity (all elements of array fields). */
-    fill<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
+    fill<S extends Schema>(component: Component<S>, field: FieldName<S>, value: number): void {
         this.apply('query.fill', OP.fill, component, field, ['value', value]);
     }
 
-    /** `a += value`. */
-    offset<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, value: number): void {
+    /** `a += value` (integer fields: saturating at the type's range). */
+    offset<S extends Schema>(component: Component<S>, field: FieldName<S>, value: number): void {
         this.apply('query.offset', OP.add, component, field, ['value', value]);
     }
 
-    /** `a *= factor`. */
-    scale<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, factor: number): void {
+    /** `a *= factor` (integer fields: saturating; the factor a value of the field's type). */
+    scale<S extends Schema>(component: Component<S>, field: FieldName<S>, factor: number): void {
         this.apply('query.scale', OP.scale, component, field, ['factor', factor]);
     }
 
     /**
      * `a += b * factor`, e.g. `moving.addScaled(Position, 'x', Velocity, 'x', dt)`. Both
-     * fields must have the same type and length.
+     * fields must have the same type and length (integer fields: saturating).
      */
-    addScaled<S extends Schema, K extends FloatFieldName<S>, T extends Schema>(
+    addScaled<S extends Schema, K extends FieldName<S>, T extends Schema>(
         component: Component<S>,
         field: K,
         source: Component<T>,
@@ -397,15 +399,16 @@ export class Query {
     }
 
     /** `a = min(max(a, min), max)`. */
-    clamp<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, min: number, max: number): void {
+    clamp<S extends Schema>(component: Component<S>, field: FieldName<S>, min: number, max: number): void {
         this.apply('query.clamp', OP.clamp, component, field, undefined, [min, max]);
     }
 
     /**
      * `a -= amount`, returning the entities whose value went from above 0 to 0 or below in this
-     * call (timers, lifetimes, health), in a fresh array.
+     * call (timers, lifetimes, health), in a fresh array. An unsigned field stops at 0, so an
+     * entity is returned once, by the call that brings it to 0.
      */
-    countdown<S extends Schema>(component: Component<S>, field: FloatFieldName<S>, amount: number): Uint32Array {
+    countdown<S extends Schema>(component: Component<S>, field: FieldName<S>, amount: number): Uint32Array {
         return this.apply('query.countdown', OP.subCollect, component, field, ['amount', amount]);
     }
 
@@ -506,7 +509,16 @@ export class Query {
         const u32 = heap.u32;
         u32.set([kind, id, meta.index, sourceId, sourceIndex], (op + 24) >>> 2);
         const out = heap.scratch;
-        this.world.check(heap.exports.tes_query_apply(world, this.pointer, op, out, out + 4), operation, undefined, component.name, field);
+        const result = heap.exports.tes_query_apply(world, this.pointer, op, out, out + 4);
+        if (result === heap.results.BAD_VALUE) {
+            // The operands the core refused, named: only C says what a type may hold.
+            const given = numbers.map(([name, value]) => `${name} ${String(value)}`).join(', ');
+            throw new TesseraError('BAD_VALUE', operation, `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`, {
+                component: component.name,
+                field,
+            });
+        }
+        this.world.check(result, operation, undefined, component.name, field);
         const count = heap.u32At(out + 4);
         const entities = heap.u32At(out);
         return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);

@@ -67,6 +67,16 @@ export type Values<S extends Schema> = { -readonly [K in FieldName<S>]: FieldVal
 export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> };
 
 /**
+ * One field's values for many entities (`spawnMany`): a column of `count × length` numbers,
+ * entity after entity, as `chunk.column` lays them out (an array or any typed array); for a
+ * scalar field also a single number, which every entity takes.
+ */
+export type ColumnInput<F extends FieldSpec> = F extends FieldType ? ArrayLike<number> | number : ArrayLike<number>;
+
+/** Values per entity of a component, by field; fields left out start at 0. */
+export type ColumnsInput<S extends Schema> = { readonly [K in FieldName<S>]?: ColumnInput<S[K]> };
+
+/**
  * Where a component's data lives. `'table'` (the default): in the chunks of the entity's
  * archetype, so chunk loops get typed-array columns. `'sparse'`: in a sparse set beside the
  * chunks, so adding and removing it moves nothing; for markers and data that come and go often
@@ -125,6 +135,15 @@ export interface ComponentInit<S extends Schema = Schema> {
     readonly values: ValuesInput<S>;
 }
 
+/**
+ * A component with initial values per entity, as `Position.columns({ x: xs, y: ys })` makes
+ * it; `world.spawnMany(count, ...)` takes it, entity i getting element i of each column.
+ */
+export interface ComponentColumns<S extends Schema = Schema> {
+    readonly component: Component<S>;
+    readonly columns: ColumnsInput<S>;
+}
+
 /** How a field is laid out; the same order as in the schema. */
 export interface FieldInfo {
     readonly name: string;
@@ -141,6 +160,12 @@ export interface FieldInfo {
  */
 export interface Component<S extends Schema = Schema> {
     (values: ValuesInput<S>): ComponentInit<S>;
+    /**
+     * Initial values per entity for `world.spawnMany`: each field a column of `count × length`
+     * numbers (entity i's at `i * length`, as in `chunk.column`), or for a scalar field one
+     * number for all. `world.spawnMany(n, Bullet.columns({ x: xs, y: ys }), Velocity)`.
+     */
+    columns(columns: ColumnsInput<S>): ComponentColumns<S>;
     /** The name the component is registered under in every world (unique per world). */
     readonly name: string;
     /** The schema it was defined with. */
@@ -311,12 +336,21 @@ export function component<const S extends Schema>(name: string, schema: S, optio
         }
         return { component: made, values };
     };
+    const columns = (values: ColumnsInput<S>): ComponentColumns<S> => {
+        if (typeof values !== 'object' || values === null) {
+            throw new TesseraError('BAD_VALUE', `${name}.columns(values)`, 'values must be an object of columns', {
+                component: name,
+            });
+        }
+        return { component: made, columns: values };
+    };
     const flags =
         (storage === 'sparse' ? FLAGS.sparse : 0) | (replicate ? 0 : FLAGS.local) | (changeDetection === 'value' ? FLAGS.byValue : 0);
     const made = define(init, name, schema, metas, flags, {
         storage: { value: storage, enumerable: true },
         replicate: { value: replicate, enumerable: true },
         changeDetection: { value: changeDetection, enumerable: true },
+        columns: { value: columns },
     }) as unknown as Component<S>;
     return made;
 }

@@ -136,6 +136,14 @@ export class Changes {
  * // each frame:
  * const changes = hits.drain();
  * for (const e of changes.entities) showDamage(e, world.get(e, Health, 'value'));
+ *
+ * @example
+ * // Or the changed rows chunk by chunk, values from the columns (no removed / pairs terms):
+ * const damaged = world.subscribe({ changed: [Health] });
+ * for (const chunk of damaged) {
+ *     const hp = chunk.column(Health, 'value');
+ *     for (const row of chunk.slots) showDamage(chunk.entities[row], hp[row]);
+ * }
  */
 export class Subscription {
     /** The consumer query behind the subscription (its `writes` is empty). */

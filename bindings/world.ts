@@ -23,6 +23,7 @@ import {
     isRelation,
     isSparse,
     type Component,
+    type ComponentColumns,
     type ComponentItem,
     type Definition,
     type FieldInput,
@@ -298,17 +299,24 @@ export class World {
     }
 
     /**
-     * Spawns `count` entities with the same components, pairs and initial values, filling
-     * chunks contiguously: one call into wasm. All or nothing.
+     * Spawns `count` entities with the same components and pairs, filling chunks contiguously:
+     * one call into wasm. Initial values are the same for every entity (`Position({ y: 5 })`),
+     * or each entity's own, given as columns (`Position.columns({ x: xs, y: ys })`: entity i
+     * takes `xs[i]` and `ys[i]`; a field of `n` elements takes `n` numbers per entity, entity
+     * after entity, as `chunk.column` lays them out; a scalar field may also be one number for
+     * all). All or nothing: a column of the wrong length, or a value a field cannot hold at any
+     * entity, refuses the whole call and spawns nothing (`BAD_VALUE` names the component, the
+     * field, the value and the entity's `position` in the call). Inside an iteration the
+     * spawn is recorded, columns and all, like any structural change.
      * @returns the new handles, in a fresh array.
      */
-    spawnMany(count: number, ...items: ComponentItem[]): Uint32Array {
+    spawnMany(count: number, ...items: (ComponentItem | ComponentColumns<any>)[]): Uint32Array {
         const operation = 'world.spawnMany';
         const world = this.live(operation);
         checkCount(count, operation, 'count');
         // More than a world can ever hold: refused before the handles' room is sized by it.
         if (count > TES_MAX_ENTITIES) throw this.error('TOO_MANY_ENTITIES', operation);
-        const list = this.listOf(items, operation, undefined, false);
+        const list = this.listOf(items, operation, undefined, false, count);
         const written = this.callItems(list, count, operation, undefined, (x, fault, entities) =>
             this.heap.exports.tes_spawn_items(world, x, count, entities, fault),
         );
@@ -1085,9 +1093,10 @@ export class World {
     /**
      * The world's item list, filled from spawn/add/remove arguments: each a component, a
      * component with values (`C(values)`), or a pair (`R(target, values?)`); for removals also
-     * a bare relation. Every value is read once (see items.ts). Anything else is refused here.
+     * a bare relation; with `count` (spawnMany), also a component with values per entity
+     * (`C.columns(...)`). Every value is read once (see items.ts). Anything else is refused here.
      */
-    private listOf(items: readonly unknown[], operation: string, entity: Entity | undefined, removing: boolean): ItemList {
+    private listOf(items: readonly unknown[], operation: string, entity: Entity | undefined, removing: boolean, count?: number): ItemList {
         const list = this.list.clear();
         for (const item of items) {
             if (typeof item === 'function') {
@@ -1099,7 +1108,17 @@ export class World {
                 const component: unknown = (item as { component?: unknown }).component;
                 if (typeof component === 'function' && !removing) {
                     if (!isDefinition(component)) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(component));
-                    list.add(component, 0, (item as { values?: unknown }).values, operation, entity);
+                    const columns: unknown = (item as { columns?: unknown }).columns;
+                    if (columns === undefined) {
+                        list.add(component, 0, (item as { values?: unknown }).values, operation, entity);
+                    } else if (count === undefined) {
+                        throw new TesseraError('INVALID_ARGUMENT', operation, `${component.name}.columns(...) gives values per entity: only world.spawnMany takes it`, {
+                            entity,
+                            component: component.name,
+                        });
+                    } else {
+                        list.addColumns(component, columns, count, operation);
+                    }
                     continue;
                 }
                 const relation: unknown = (item as { relation?: unknown }).relation;

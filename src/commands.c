@@ -145,7 +145,7 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
     case TESI_CMD_ITEMS: {
         tes_items_t x;
         tesi_items_view(world->command_data + cmd->data_offset, &x);
-        return tesi_items_apply(world, cmd->a, cmd->entity, &x);
+        return tesi_items_apply(world, cmd->a, cmd->entity, cmd->b, &x);
     }
     }
     return TES_ERR_INVALID_ARGUMENT;

@@ -432,9 +432,10 @@ void tesi_items_view(const uint8_t *blob, tes_items_t *out);
 /* What a recorded item call of this kind does to the items it names: 1 adds them, 0 removes
  * them, -1 neither (writes). */
 int tesi_items_effect(uint32_t kind);
-/* Applies a recorded item call (kind: items.c's edit_t) to one entity, at the flush. */
+/* Applies a recorded item call (kind: items.c's edit_t) to one entity, at the flush: the
+ * entity at `position` of the recorded call's list (values with a stride take its numbers). */
 tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
-                              const tes_items_t *items);
+                              uint32_t position, const tes_items_t *items);
 
 /* ---- world ----------------------------------------------------------------------------- */
 

@@ -27,6 +27,9 @@ typedef struct call_t {
     edit_t kind;
     const tes_items_t *x;
     tes_fault_t *fault;
+    /* The entities the call names: its values with a stride take the numbers of positions
+     * first .. first + n - 1 of the caller's list (a recorded call applies one at a time). */
+    uint32_t first, n;
     const tes_component_t *table; /* the chunk components among the items, ascending */
     uint32_t table_count;
     const uint32_t
@@ -194,13 +197,22 @@ static tes_result_t check_items(call_t *call) {
         if ((result = tesi_field_of(c, value->field, &f)) != TES_OK) {
             return fail(call, result, value->item, v, TES_NO_FAULT, 0);
         }
-        if ((uint64_t)value->number + f->length > x->number_count) {
+        /* Positions whose numbers are read: one block, or one per entity with a stride. */
+        uint64_t first = value->stride ? call->first : 0;
+        uint64_t last = value->stride ? first + call->n : 1; /* exclusive; < 2^33 */
+        if (value->stride && call->n == 0) continue;         /* no entity reads anything */
+        /* last - 1 <= number_count < 2^32 keeps the products below 2^64. */
+        if (last - 1 > x->number_count ||
+            (uint64_t)value->number + (last - 1) * value->stride + f->length > x->number_count) {
             return fail(call, TES_ERR_INVALID_ARGUMENT, value->item, v, TES_NO_FAULT, 0);
         }
         uint8_t cell[8];
-        for (uint32_t k = 0; k < f->length; k++) {
-            if (!tesi_encode_number(f->type, x->numbers[value->number + k], cell)) {
-                return fail(call, TES_ERR_BAD_VALUE, value->item, v, value->number + k, 0);
+        for (uint64_t i = first; i < last; i++) {
+            uint32_t at = value->number + (uint32_t)i * value->stride;
+            for (uint32_t k = 0; k < f->length; k++) {
+                if (!tesi_encode_number(f->type, x->numbers[at + k], cell)) {
+                    return fail(call, TES_ERR_BAD_VALUE, value->item, v, at + k, 0);
+                }
             }
         }
     }
@@ -509,11 +521,15 @@ static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entit
 
 /* Writes the call's values to one entity, all placed now; `had[i]` says whether item i was
  * there before the call (its values are then a change when adding). */
-static void write_values(const call_t *call, tes_entity_t entity, const uint8_t *had) {
+static void write_values(const call_t *call, tes_entity_t entity, uint32_t position,
+                         const uint8_t *had) {
     tes_world_t *world = call->world;
     const tes_items_t *x = call->x;
     for (uint32_t v = 0; v < x->value_count; v++) {
         const tes_value_t *value = &x->values[v];
+        /* In range for every position: check_items saw each. */
+        const double *numbers =
+            x->numbers + value->number + (call->first + position) * value->stride;
         const tes_item_t *item = &x->items[value->item];
         tesi_component_t *c = &world->components[item->component];
         const tesi_field_t *f = &c->fields[value->field];
@@ -538,13 +554,13 @@ static void write_values(const call_t *call, tes_entity_t entity, const uint8_t 
             change = false;
             for (uint32_t k = 0; k < f->length; k++) {
                 uint8_t bytes[8];
-                tesi_encode_number(f->type, x->numbers[value->number + k], bytes);
+                tesi_encode_number(f->type, numbers[k], bytes);
                 change |= memcmp(cell + (size_t)k * size, bytes, size) != 0;
                 memcpy(cell + (size_t)k * size, bytes, size);
             }
         } else {
             for (uint32_t k = 0; k < f->length; k++)
-                tesi_encode_number(f->type, x->numbers[value->number + k], cell + (size_t)k * size);
+                tesi_encode_number(f->type, numbers[k], cell + (size_t)k * size);
         }
         if (!change) continue;
         if (pair) {
@@ -577,8 +593,10 @@ static void move_entity(const call_t *call, tesi_record_t *record, tes_entity_t 
     tesi_remove_row(world, chunk, row);
 }
 
-/* Everything but the archetype move, for one entity: sparse components, pairs, values. */
-static void commit_rest(const call_t *call, tes_entity_t entity, const uint8_t *had) {
+/* Everything but the archetype move, for one entity (at `position` of the call's list):
+ * sparse components, pairs, values. */
+static void commit_rest(const call_t *call, tes_entity_t entity, uint32_t position,
+                        const uint8_t *had) {
     tes_world_t *world = call->world;
     const tes_items_t *x = call->x;
     for (uint32_t i = 0; i < x->item_count; i++) {
@@ -605,7 +623,7 @@ static void commit_rest(const call_t *call, tes_entity_t entity, const uint8_t *
             tesi_sparse_erase(world, item->component, entity);
         }
     }
-    if (x->value_count) write_values(call, entity, had);
+    if (x->value_count) write_values(call, entity, position, had);
 }
 
 /* Which items a placed entity has before the call changes it. */
@@ -630,7 +648,7 @@ static void commit_placed(const call_t *call, const tes_entity_t *entities, uint
             const tesi_plan_t *plan = &e->plans[from->plan - 1];
             if (plan->to != from) move_entity(call, record, entity, plan);
         }
-        if (rest) commit_rest(call, entity, e->had);
+        if (rest) commit_rest(call, entity, i, e->had);
     }
 }
 
@@ -715,6 +733,7 @@ static tes_result_t record_call(const call_t *call, const tes_entity_t *entities
             .kind = TESI_CMD_ITEMS,
             .entity = entities[i],
             .a = call->kind,
+            .b = call->first + i, /* its position: values with a stride take its numbers */
             .data_offset = offset,
             .data_size = (uint32_t)bytes,
         };
@@ -727,11 +746,16 @@ static tes_result_t record_call(const call_t *call, const tes_entity_t *entities
 /* Add, init, set or remove for a list of entities that exist (placed, or pending while
  * recording). */
 static tes_result_t edit(tes_world_t *world, edit_t kind, const tes_entity_t *entities, uint32_t n,
-                         const tes_items_t *x, tes_fault_t *fault) {
+                         uint32_t first, const tes_items_t *x, tes_fault_t *fault) {
     if (fault) *fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
     if (!world) return TES_ERR_INVALID_ARGUMENT;
-    call_t call = {
-        .world = world, .kind = kind, .x = x, .fault = fault, .deferring = tesi_deferring(world)};
+    call_t call = {.world = world,
+                   .kind = kind,
+                   .x = x,
+                   .fault = fault,
+                   .first = first,
+                   .n = n,
+                   .deferring = tesi_deferring(world)};
     tes_result_t result = check_items(&call);
     if (result == TES_OK) result = check_entities(&call, entities, n);
     if (result == TES_OK) result = check_placed(&call, entities, n);
@@ -761,23 +785,23 @@ int tesi_items_effect(uint32_t kind) {
 }
 
 tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
-                              const tes_items_t *x) {
-    return edit(world, (edit_t)kind, &entity, 1, x, NULL);
+                              uint32_t position, const tes_items_t *x) {
+    return edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
 }
 
 tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                            const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_ADD, entities, n, items, out_fault);
+    return edit(world, EDIT_ADD, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                            const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_SET, entities, n, items, out_fault);
+    return edit(world, EDIT_SET, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_remove_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                               const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_REMOVE, entities, n, items, out_fault);
+    return edit(world, EDIT_REMOVE, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
@@ -788,6 +812,7 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
                    .kind = EDIT_SPAWN,
                    .x = items,
                    .fault = out_fault,
+                   .n = n,
                    .deferring = tesi_deferring(world)};
     tes_result_t result = check_items(&call);
     if (result != TES_OK) return result;
@@ -823,7 +848,7 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
     call.kind = EDIT_INIT;
     memset(e->had, 0, items->item_count);
     for (uint32_t i = 0; i < n; i++)
-        commit_rest(&call, handles[i], e->had);
+        commit_rest(&call, handles[i], i, e->had);
     return TES_OK;
 }
 
@@ -891,6 +916,12 @@ static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t ki
         .world = world, .kind = kind, .x = x, .fault = fault, .deferring = tesi_deferring(world)};
     tes_result_t result = check_items(&call);
     if (result != TES_OK) return result;
+    /* Numbers per entity need an order of entities the caller knows: a query's is not one. */
+    for (uint32_t v = 0; v < x->value_count; v++) {
+        if (x->values[v].stride) {
+            return fail(&call, TES_ERR_INVALID_ARGUMENT, x->values[v].item, v, TES_NO_FAULT, 0);
+        }
+    }
     bool whole = !call.deferring && !tesi_query_by_rows(query) && !call.sparse_count &&
                  !call.pair_count && !x->value_count;
     if (whole) {
@@ -934,7 +965,7 @@ static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t ki
     result = collect(world, query, &n);
     if (result != TES_OK) return result;
     /* edit() reuses the scratch that holds the matches only for its own lists, not entities. */
-    return edit(world, kind, world->edit.entities, n, x, fault);
+    return edit(world, kind, world->edit.entities, n, 0, x, fault);
 }
 
 tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query, const tes_items_t *items,

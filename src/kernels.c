@@ -3,11 +3,13 @@
  * is a plain `restrict` loop that clang vectorises (f32x4 / f64x2 in the -msimd128 build); a
  * filtered chunk is processed row by row. Every check happens before the run starts, and the
  * collected list is reserved for every row the run visits, so nothing can fail once values are
- * being written. */
+ * being written.
+ *
+ * Integer fields share one engine (int_chunk): elements are widened to int64 a block at a time,
+ * computed exactly, held to the type's range (saturation) and narrowed back. Per-type loops for
+ * all six integer types, as the float types have, made the module 29 KB larger (13.6 KB even
+ * without vectorising them); the engine costs a few KB. */
 #include "internal.h"
-
-#include <float.h>
-#include <math.h>
 
 /* ADD_SCALED with b the very column of a: restrict would be a lie, so it has its own loop. */
 #define OP_ADD_SCALED_SELF (TES_OP_LAST + 1)
@@ -25,7 +27,8 @@
 #define VECTOR_LOOP
 #endif
 
-/* Everything a chunk needs, resolved once per call. */
+/* Everything a chunk needs, resolved once per call. The operands as float (f32 fields), double
+ * (f64) or integers (the integer types, with the type's range in min..max). */
 typedef struct kernel_t {
     uint32_t kind;
     tes_type_t type;
@@ -34,6 +37,7 @@ typedef struct kernel_t {
     uint32_t field, src_field;
     float kf, lof, hif;
     double kd, lod, hid;
+    int64_t ki, loi, hii, min, max;
 } kernel_t;
 
 /* range_<T>: one operation over a[0..n) (and b[0..n)); SUB_COLLECT there is the plain
@@ -185,6 +189,161 @@ DEFINE_KERNELS(double, f64)
 DEFINE_COMPARING(float, f32)
 DEFINE_COMPARING(double, f64)
 
+/* ---- integer fields ---------------------------------------------------------------------- */
+
+/* Elements widened per step: the block stays in L1 next to the column. */
+#define INT_BLOCK 256u
+
+static void widen(tes_type_t type, const void *from, int64_t *to, size_t n) {
+#define WIDEN(T)                      \
+    for (size_t i = 0; i < n; i++)    \
+        to[i] = ((const T *)from)[i]; \
+    break
+    switch (type) {
+    case TES_I8:
+        WIDEN(int8_t);
+    case TES_U8:
+        WIDEN(uint8_t);
+    case TES_I16:
+        WIDEN(int16_t);
+    case TES_U16:
+        WIDEN(uint16_t);
+    case TES_I32:
+        WIDEN(int32_t);
+    case TES_U32:
+        WIDEN(uint32_t);
+    default:
+        break;
+    }
+#undef WIDEN
+}
+
+/* Every value is within the type's range already (int_result saturates). */
+static void narrow(tes_type_t type, const int64_t *from, void *to, size_t n) {
+#define NARROW(T)                  \
+    for (size_t i = 0; i < n; i++) \
+        ((T *)to)[i] = (T)from[i]; \
+    break
+    switch (type) {
+    case TES_I8:
+        NARROW(int8_t);
+    case TES_U8:
+        NARROW(uint8_t);
+    case TES_I16:
+        NARROW(int16_t);
+    case TES_U16:
+        NARROW(uint16_t);
+    case TES_I32:
+        NARROW(int32_t);
+    case TES_U32:
+        NARROW(uint32_t);
+    default:
+        break;
+    }
+#undef NARROW
+}
+
+/* x * k held to +-(max - min), the widest difference of two values of the type: a product
+ * beyond it leaves the range whatever it is added to, so a + that stays exact where it matters.
+ * Signed types (at most 32 bits) multiply exactly in int64; unsigned ones have x, k >= 0, whose
+ * product (below 2^64) is exact in uint64. */
+static inline int64_t span_product(int64_t x, int64_t k, int64_t span, bool is_unsigned) {
+    if (is_unsigned) {
+        uint64_t p = (uint64_t)x * (uint64_t)k;
+        return p > (uint64_t)span ? span : (int64_t)p;
+    }
+    int64_t p = x * k;
+    return p > span ? span : p < -span ? -span : p;
+}
+
+/* One op over w[0..m) (v: the source elements), each result saturated to [lo, hi], the type's
+ * range. A loop per op, so that each is a plain loop. */
+static void int_range(const kernel_t *kn, uint32_t kind, int64_t *restrict w,
+                      const int64_t *restrict v, size_t m) {
+    int64_t k = kn->ki, lo = kn->min, hi = kn->max, span = hi - lo;
+    bool is_unsigned = lo == 0;
+#define SATURATE(x) ((x) < lo ? lo : (x) > hi ? hi : (x))
+    switch (kind) {
+    case TES_OP_FILL:
+        for (size_t i = 0; i < m; i++)
+            w[i] = k;
+        break;
+    case TES_OP_ADD:
+        for (size_t i = 0; i < m; i++)
+            w[i] = SATURATE(w[i] + k);
+        break;
+    case TES_OP_SUB_COLLECT:
+        for (size_t i = 0; i < m; i++)
+            w[i] = SATURATE(w[i] - k);
+        break;
+    case TES_OP_SCALE:
+        for (size_t i = 0; i < m; i++) {
+            int64_t x = span_product(w[i], k, span, is_unsigned);
+            w[i] = SATURATE(x);
+        }
+        break;
+    case TES_OP_ADD_SCALED:
+        for (size_t i = 0; i < m; i++) {
+            int64_t x = w[i] + span_product(v[i], k, span, is_unsigned);
+            w[i] = SATURATE(x);
+        }
+        break;
+    case OP_ADD_SCALED_SELF:
+        for (size_t i = 0; i < m; i++) {
+            int64_t x = w[i] + span_product(w[i], k, span, is_unsigned);
+            w[i] = SATURATE(x);
+        }
+        break;
+    case TES_OP_CLAMP:
+        for (size_t i = 0; i < m; i++)
+            w[i] = w[i] < kn->loi ? kn->loi : w[i] > kn->hii ? kn->hii : w[i];
+        break;
+    default:
+        break;
+    }
+#undef SATURATE
+}
+
+/* apply_chunk for an integer field: the chunk's rows (every row when it->rows is NULL) a block
+ * at a time. Appends the entity of each row with an element that crossed from > 0 to <= 0 to
+ * `out` (when collecting) and, with `changed`, each row whose values changed (integers: values
+ * and bytes agree) to `changed`, counting them in *changed_count. */
+static uint32_t int_chunk(const kernel_t *kn, uint32_t kind, uint8_t *a, const uint8_t *b,
+                          const tes_iter_t *it, tes_entity_t *out, uint32_t *changed,
+                          uint32_t *changed_count) {
+    int64_t w[INT_BLOCK], v[INT_BLOCK], old[INT_BLOCK];
+    size_t size = tes_type_size(kn->type);
+    uint32_t length = kn->length, found = 0, listed = 0;
+    uint32_t segments = it->rows ? it->row_count : 1;
+    bool detect = out || changed;
+    for (uint32_t s = 0; s < segments; s++) {
+        /* A filtered row is one segment of `length` elements; a dense chunk is one segment. */
+        size_t first = it->rows ? (size_t)it->rows[s] * length : 0;
+        size_t n = it->rows ? length : (size_t)it->count * length;
+        uint32_t last_found = UINT32_MAX, last_listed = UINT32_MAX;
+        for (size_t start = 0; start < n; start += INT_BLOCK) {
+            size_t m = n - start < INT_BLOCK ? n - start : INT_BLOCK;
+            size_t at = (first + start) * size;
+            widen(kn->type, a + at, w, m);
+            if (b) widen(kn->type, b + at, v, m);
+            if (detect) memcpy(old, w, m * sizeof *w);
+            int_range(kn, kind, w, v, m);
+            for (size_t i = 0; detect && i < m; i++) {
+                bool crossed = out && old[i] > 0 && w[i] <= 0;
+                if (!crossed && (!changed || w[i] == old[i])) continue;
+                uint32_t row = (uint32_t)((first + start + i) / length);
+                if (crossed && row != last_found) out[found++] = it->entities[last_found = row];
+                if (changed && w[i] != old[i] && row != last_listed) {
+                    changed[listed++] = last_listed = row;
+                }
+            }
+            narrow(kn->type, w, a + at, m);
+        }
+    }
+    if (changed) *changed_count = listed;
+    return found;
+}
+
 /* The column of field `field` of the component at position `type` in the chunk's archetype. */
 static void *column_of(const tesi_chunk_t *chunk, uint32_t type, uint32_t field) {
     return chunk->data + tesi_column_of(chunk->archetype, type, field)->offset;
@@ -204,6 +363,9 @@ static uint32_t apply_chunk(const kernel_t *kn, const tesi_chunk_t *chunk, uint3
     }
     uint32_t kind = kn->kind == TES_OP_ADD_SCALED && a == b ? OP_ADD_SCALED_SELF : kn->kind;
     if (kind == OP_ADD_SCALED_SELF) b = NULL;
+    if (kn->type != TES_F32 && kn->type != TES_F64) {
+        return int_chunk(kn, kind, a, b, it, out, changed, changed_count);
+    }
     bool f32 = kn->type == TES_F32;
     if (changed) {
         uint32_t found = 0;
@@ -240,14 +402,41 @@ static tes_result_t check_field(const tes_world_t *world, tes_component_t compon
     const tesi_field_t *f;
     tes_result_t result = tesi_field_of(&world->components[component], field, &f);
     if (result != TES_OK) return result;
-    if (f->type != TES_F32 && f->type != TES_F64) return TES_ERR_BAD_FIELD_TYPE;
+    if (f->type < TES_F32 || f->type > TES_TYPE_LAST) return TES_ERR_BAD_FIELD_TYPE;
     *out = f;
     return TES_OK;
 }
 
-/* A finite double beyond float's range would become infinity: loss, as tes_set_number says. */
-static bool fits_f32(double v) {
-    return !isfinite(v) || fabs(v) <= FLT_MAX;
+/* An operand must be a value of the field's type, by tes_set_number's rule (tesi_encode_number):
+ * a finite double beyond float's range would become infinity, an integer field takes whole
+ * numbers in its range. */
+static bool fits(tes_type_t type, double v) {
+    uint8_t cell[8];
+    return tesi_encode_number(type, v, cell);
+}
+
+/* The range of an integer type. */
+static void type_range(tes_type_t type, int64_t *min, int64_t *max) {
+    switch (type) {
+    case TES_I8:
+        *min = INT8_MIN, *max = INT8_MAX;
+        return;
+    case TES_U8:
+        *min = 0, *max = UINT8_MAX;
+        return;
+    case TES_I16:
+        *min = INT16_MIN, *max = INT16_MAX;
+        return;
+    case TES_U16:
+        *min = 0, *max = UINT16_MAX;
+        return;
+    case TES_I32:
+        *min = INT32_MIN, *max = INT32_MAX;
+        return;
+    default:
+        *min = 0, *max = UINT32_MAX;
+        return;
+    }
 }
 
 /* Every check of tes_query_apply that does not need the run; fills the kernel. */
@@ -270,7 +459,7 @@ static tes_result_t check_op(const tes_world_t *world, const tes_query_t *query,
     }
     bool clamp = op->kind == TES_OP_CLAMP;
     if (clamp && !(op->lo <= op->hi)) return TES_ERR_INVALID_ARGUMENT;
-    if (a->type == TES_F32 && (clamp ? !fits_f32(op->lo) || !fits_f32(op->hi) : !fits_f32(op->k))) {
+    if (clamp ? !fits(a->type, op->lo) || !fits(a->type, op->hi) : !fits(a->type, op->k)) {
         return TES_ERR_BAD_VALUE;
     }
     *kn = (kernel_t){.kind = op->kind,
@@ -283,12 +472,17 @@ static tes_result_t check_op(const tes_world_t *world, const tes_query_t *query,
                      .kd = op->k,
                      .lod = op->lo,
                      .hid = op->hi};
-    /* Only the operands the op uses were checked to fit a float. */
+    /* Only the operands the op uses were checked to fit the type. */
     if (a->type == TES_F32 && clamp) {
         kn->lof = (float)op->lo;
         kn->hif = (float)op->hi;
     } else if (a->type == TES_F32) {
         kn->kf = (float)op->k;
+    } else if (a->type != TES_F64) {
+        type_range(a->type, &kn->min, &kn->max);
+        kn->ki = clamp ? 0 : (int64_t)op->k;
+        kn->loi = clamp ? (int64_t)op->lo : 0;
+        kn->hii = clamp ? (int64_t)op->hi : 0;
     }
     return TES_OK;
 }

@@ -373,7 +373,9 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
 /*
  * An item is a component (or tag), or a pair: a relation with its target. A value gives one
  * field of one item all its elements (the field's length of them), as doubles converted by
- * tes_set_number's rules. The calls below take a list of items with values and check every
+ * tes_set_number's rules: the same numbers for every entity of the call, or (a value with a
+ * stride) numbers of their own for each entity, e.g. every spawned bullet its own position in
+ * one call. The calls below take a list of items with values and check every
  * item, value and entity, and reserve every byte they may need, before they change anything:
  * a failed call changes nothing (as everywhere, it may keep capacity it grew, and an archetype
  * it created on the way), and *out_fault (may be NULL) says what it was about.
@@ -384,8 +386,11 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * or (when adding) two pairs of one EXCLUSIVE relation, TES_ERR_INVALID_ARGUMENT; a target that
  * is not alive TES_ERR_STALE_ENTITY (pending while deferring is fine). Then each value: its
  * item index out of range TES_ERR_INVALID_ARGUMENT, an item without data TES_ERR_TAG_HAS_NO_DATA,
- * an unknown field TES_ERR_UNKNOWN_FIELD, numbers out of range TES_ERR_INVALID_ARGUMENT, a
- * number the field's type cannot hold TES_ERR_BAD_VALUE. Then each entity: not alive
+ * an unknown field TES_ERR_UNKNOWN_FIELD, numbers out of range (for a value with a stride: the
+ * numbers of any of the call's entities) TES_ERR_INVALID_ARGUMENT, a number the field's type
+ * cannot hold TES_ERR_BAD_VALUE (every entity's numbers are checked before anything changes;
+ * the fault's `number` says which: entity (number - value.number) / stride of the call). Then
+ * each entity: not alive
  * TES_ERR_STALE_ENTITY (or TES_ERR_PENDING_ENTITY where a pending one cannot be used), listed
  * twice TES_ERR_DUPLICATE_ENTITY, a pair that would close a cycle TES_ERR_CYCLE.
  *
@@ -398,8 +403,9 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * have now (to an item a recorded add brings, it is recorded after that add).
  *
  * wasm32 layouts: tes_item_t component 0, target 4 (8 bytes); tes_value_t item 0, field 4,
- * number 8 (12 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12, numbers 16,
- * number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12 (16 bytes). */
+ * number 8, stride 12 (16 bytes); tes_items_t items 0, item_count 4, values 8, value_count 12,
+ * numbers 16, number_count 20 (24 bytes); tes_fault_t item 0, value 4, number 8, entity 12
+ * (16 bytes); bindings/abi.ts has them from the build (tools/abi.c). */
 typedef struct tes_item_t {
     tes_component_t component; /* a component or tag; or a relation, with its target */
     tes_entity_t target;       /* a pair's target; 0 for a component */
@@ -409,6 +415,12 @@ typedef struct tes_value_t {
     uint32_t item;   /* index in tes_items_t.items */
     uint32_t field;  /* field index of the item's component (a pair: of the relation's data) */
     uint32_t number; /* index in tes_items_t.numbers of its first element */
+    /* 0: every entity of the call takes the numbers at `number`. Otherwise numbers per entity:
+     * entity i of the call (the i-th spawned, or entities[i]) takes the field's elements at
+     * number + i * stride (stride = the field's length: one block per entity, entity-major as
+     * in a column). The calls over a query refuse it (TES_ERR_INVALID_ARGUMENT): they have no
+     * order a caller could line numbers up with. */
+    uint32_t stride;
 } tes_value_t;
 
 typedef struct tes_items_t {
@@ -862,13 +874,21 @@ TES_API tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *que
  * Column operations run inside the library over every row a query visits, so per-frame math
  * needs no per-entity loop in the host. Unfiltered chunks are processed as one contiguous range
  * of the column (SIMD in the wasm build); filtered runs touch their dirty rows only. Fields of
- * type f32 and f64 only; an array field is processed element by element. f32 fields compute in
- * float: k, lo and hi are converted once per call (rounding to nearest).
+ * every type; an array field is processed element by element. f32 fields compute in float: k,
+ * lo and hi are converted once per call (rounding to nearest).
+ *
+ * Integer fields (i8 u8 i16 u16 i32 u32) saturate: each result is computed exactly (in a wider
+ * type) and held to the field's range, so a u8 at 250 plus 10 is 255, a u16 timer counted down
+ * past 0 stays 0, and nothing wraps. That is the integer counterpart of float overflow giving
+ * infinity: a per-frame kernel that meets one entity at its limit does not fail the frame. The
+ * operands must be values of the field's type (tes_set_number's rule: whole numbers in range;
+ * TES_ERR_BAD_VALUE otherwise), so results are whole and SUB_COLLECT on an unsigned field
+ * collects an entity once, on the call that brings it to 0.
  */
 
 typedef enum tes_op_kind_t {
     TES_OP_FILL = 1,    /* a = k */
-    TES_OP_ADD,         /* a += k */
+    TES_OP_ADD,         /* a += k (integers: saturating, as every op below) */
     TES_OP_SCALE,       /* a *= k */
     TES_OP_ADD_SCALED,  /* a += b * k   (b: src_component.src_field, same type and length as a) */
     TES_OP_CLAMP,       /* a = min(max(a, lo), hi); NaN elements stay NaN */
@@ -908,14 +928,14 @@ typedef struct tes_op_t {
  *   component (or src_component) not registered            TES_ERR_UNKNOWN_COMPONENT
  *   it is a tag                                             TES_ERR_TAG_HAS_NO_DATA
  *   no such field                                           TES_ERR_UNKNOWN_FIELD
- *   the field is not f32 or f64                             TES_ERR_BAD_FIELD_TYPE
  *   ADD_SCALED: src type differs from the target's          TES_ERR_BAD_FIELD_TYPE
  *   ADD_SCALED: src length differs from the target's        TES_ERR_BAD_SIZE
  *   the component is not in the query's all, added or
  *   changed terms (a matched archetype might lack it)       TES_ERR_MISSING_COMPONENT
  *   CLAMP with lo > hi or either NaN                        TES_ERR_INVALID_ARGUMENT
- *   f32 field: a finite k (lo, hi for CLAMP) beyond float's
- *   range (it would become infinity)                        TES_ERR_BAD_VALUE
+ *   k (lo and hi for CLAMP) not a value of the field's type
+ *   (f32: finite beyond float's range; integers: not whole,
+ *   NaN, infinite or out of the type's range)               TES_ERR_BAD_VALUE
  *   a consumer query with a live run                        TES_ERR_QUERY_IN_USE
  *   no memory for the run (its visits, the collected list)  TES_ERR_OUT_OF_MEMORY
  * On any of these nothing is written and nothing is consumed. The collected list is reserved for

@@ -127,6 +127,7 @@ static void public_structures(void) {
     MEMBER(tes_value_t, item);
     MEMBER(tes_value_t, field);
     MEMBER(tes_value_t, number);
+    MEMBER(tes_value_t, stride);
     end();
 
     STRUCT("ITEMS", tes_items_t, "an item list.");

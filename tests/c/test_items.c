@@ -642,6 +642,189 @@ TEST(query_items_inside_an_iteration_are_recorded_for_the_entities_matched_now) 
     CHECK_OK(tes_world_validate(s.world));
 }
 
+/* ---- numbers per entity (tes_value_t.stride) ------------------------------------------------ */
+
+/* A list of items without inline limits: numbers per entity need room for every entity. */
+typedef struct wide_t {
+    tes_item_t items[4];
+    tes_value_t values[8];
+    double numbers[4096];
+    tes_items_t x;
+} wide_t;
+
+static wide_t *wide_new(void) {
+    wide_t *w = fx_malloc(sizeof *w);
+    memset(w, 0, sizeof *w);
+    w->x = (tes_items_t){w->items, 0, w->values, 0, w->numbers, 0};
+    return w;
+}
+
+static void wide_item(wide_t *w, tes_component_t component, tes_entity_t target) {
+    w->items[w->x.item_count++] = (tes_item_t){component, target};
+}
+
+/* A value of the latest item: `count` numbers from `first` on (first, first + step, ...). */
+static void wide_value(wide_t *w, uint32_t field, uint32_t stride, uint32_t count, double first,
+                       double step) {
+    w->values[w->x.value_count++] =
+        (tes_value_t){w->x.item_count - 1, field, w->x.number_count, stride};
+    CHECK(w->x.number_count + count <= 4096);
+    for (uint32_t i = 0; i < count; i++)
+        w->numbers[w->x.number_count++] = first + step * i;
+}
+
+TEST(a_spawn_with_strides_gives_each_entity_its_own_numbers) {
+    /* Small chunks: the 300 entities fill several, and each still gets its own numbers. */
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+    track(&s, FX_IDS(s.a, s.bytes, s.s));
+    tes_entity_t parent = fx_spawn(s.world, NULL, 0);
+    enum { N = 300 };
+    wide_t *w = wide_new();
+    wide_item(w, s.a, 0);
+    wide_value(w, 0, 1, N, 1000, 1); /* A.v: 1000 + i */
+    wide_item(w, s.bytes, 0);
+    wide_value(w, 0, 0, 1, 7, 0);     /* Bytes.n: 7 for everyone */
+    wide_value(w, 1, 3, 3 * N, 0, 1); /* Bytes.b[k]: (3i + k) mod 256 is written below */
+    for (uint32_t k = 0; k < 3 * N; k++)
+        w->numbers[w->values[2].number + k] = (3 * k) % 256;
+    wide_item(w, s.s, 0);
+    wide_value(w, 0, 1, N, -1, -1); /* S.v: -1 - i */
+    wide_item(w, s.likes, parent);
+    wide_value(w, 0, 1, N, 0, 2); /* the pair's data: 2i */
+    tes_entity_t e[N];
+    tes_fault_t fault;
+    CHECK_OK(tes_spawn_items(s.world, &w->x, N, e, &fault));
+    check_fault(&fault, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
+    for (uint32_t i = 0; i < N; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.a, 0, 0), 1000 + i);
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.bytes, 0, 0), 7);
+        for (uint32_t k = 0; k < 3; k++)
+            CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.bytes, 1, k), (3 * (3 * i + k)) % 256);
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.s, 0, 0), -1.0 - i);
+        CHECK_NUM_EQ(pair_value(s.world, e[i], s.likes, parent), 2.0 * i);
+        /* Initial values, as without a stride: added, not changed. */
+        CHECK(added_tick(s.world, e[i], s.a) > 0);
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
+    }
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(a_bad_number_of_any_entity_refuses_the_whole_strided_call_with_its_place) {
+    scene_t s = make_scene(NULL);
+    fx_spawn(s.world, FX_IDS(s.a));
+    tes_fault_t f;
+    wide_t *w = wide_new();
+    wide_item(w, s.b, 0);
+    wide_value(w, 0, 0, 1, 1, 0);
+    wide_item(w, s.a, 0);
+    wide_value(w, 0, 1, 100, 0, 1); /* entity i: i; numbers 1..100 */
+    w->numbers[1 + 57] = 1.5;       /* entity 57's: an i32 cannot hold it */
+    CHECK_REFUSED(s, tes_spawn_items(s.world, &w->x, 100, NULL, &f), TES_ERR_BAD_VALUE);
+    check_fault(&f, 1, 1, 1 + 57, 0);
+    /* The number of entity 57 of the list, whichever call. */
+    tes_entity_t list[100];
+    for (int i = 0; i < 100; i++)
+        list[i] = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    CHECK_REFUSED(s, tes_add_items(s.world, list, 100, &w->x, &f), TES_ERR_BAD_VALUE);
+    check_fault(&f, 1, 1, 1 + 57, 0);
+    CHECK_REFUSED(s, tes_set_items(s.world, list, 100, &w->x, &f), TES_ERR_BAD_VALUE);
+    check_fault(&f, 1, 1, 1 + 57, 0);
+    /* With fewer numbers than the entities need: refused before anything is sized. */
+    w->numbers[1 + 57] = 57;
+    w->x.number_count = 100; /* entity 99's number is missing */
+    CHECK_REFUSED(s, tes_set_items(s.world, list, 100, &w->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 1, 1, TES_NO_FAULT, 0);
+    CHECK_REFUSED(s, tes_spawn_items(s.world, &w->x, 100, NULL, &f), TES_ERR_INVALID_ARGUMENT);
+    CHECK_OK(tes_spawn_items(s.world, &w->x, 99, NULL, &f));
+    /* Sizes that would overflow: a huge count, a huge stride. */
+    CHECK_REFUSED(s, tes_spawn_items(s.world, &w->x, UINT32_MAX, NULL, &f),
+                  TES_ERR_INVALID_ARGUMENT);
+    w->values[1].stride = UINT32_MAX;
+    CHECK_REFUSED(s, tes_spawn_items(s.world, &w->x, 3, NULL, &f), TES_ERR_INVALID_ARGUMENT);
+    /* One entity reads only the first block, whatever the stride. */
+    CHECK_OK(tes_spawn_items(s.world, &w->x, 1, NULL, &f));
+    /* No entity reads nothing. */
+    CHECK_OK(tes_spawn_items(s.world, &w->x, 0, NULL, &f));
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(add_and_set_items_with_a_stride_write_entity_i_its_numbers) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *changed = track(&s, FX_IDS(s.a));
+    track(&s, FX_IDS(s.b));
+    tes_entity_t list[4];
+    for (int i = 0; i < 4; i++)
+        list[i] = i % 2 ? fx_spawn(s.world, FX_IDS(s.a)) : fx_spawn(s.world, FX_IDS(s.a, s.tag));
+    fx_run(s.world, changed);
+    wide_t *w = wide_new();
+    wide_item(w, s.b, 0);
+    wide_value(w, 0, 1, 4, 10, 1);
+    CHECK_OK(tes_add_items(s.world, list, 4, &w->x, NULL));
+    wide_t *set = wide_new();
+    wide_item(set, s.a, 0);
+    wide_value(set, 0, 1, 4, 20, -1);
+    CHECK_OK(tes_set_items(s.world, list, 4, &set->x, NULL));
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.b, 0, 0), 10 + i);
+        CHECK_EQ(changed_tick(s.world, list[i], s.b), 0); /* new: initial values */
+        CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.a, 0, 0), 20.0 - i);
+    }
+    fx_entities_t *seen = fx_run(s.world, changed);
+    FX_CHECK_VISITED(seen, list[0], list[1], list[2], list[3]);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(recorded_strided_calls_give_each_entity_its_numbers_in_order_at_the_flush) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t parent = fx_spawn(s.world, NULL, 0);
+    tes_entity_t placed[3];
+    for (int i = 0; i < 3; i++)
+        placed[i] = fx_spawn(s.world, FX_IDS(s.a));
+    loop_t loop;
+    loop_begin(&s, &loop);
+    wide_t *w = wide_new();
+    wide_item(w, s.a, 0);
+    wide_value(w, 0, 1, 5, 100, 1);
+    wide_item(w, s.s, 0);
+    wide_value(w, 0, 1, 5, 200, 1);
+    wide_item(w, s.likes, parent);
+    wide_value(w, 0, 1, 5, 300, 1);
+    tes_entity_t e[5];
+    CHECK_OK(tes_spawn_items(s.world, &w->x, 5, e, NULL));
+    /* Recorded after the spawn: applied after it. */
+    CHECK_OK(tes_set_number(s.world, e[2], s.a, 0, 0, -2));
+    CHECK_OK(tes_despawn(s.world, e[4]));
+    /* An add with numbers per entity to placed entities: recorded, each with its own. */
+    wide_t *b = wide_new();
+    wide_item(b, s.b, 0);
+    wide_value(b, 0, 1, 3, 50, 5);
+    CHECK_OK(tes_add_items(s.world, placed, 3, &b->x, NULL));
+    CHECK(!fx_has(s.world, placed[0], s.b));
+    loop_end(&loop);
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.a, 0, 0), i == 2 ? -2.0 : 100.0 + i);
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.s, 0, 0), 200 + i);
+        CHECK_NUM_EQ(pair_value(s.world, e[i], s.likes, parent), 300 + i);
+    }
+    CHECK(!tes_is_alive(s.world, e[4]));
+    for (uint32_t i = 0; i < 3; i++)
+        CHECK_NUM_EQ(fx_get_number(s.world, placed[i], s.b, 0, 0), 50 + 5 * i);
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(query_items_refuse_numbers_per_entity) {
+    scene_t s = make_scene(NULL);
+    fx_spawn(s.world, FX_IDS(s.a));
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
+    wide_t *w = wide_new();
+    wide_item(w, s.b, 0);
+    wide_value(w, 0, 1, 8, 1, 1);
+    tes_fault_t f;
+    CHECK_REFUSED(s, tes_query_add_items(s.world, q, &w->x, &f), TES_ERR_INVALID_ARGUMENT);
+    check_fault(&f, 0, 0, TES_NO_FAULT, 0);
+}
+
 /* ---- registration taken back -------------------------------------------------------------- */
 
 TEST(the_latest_registration_can_be_taken_back_while_nothing_uses_it) {

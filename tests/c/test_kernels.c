@@ -1,19 +1,54 @@
 /* Kernels: tes_query_apply over dense and filtered runs; every op on f32 and f64 scalars and
- * arrays across several chunks; change marking; SUB_COLLECT's list of crossing entities; every
- * check leaving the world as it was; out of memory; the wasm32 layout of tes_op_t. */
+ * arrays, and on every integer type (saturating at its range), across several chunks; change
+ * marking; SUB_COLLECT's list of crossing entities; every check leaving the world as it was;
+ * out of memory; the wasm32 layout of tes_op_t. */
 #include "fixtures.h"
 
 #include <math.h>
 #include <stddef.h>
 
 /* Body and Src share this layout, so every Body field has a Src twin for ADD_SCALED. */
-enum { F, D, FA, DA, I, G, FIELD_COUNT };
-static const tes_field_desc_t body_fields[] = {{"f", TES_F32, 0},  {"d", TES_F64, 0},
-                                               {"fa", TES_F32, 3}, {"da", TES_F64, 2},
-                                               {"i", TES_I32, 0},  {"g", TES_F32, 0}};
-static const uint32_t field_length[FIELD_COUNT] = {1, 1, 3, 2, 1, 1};
-static const tes_type_t field_type[FIELD_COUNT] = {TES_F32, TES_F64, TES_F32,
-                                                   TES_F64, TES_I32, TES_F32};
+enum { F, D, FA, DA, I, G, I8, U8, I16, U16, U32, UA, FIELD_COUNT };
+static const tes_field_desc_t body_fields[] = {
+    {"f", TES_F32, 0},   {"d", TES_F64, 0},   {"fa", TES_F32, 3},  {"da", TES_F64, 2},
+    {"i", TES_I32, 0},   {"g", TES_F32, 0},   {"i8", TES_I8, 0},   {"u8", TES_U8, 0},
+    {"i16", TES_I16, 0}, {"u16", TES_U16, 0}, {"u32", TES_U32, 0}, {"ua", TES_U8, 3}};
+static const uint32_t field_length[FIELD_COUNT] = {1, 1, 3, 2, 1, 1, 1, 1, 1, 1, 1, 3};
+static const tes_type_t field_type[FIELD_COUNT] = {TES_F32, TES_F64, TES_F32, TES_F64,
+                                                   TES_I32, TES_F32, TES_I8,  TES_U8,
+                                                   TES_I16, TES_U16, TES_U32, TES_U8};
+static const uint32_t int_fields[] = {I, I8, U8, I16, U16, U32, UA};
+
+/* The range of an integer type. */
+static void type_range(tes_type_t type, double *lo, double *hi) {
+    switch (type) {
+    case TES_I8:
+        *lo = INT8_MIN, *hi = INT8_MAX;
+        return;
+    case TES_U8:
+        *lo = 0, *hi = UINT8_MAX;
+        return;
+    case TES_I16:
+        *lo = INT16_MIN, *hi = INT16_MAX;
+        return;
+    case TES_U16:
+        *lo = 0, *hi = UINT16_MAX;
+        return;
+    case TES_I32:
+        *lo = INT32_MIN, *hi = INT32_MAX;
+        return;
+    case TES_U32:
+        *lo = 0, *hi = UINT32_MAX;
+        return;
+    default:
+        *lo = -INFINITY, *hi = INFINITY;
+        return;
+    }
+}
+
+static bool is_integral(tes_type_t type) {
+    return type != TES_F32 && type != TES_F64;
+}
 static const tes_field_desc_t other_fields[] = {{"o", TES_F32, 0}};
 
 #define MAX_ENTITIES 400
@@ -29,9 +64,17 @@ typedef struct scene_t {
     uint32_t capacity; /* of {Body, Src} */
 } scene_t;
 
-/* The value an element starts with: integers in [-9, 9], exact in every type. */
+/* The value an element starts with: integers in [-9, 9], exact in every type; integer fields
+ * take [0, 18] if unsigned, and one entity in four starts within 18 of the type's top (or, if
+ * signed, bottom), where kernels saturate. */
 static double start_value(uint32_t i, uint32_t comp, uint32_t field, uint32_t element) {
-    return (double)((int)((i * 7u + comp * 5u + field * 3u + element * 11u) % 19u) - 9);
+    double v = (double)((int)((i * 7u + comp * 5u + field * 3u + element * 11u) % 19u) - 9);
+    if (!is_integral(field_type[field])) return v;
+    double lo, hi;
+    type_range(field_type[field], &lo, &hi);
+    if (i % 4 == 1) return hi - (v + 9);
+    if (i % 4 == 3 && lo < 0) return lo + (v + 9);
+    return lo < 0 ? v : v + 9;
 }
 
 static bool has(scene_t *s, uint32_t i, tes_component_t c) {
@@ -130,6 +173,12 @@ static double expected_value(const tes_op_t *op, tes_type_t type, double a, doub
         break;
     default:
         CHECK(false);
+    }
+    if (is_integral(type)) {
+        /* Saturation: held to the type's range. */
+        double lo, hi;
+        type_range(type, &lo, &hi);
+        return r < lo ? lo : r > hi ? hi : r;
     }
     return type == TES_F32 ? (double)(float)r : r;
 }
@@ -231,6 +280,62 @@ TEST(every_op_on_f32_and_f64_scalars_and_arrays_over_several_chunks) {
             set_start_values(&s);
         }
     }
+}
+
+/* Integer operands of every kind: small, negative (signed types), the type's extremes; clamp
+ * bounds inside the range and the whole range. Results beyond the range saturate. */
+TEST(every_op_on_integer_fields_saturates_at_the_type_range) {
+    scene_t s = make_scene(NULL);
+    for (uint32_t kind = TES_OP_FILL; kind <= TES_OP_LAST; kind++) {
+        for (uint32_t i = 0; i < sizeof int_fields / sizeof *int_fields; i++) {
+            uint32_t field = int_fields[i];
+            double lo, hi;
+            type_range(field_type[field], &lo, &hi);
+            const double operands[] = {3, lo < 0 ? -3 : 0, hi, lo, lo < 0 ? -1 : 2};
+            for (uint32_t j = 0; j < 5; j++) {
+                tes_op_t op = make_op(kind, s.body, field, operands[j]);
+                op.src_component = s.src;
+                op.lo = j == 4 ? lo : lo < 0 ? -5.0 + j : j;
+                op.hi = j == 4 ? hi : op.lo + 7 * j;
+                check_apply(&s, s.plain, &op, s.entities, s.matched);
+                set_start_values(&s);
+            }
+        }
+    }
+    /* a += a * k on an integer field: the same saturation. */
+    tes_op_t op = make_op(TES_OP_ADD_SCALED, s.body, I16, 300);
+    check_apply(&s, s.plain, &op, s.entities, s.matched);
+}
+
+/* A u8 timer counted down: it stops at 0 and is collected once, on the call that reaches 0. */
+TEST(an_unsigned_countdown_stops_at_zero_and_collects_each_entity_once) {
+    scene_t s = make_scene(NULL);
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (has(&s, i, s.body))
+            CHECK_OK(tes_set_number(s.world, s.entities[i], s.body, U8, 0, i % 4));
+    }
+    tes_op_t op = make_op(TES_OP_SUB_COLLECT, s.body, U8, 1);
+    uint32_t total = 0;
+    for (int call = 0; call < 5; call++) {
+        const tes_entity_t *crossed = NULL;
+        uint32_t n = 0;
+        CHECK_OK(tes_query_apply(s.world, s.plain, &op, &crossed, &n));
+        /* Call c collects the rows that held c + 1: about a quarter each time, then none. */
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = 0;
+            while (s.entities[i] != crossed[k])
+                i++;
+            CHECK_EQ(i % 4, (uint32_t)call + 1);
+        }
+        if (call >= 3) CHECK_EQ(n, 0);
+        total += n;
+    }
+    uint32_t ticking = 0;
+    for (uint32_t i = 0; i < s.matched; i++) {
+        ticking += i % 4 != 0;
+        CHECK_NUM_EQ(fx_get_number(s.world, s.entities[i], s.body, U8, 0), 0);
+    }
+    CHECK_EQ(total, ticking);
 }
 
 TEST(ops_on_the_source_component_and_same_component_sources) {
@@ -469,6 +574,68 @@ TEST(filtered_queries_apply_to_their_dirty_rows_only) {
     }
 }
 
+TEST(filtered_integer_ops_apply_to_their_dirty_rows_only) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.body), .changed = FX_IDS(s.src)});
+    for (uint32_t kind = TES_OP_FILL; kind <= TES_OP_LAST; kind++) {
+        for (uint32_t i = 0; i < sizeof int_fields / sizeof *int_fields; i++) {
+            set_start_values(&s);
+            fx_run(s.world, q);
+            tes_entity_t targets[MAX_ENTITIES];
+            uint32_t n = mark_some_src(&s, targets, (kind + i) % 3);
+            CHECK(n > 10);
+            double lo, hi;
+            type_range(field_type[int_fields[i]], &lo, &hi);
+            tes_op_t op = make_op(kind, s.body, int_fields[i], kind == TES_OP_FILL ? hi : 20);
+            op.src_component = s.src;
+            op.lo = 1;
+            op.hi = 9;
+            check_apply(&s, q, &op, targets, n);
+            check_apply(&s, q, &op, NULL, 0);
+        }
+    }
+}
+
+/* Integer kernels mark what they write as float kernels do: every visited row, or (by value)
+ * the rows whose bytes changed, which leaves out rows that saturated where they were. */
+TEST(integer_kernels_mark_like_float_kernels) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *watcher = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.body)});
+    fx_run(s.world, watcher);
+    tes_op_t op = make_op(TES_OP_ADD, s.body, U16, 1);
+    CHECK_OK(tes_query_apply(s.world, s.plain, &op, NULL, NULL));
+    FX_CHECK_SAME_ENTITIES(fx_run(s.world, watcher), s.entities, s.matched);
+    tes_query_t *filtered =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.body), .changed = FX_IDS(s.src)});
+    fx_run(s.world, filtered);
+    tes_entity_t targets[MAX_ENTITIES];
+    uint32_t n = mark_some_src(&s, targets, 2);
+    op = make_op(TES_OP_SUB_COLLECT, s.body, I8, 7);
+    CHECK_OK(tes_query_apply(s.world, filtered, &op, NULL, NULL));
+    FX_CHECK_SAME_ENTITIES(fx_run(s.world, watcher), targets, n);
+
+    static const tes_field_desc_t count_fields[] = {{"c", TES_U8, 0}};
+    tes_component_t counter =
+        fx_component_flags(s.world, "Counter", count_fields, 1, TES_COMPONENT_CHANGE_BY_VALUE);
+    tes_entity_t e[300];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(counter), 300, e));
+    for (int i = 0; i < 300; i++)
+        CHECK_OK(tes_set_number(s.world, e[i], counter, 0, 0, i % 3 ? 254 : 255));
+    tes_query_t *counted = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(counter)});
+    fx_run(s.world, counted);
+    tes_query_t *all = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(counter)});
+    tes_op_t add = {.kind = TES_OP_ADD, .component = counter, .k = 1};
+    CHECK_OK(tes_query_apply(s.world, all, &add, NULL, NULL));
+    fx_entities_t *changed = fx_run(s.world, counted);
+    CHECK_EQ(changed->count, 200); /* the 254s: 255 stays 255 */
+    for (int i = 0; i < 300; i++)
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], counter, 0, 0), 255);
+    CHECK_OK(tes_query_apply(s.world, all, &add, NULL, NULL));
+    CHECK_EQ(fx_run(s.world, counted)->count, 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
 TEST(apply_marks_exactly_the_rows_it_writes) {
     scene_t s = make_scene(NULL);
     tes_query_t *watcher = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.body)});
@@ -657,8 +824,30 @@ TEST(every_check_leaves_the_world_unchanged) {
         {{.kind = TES_OP_ADD, .component = 99, .field = F}, TES_ERR_UNKNOWN_COMPONENT},
         {{.kind = TES_OP_ADD, .component = s.tag, .field = 0}, TES_ERR_TAG_HAS_NO_DATA},
         {{.kind = TES_OP_ADD, .component = s.body, .field = FIELD_COUNT}, TES_ERR_UNKNOWN_FIELD},
-        {{.kind = TES_OP_ADD, .component = s.body, .field = I}, TES_ERR_BAD_FIELD_TYPE},
-        {{.kind = TES_OP_FILL, .component = s.body, .field = I}, TES_ERR_BAD_FIELD_TYPE},
+        /* Integer fields take operands of their type only. */
+        {{.kind = TES_OP_ADD, .component = s.body, .field = I, .k = 1.5}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_FILL, .component = s.body, .field = I, .k = NAN}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_FILL, .component = s.body, .field = I, .k = INFINITY}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_ADD, .component = s.body, .field = I, .k = 2147483648.0},
+         TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_SCALE, .component = s.body, .field = I8, .k = -129}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_ADD, .component = s.body, .field = U8, .k = -1}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_SUB_COLLECT, .component = s.body, .field = UA, .k = 256},
+         TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_SCALE, .component = s.body, .field = U16, .k = 0.5}, TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_CLAMP, .component = s.body, .field = U16, .lo = -1, .hi = 3},
+         TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_CLAMP, .component = s.body, .field = U32, .lo = 0, .hi = 4294967296.0},
+         TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_CLAMP, .component = s.body, .field = I16, .lo = 0.5, .hi = 3},
+         TES_ERR_BAD_VALUE},
+        {{.kind = TES_OP_ADD_SCALED,
+          .component = s.body,
+          .field = U8,
+          .src_component = s.src,
+          .src_field = I8,
+          .k = 1},
+         TES_ERR_BAD_FIELD_TYPE},
         {{.kind = TES_OP_ADD_SCALED, .component = s.body, .field = F, .src_component = 99},
          TES_ERR_UNKNOWN_COMPONENT},
         {{.kind = TES_OP_ADD_SCALED, .component = s.body, .field = F, .src_component = s.tag},

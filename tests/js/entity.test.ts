@@ -294,6 +294,160 @@ describe('spawnMany', () => {
     });
 });
 
+describe('spawnMany with values per entity (C.columns)', () => {
+    const Sparse = component('SparseHealth', { value: 'i16' }, { storage: 'sparse' });
+
+    test('entity i takes element i of each column: arrays, typed arrays, array fields, one number for all', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const before = world.spawnMany(7, Position({ x: -1, y: -1 }));
+        const n = 500; // several chunks
+        const xs = Float64Array.from({ length: n }, (_, i) => i * 0.5);
+        const ys = Array.from({ length: n }, (_, i) => -i);
+        const items = new Uint32Array(4 * n).map((_, k) => k);
+        const hp = Int32Array.from({ length: n }, (_, i) => 1000 - i);
+        const sparse = Array.from({ length: n }, (_, i) => i - 250);
+        const batch = world.spawnMany(
+            n,
+            Position.columns({ x: xs, y: ys }),
+            Inventory.columns({ items, count: 7 }),
+            Health.columns({ value: hp }),
+            Sparse.columns({ value: sparse }),
+            Frozen,
+        );
+        expect(batch.length).toBe(n);
+        batch.forEach((e, i) => {
+            expect(world.get(e, Position)).toEqual({ x: i * 0.5, y: -i });
+            expect(world.get(e, Inventory)).toEqual({ items: [4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3], count: 7 });
+            expect(world.get(e, Health, 'value')).toBe(1000 - i);
+            expect(world.get(e, Sparse, 'value')).toBe(i - 250);
+            expect(world.has(e, Frozen)).toBe(true);
+        });
+        for (const e of before) expect(world.get(e, Position)).toEqual({ x: -1, y: -1 });
+        // A column left out starts at 0; no entity, no column needed.
+        const [e] = world.spawnMany(1, Position.columns({ y: [5] }));
+        expect(world.get(e!, Position)).toEqual({ x: 0, y: 5 });
+        expect(world.spawnMany(0, Position.columns({ x: [] }))).toEqual(new Uint32Array(0));
+        world.validate();
+    });
+
+    test('a value no field can hold at entity 57 refuses the whole call: BAD_VALUE naming the field, value and position', async () => {
+        const world = await newWorld();
+        world.spawnMany(3, Position);
+        const bytes = world.snapshot();
+        const hp = Array.from({ length: 100 }, (_, i) => i);
+        hp[57] = 1.5;
+        const error = expectError(() => world.spawnMany(100, Position.columns({ x: hp }), Health.columns({ value: hp })), 'BAD_VALUE', {
+            operation: 'world.spawnMany',
+            component: 'Health',
+            field: 'value',
+            position: 57,
+        });
+        expect(error.message).toContain('1.5');
+        expect(error.message).toContain('#57');
+        // An element of an array field: which entity and which element.
+        const items = new Array<number>(4 * 10).fill(1);
+        items[4 * 6 + 2] = -1; // u32
+        const inner = expectError(() => world.spawnMany(10, Inventory.columns({ items })), 'BAD_VALUE', { field: 'items', position: 6 });
+        expect(inner.message).toContain('element 2');
+        // Not a number at all: refused in JavaScript, with its place too.
+        const names: unknown[] = Array.from({ length: 100 }, () => 1);
+        names[57] = '1';
+        expectError(() => world.spawnMany(100, Position.columns({ x: names as number[] })), 'BAD_VALUE', { field: 'x', position: 57 });
+        expectError(() => world.spawnMany(2, Position.columns({ x: new BigInt64Array(2) as never })), 'BAD_VALUE', { position: 0 });
+        expect(world.snapshot()).toEqual(bytes);
+        expect(world.stats().entityCount).toBe(3);
+    });
+
+    test('a column of the wrong length is refused before anything is allocated or registered', async () => {
+        const world = await newWorld();
+        world.spawn(Position);
+        const bytes = world.snapshot();
+        const stats = world.stats(); // after the snapshot, which allocates
+        const Fresh = component('FreshColumns', { v: 'u8', arr: ['f32', 2] });
+        expectError(() => world.spawnMany(10, Position, Fresh.columns({ v: new Uint8Array(9) })), 'BAD_VALUE', {
+            component: 'FreshColumns',
+            field: 'v',
+        });
+        // An array field needs count × length numbers, entity after entity.
+        const error = expectError(() => world.spawnMany(10, Fresh.columns({ arr: new Float32Array(10) })), 'BAD_VALUE', { field: 'arr' });
+        expect(error.message).toContain('20');
+        expectError(() => world.spawnMany(10, Fresh.columns({ arr: 1 as never })), 'BAD_VALUE', { field: 'arr' });
+        expectError(() => world.spawnMany(3, Fresh.columns({ v: { length: '3' } as never })), 'BAD_VALUE');
+        // @ts-expect-error: no such field
+        expectError(() => world.spawnMany(3, Fresh.columns({ w: [1, 2, 3] })), 'UNKNOWN_FIELD', { component: 'FreshColumns', field: 'w' });
+        expect(world.stats()).toEqual(stats);
+        expect(world.snapshot()).toEqual(bytes);
+    });
+
+    test('each element is read once: a column whose reads change cannot make the check and the write disagree', async () => {
+        const world = await newWorld();
+        const reads = new Map<string, number>();
+        const column = new Proxy(
+            { length: 3 },
+            {
+                get(target, key) {
+                    if (typeof key !== 'string') return undefined;
+                    reads.set(key, (reads.get(key) ?? 0) + 1);
+                    if (key === 'length') return target.length;
+                    // 7 on the first read of each element, then a value an i32 cannot hold.
+                    return reads.get(key) === 1 ? 7 : 0.5;
+                },
+            },
+        );
+        const batch = world.spawnMany(3, Health.columns({ value: column as unknown as number[] }));
+        for (const e of batch) expect(world.get(e, Health, 'value')).toBe(7);
+        expect(Object.fromEntries(reads)).toEqual({ length: 1, 0: 1, 1: 1, 2: 1 });
+    });
+
+    test('a column may be a view of wasm memory: it is copied before the call allocates', async () => {
+        const world = await newWorld();
+        const source = world.spawnMany(1000, Position);
+        source.forEach((e, i) => world.set(e, Position, 'x', i));
+        const columns: Float32Array[] = [];
+        for (const chunk of world.query({ all: [Position] })) columns.push(chunk.column(Position, 'x'));
+        const view = columns[0]!;
+        const copies = world.spawnMany(view.length, Position.columns({ x: view }), Health);
+        copies.forEach((e, i) => expect(world.get(e, Position, 'x')).toBe(i));
+    });
+
+    test('inside a loop the spawn is recorded, values and all, in order with the other deferred calls', async () => {
+        const world = await newWorld();
+        const seeds = world.spawnMany(4, Position.columns({ x: [1, 2, 3, 4], y: 0 }));
+        const spawned: Uint32Array[] = [];
+        for (const chunk of world.query({ all: [Position], none: [Health] })) {
+            const x = chunk.column(Position, 'x');
+            // Children at each seed's x, as columns straight from the chunk.
+            const children = world.spawnMany(chunk.count, Position.columns({ x, y: 9 }), Health.columns({ value: chunk.entities }));
+            spawned.push(children);
+            expectError(() => world.get(children[0]!, Position), 'PENDING_ENTITY');
+            world.set(children[1]!, Health, 'value', -1); // recorded after the spawn
+            world.despawn(children[3]!);
+        }
+        const [children] = spawned;
+        expect(world.get(children![0]!, Position)).toEqual({ x: 1, y: 9 });
+        expect(world.get(children![0]!, Health, 'value')).toBe(seeds[0]);
+        expect(world.get(children![1]!, Health, 'value')).toBe(-1);
+        expect(world.get(children![2]!, Position)).toEqual({ x: 3, y: 9 });
+        expect(world.isAlive(children![3]!)).toBe(false);
+        expect(world.stats().commandsSkipped).toBe(0);
+        world.validate();
+    });
+
+    test('only spawnMany takes columns; spawn and add refuse them', async () => {
+        const world = await newWorld();
+        const e = world.spawn(Position);
+        // @ts-expect-error: columns are for spawnMany
+        expectError(() => world.spawn(Position.columns({ x: [1] })), 'INVALID_ARGUMENT', { component: 'Position' });
+        // @ts-expect-error: columns are for spawnMany
+        expectError(() => world.add(e, Health.columns({ value: [1] })), 'INVALID_ARGUMENT', { component: 'Health' });
+        expectError(() => Position.columns(null as never), 'BAD_VALUE');
+        // An array for a scalar field of a plain initializer points to columns.
+        const hint = expectError(() => world.spawnMany(2, Position({ x: [1, 2] as never })), 'BAD_VALUE', { field: 'x' });
+        expect(hint.message).toContain('Position.columns');
+        expect(world.stats().entityCount).toBe(1);
+    });
+});
+
 describe('despawnMany', () => {
     test('despawns every listed entity', async () => {
         const world = await newWorld();

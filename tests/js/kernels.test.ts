@@ -178,6 +178,71 @@ describe('operations', () => {
     });
 });
 
+describe('integer fields: saturating at the type range', () => {
+    const Counters = component('Counters', { hp: 'i32', timer: 'u16', ammo: 'u8', slots: ['i8', 2], big: 'u32' });
+
+    test('every op on every integer field, against a saturating reference', async () => {
+        const world = await newWorld({ chunkBytes: 1024 });
+        const n = 300;
+        const values = (i: number) => ({
+            hp: i % 3 === 0 ? 2147483647 - (i % 5) : i - 150,
+            timer: i % 4 === 0 ? 65535 : i % 7,
+            ammo: (i * 37) % 256,
+            slots: [(i % 256) - 128, 127 - (i % 9)],
+            big: i % 2 ? 4294967295 - i : i,
+        });
+        const handles = world.spawnMany(n, Counters);
+        handles.forEach((e, i) => world.set(e, Counters, values(i)));
+        const q = world.query({ all: [Counters] });
+        const clampTo = (v: number, lo: number, hi: number) => Math.min(Math.max(v, lo), hi);
+        q.offset(Counters, 'hp', 10);
+        q.countdown(Counters, 'timer', 3);
+        q.scale(Counters, 'ammo', 2);
+        q.addScaled(Counters, 'slots', Counters, 'slots', -3); // a += a * -3
+        q.addScaled(Counters, 'big', Counters, 'big', 4294967295); // products beyond 2^64 too
+        handles.forEach((e, i) => {
+            const v = values(i);
+            expect(world.get(e, Counters)).toEqual({
+                hp: clampTo(v.hp + 10, -2147483648, 2147483647),
+                timer: clampTo(v.timer - 3, 0, 65535),
+                ammo: clampTo(v.ammo * 2, 0, 255),
+                slots: v.slots.map((s) => clampTo(s + s * -3, -128, 127)),
+                big: clampTo(v.big + v.big * 4294967295, 0, 4294967295),
+            });
+        });
+        q.fill(Counters, 'ammo', 255);
+        q.clamp(Counters, 'hp', -5, 5);
+        for (const e of handles) expect(world.get(e, Counters)).toMatchObject({ ammo: 255 });
+        for (const e of handles) expect(Math.abs(world.get(e, Counters, 'hp'))).toBeLessThanOrEqual(5);
+    });
+
+    test('an unsigned countdown stops at 0: each entity is returned once, by the call that reaches 0', async () => {
+        const world = await newWorld();
+        const handles = world.spawnMany(6, Counters.columns({ timer: [0, 1, 2, 3, 4, 5] }));
+        const q = world.query({ all: [Counters] });
+        const seen: number[][] = [];
+        for (let call = 0; call < 7; call++) seen.push([...q.countdown(Counters, 'timer', 2)]);
+        expect(seen).toEqual([[handles[1], handles[2]], [handles[3], handles[4]], [handles[5]], [], [], [], []]);
+        for (const e of handles) expect(world.get(e, Counters, 'timer')).toBe(0);
+    });
+
+    test('integer kernels mark what they write as float kernels do', async () => {
+        const world = await newWorld();
+        const ByValue = component('CountersByValue', { ammo: 'u8' }, { changeDetection: 'value' });
+        const handles = world.spawnMany(100, Counters, ByValue.columns({ ammo: Array.from({ length: 100 }, (_, i) => (i % 2 ? 255 : 0)) }));
+        const sub = world.subscribe({ changed: [Counters] });
+        const byValue = world.subscribe({ changed: [ByValue] });
+        sub.drain();
+        byValue.drain();
+        world.query({ all: [Counters] }).offset(Counters, 'ammo', 1);
+        expect(sorted(sub.drain().entities)).toEqual(sorted(handles));
+        expect(sub.drain().empty).toBe(true);
+        // By value: a row saturated where it was (255 + 1) did not change.
+        world.query({ all: [ByValue] }).offset(ByValue, 'ammo', 1);
+        expect(sorted(byValue.drain().entities)).toEqual(sorted(handles.filter((_, i) => i % 2 === 0)));
+    });
+});
+
 describe('filtered runs', () => {
     test('a changed-filtered kernel touches the dirty rows only, and marks them for its next run', async () => {
         const { world, handles } = await bodies();
@@ -241,17 +306,20 @@ describe('change marking', () => {
 });
 
 describe('errors: nothing written, nothing consumed', () => {
-    test('integer fields are refused at the type level and at run time (BAD_FIELD_TYPE)', async () => {
+    test('integer operands must be values of the field type: BAD_VALUE naming them, nothing written', async () => {
         const { world, handles, all } = await bodies(30);
         const before = snapshot(world, [...handles], [Body]);
-        // @ts-expect-error: n is an i32 field
-        expectError(() => all.offset(Body, 'n', 1), 'BAD_FIELD_TYPE', { operation: 'query.offset', component: 'Body', field: 'n' });
-        // @ts-expect-error: b is a u8 field
-        expectError(() => all.fill(Body, 'b', 1), 'BAD_FIELD_TYPE', { field: 'b' });
-        // @ts-expect-error: the source is an integer field
+        const error = expectError(() => all.offset(Body, 'n', 1.5), 'BAD_VALUE', { operation: 'query.offset', component: 'Body', field: 'n' });
+        expect(error.message).toContain('value 1.5');
+        expectError(() => all.offset(Body, 'b', -1), 'BAD_VALUE', { field: 'b' }); // u8: use countdown
+        expectError(() => all.fill(Body, 'b', 256), 'BAD_VALUE', { field: 'b' });
+        expectError(() => all.scale(Body, 'n', 0.5), 'BAD_VALUE');
+        expectError(() => all.countdown(Body, 'n', NaN), 'BAD_VALUE');
+        expectError(() => all.fill(Body, 'n', Infinity), 'BAD_VALUE');
+        const bounds = expectError(() => all.clamp(Body, 'b', -1, 10), 'BAD_VALUE', { operation: 'query.clamp' });
+        expect(bounds.message).toContain('min -1');
+        // @ts-expect-error: the source is an integer field, the target f32 (also refused at run time)
         expectError(() => all.addScaled(Body, 'x', Body, 'n', 1), 'BAD_FIELD_TYPE');
-        // @ts-expect-error: n is an i32 field
-        expectError(() => all.countdown(Body, 'n', 1), 'BAD_FIELD_TYPE');
         expect(snapshot(world, [...handles], [Body])).toEqual(before);
     });
 

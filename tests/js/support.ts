@@ -43,6 +43,7 @@ export interface Expected {
     readonly entity?: number;
     readonly component?: string;
     readonly field?: string;
+    readonly position?: number;
 }
 
 /** Runs `fn`, which must throw a TesseraError with `code` (and the given context); returns it. */
@@ -57,7 +58,7 @@ export function expectError(fn: () => unknown, code: ErrorCode, expected: Expect
     expect(thrown).toBeInstanceOf(TesseraError);
     const error = thrown as TesseraError;
     expect(error.code, error.message).toBe(code);
-    for (const key of ['operation', 'entity', 'component', 'field'] as const) {
+    for (const key of ['operation', 'entity', 'component', 'field', 'position'] as const) {
         if (key in expected) expect(error[key], `${key} of ${error.message}`).toBe(expected[key]);
     }
     return error;
