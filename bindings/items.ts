@@ -23,10 +23,10 @@ const NO_FAULT = 0xffffffff;
  * same numbers for every entity; else the numbers per entity, entity after entity).
  */
 interface ValueRef {
-    readonly item: number;
-    readonly meta: FieldMeta;
-    readonly number: number;
-    readonly stride: number;
+    item: number;
+    meta: FieldMeta;
+    number: number;
+    stride: number;
 }
 
 /** Where a call's list, fault and entities sit in wasm memory. */
@@ -41,28 +41,31 @@ export interface WrittenList {
 
 /**
  * A list under construction, reused call after call (one per world): building it allocates
- * nothing once its arrays have grown to the sizes a game uses.
+ * nothing once its arrays have grown to the sizes a game uses. Its arrays keep their length
+ * (entries past the counts are stale, to be overwritten): shortening an array per call cost
+ * more than the rest of a set.
  */
 export class ItemList {
-    /** The items' definitions, in order. */
+    /** The items' definitions, in order: the first `size`. */
     readonly definitions: Definition[] = [];
-    /** Each item's pair target (0 for a component). */
-    targets: number[] = [];
-    /** The values, in order. */
-    readonly values: ValueRef[] = [];
+    /** Each item's pair target (0 for a component): the first `size`. */
+    readonly targets: number[] = [];
+    /** The items' C ids, filled by the call that writes the list. */
+    readonly ids: number[] = [];
+    /** The values, in order: the first `valueCount`. */
+    private readonly values: ValueRef[] = [];
     private numberList = new Float64Array(64);
     private numberCount = 0;
-    private valueCount = 0;
     private itemCount = 0;
+    /** Values in the list. */
+    valueCount = 0;
+    private readonly written = { items: 0, fault: 0, entities: 0 };
 
     /** Empties the list. */
     clear(): this {
         this.itemCount = 0;
         this.valueCount = 0;
         this.numberCount = 0;
-        this.definitions.length = 0;
-        this.targets.length = 0;
-        this.values.length = 0;
         return this;
     }
 
@@ -81,8 +84,8 @@ export class ItemList {
      */
     add(definition: Definition, target: number, values: unknown, operation: string, entity?: number): void {
         const item = this.itemCount++;
-        this.definitions.push(definition);
-        this.targets.push(target);
+        this.definitions[item] = definition;
+        this.targets[item] = target;
         if (values === undefined) return;
         if (typeof values !== 'object' || values === null) {
             throw new TesseraError('BAD_VALUE', operation, `expected an object of field values, got ${describeValue(values)}`, {
@@ -124,8 +127,7 @@ export class ItemList {
                 this.pushNumber(element);
             }
         }
-        this.values.push({ item, meta, number: start, stride: 0 });
-        this.valueCount++;
+        this.pushValue(item, meta, start, 0);
     }
 
     /**
@@ -136,8 +138,8 @@ export class ItemList {
      */
     addColumns(definition: Definition, columns: unknown, count: number, operation: string): void {
         const item = this.itemCount++;
-        this.definitions.push(definition);
-        this.targets.push(0);
+        this.definitions[item] = definition;
+        this.targets[item] = 0;
         if (typeof columns !== 'object' || columns === null) {
             throw new TesseraError('BAD_VALUE', operation, `expected an object of columns, got ${describeValue(columns)}`, {
                 component: definition.name,
@@ -160,7 +162,8 @@ export class ItemList {
      * Writes the list (with these C ids for its definitions) into the heap's temporary block,
      * followed by room for `entityRoom` entities. Nothing is read from the caller any more.
      */
-    write(heap: Heap, ids: readonly number[], entityRoom: number, operation: string): WrittenList {
+    write(heap: Heap, entityRoom: number, operation: string): WrittenList {
+        const ids = this.ids;
         const items = this.itemCount, values = this.valueCount, numbers = this.numberCount;
         const head = ITEMS.size + FAULT.size + entityRoom * 4 + items * ITEM.size + values * VALUE.size;
         const bytes = ((head + 7) & ~7) + numbers * 8;
@@ -192,8 +195,15 @@ export class ItemList {
             u32[(at + VALUE.number) >>> 2] = value.number;
             u32[(at + VALUE.stride) >>> 2] = value.stride;
         }
-        if (numbers) heap.f64.set(this.numberList.subarray(0, numbers), numberAt >>> 3);
-        return { items: block, fault, entities };
+        const f64 = heap.f64, list = this.numberList;
+        // A loop for the usual few numbers: a subarray to copy them with would be an allocation.
+        if (numbers > 64) f64.set(list.subarray(0, numbers), numberAt >>> 3);
+        else for (let i = 0, at = numberAt >>> 3; i < numbers; i++) f64[at + i] = list[i]!;
+        const written = this.written;
+        written.items = block;
+        written.fault = fault;
+        written.entities = entities;
+        return written;
     }
 
     /**
@@ -228,7 +238,8 @@ export class ItemList {
             }
             case 'INVALID_ARGUMENT':
                 if (definition !== undefined && value === NO_FAULT) {
-                    const exclusive = target !== 0 && this.definitions.some((d, i) => i !== item && d === definition && this.targets[i] !== target);
+                    const exclusive =
+                        target !== 0 && this.definitions.some((d, i) => i < this.itemCount && i !== item && d === definition && this.targets[i] !== target);
                     return new TesseraError(
                         code,
                         operation,
@@ -291,7 +302,19 @@ export class ItemList {
             }
         }
         this.numberCount = start + expected;
-        this.values.push({ item, meta, number: start, stride: meta.length });
+        this.pushValue(item, meta, start, meta.length);
+    }
+
+    /** Notes a value (a reused record: none is allocated per call once the list has grown). */
+    private pushValue(item: number, meta: FieldMeta, number: number, stride: number): void {
+        const ref = this.values[this.valueCount];
+        if (ref === undefined) this.values[this.valueCount] = { item, meta, number, stride };
+        else {
+            ref.item = item;
+            ref.meta = meta;
+            ref.number = number;
+            ref.stride = stride;
+        }
         this.valueCount++;
     }
 

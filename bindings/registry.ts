@@ -65,21 +65,20 @@ export class Registry {
     }
 
     /**
-     * The ids of a call's definitions, registering those met for the first time; their ids are
-     * pushed on `fresh` so that the call can take them back if it fails.
+     * The ids of a call's first `count` definitions, into `ids`, registering those met for the
+     * first time; their ids are pushed on `fresh` so that the call can take them back if it fails.
      */
-    resolve(definitions: readonly Definition[], operation: string, fresh: number[]): number[] {
-        const ids: number[] = [];
-        for (const definition of definitions) {
+    resolve(definitions: readonly Definition[], count: number, operation: string, fresh: number[], ids: number[]): void {
+        for (let i = 0; i < count; i++) {
+            const definition = definitions[i]!;
             let id = this.fast(definition);
             if (id === undefined) {
-                const count = this.registered;
+                const registered = this.registered;
                 id = this.register(definition, operation);
-                if (this.registered !== count) fresh.push(id); // registered, not claimed
+                if (this.registered !== registered) fresh.push(id); // registered, not claimed
             }
-            ids.push(id);
+            ids[i] = id;
         }
-        return ids;
     }
 
     /** Takes back the registrations a failed call made (latest first). */

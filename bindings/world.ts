@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Cells, Field, type FieldSet } from './access.js';
+import { Field, FieldSet } from './access.js';
 import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { ItemList, type WrittenList } from './items.js';
@@ -21,7 +21,6 @@ import {
     fieldsOf,
     isDefinition,
     isRelation,
-    isSparse,
     type Component,
     type ComponentColumns,
     type ComponentItem,
@@ -132,17 +131,12 @@ export class World {
     readonly iterations: (ChunkIterator | undefined)[] = [];
     /** @internal What the finalizers of the world and of its queries share (lifetime.ts). */
     readonly link: WorldLink;
-    /** @internal The core's layout as per-entity reads and writes see it (access.ts). */
-    readonly cells: Cells;
     /** Each component's Field objects, by definition key (made on first use). */
     private readonly fieldSets: (FieldSet | undefined)[] = [];
-    /** A multi-field set's fields and values, checked all before any is written. */
-    private readonly setNames: string[] = [];
-    private readonly setRead: unknown[] = [];
-    private readonly setFields: Field<any>[] = [];
-    private readonly setAddresses: number[] = [];
     /** The item list of spawn/add/set/remove calls, reused call after call. */
     private readonly list = new ItemList();
+    /** The registrations of the item call under way (taken back if it fails). */
+    private readonly fresh: number[] = [];
     private readonly scheduler: Scheduler;
 
     /** @internal Use `createWorld()`. */
@@ -171,7 +165,6 @@ export class World {
             this.check(heap.exports.tes_world_create(desc, out), operation);
             this.pointer = heap.u32At(out);
         }
-        this.cells = new Cells(heap, this.pointer);
         this.link = new WorldLink(heap, this.pointer);
         watchWorld(this, this.link);
         this.scheduler = new Scheduler(this);
@@ -274,7 +267,6 @@ export class World {
         forgetWorld(this);
         this.link.destroy();
         this.pointer = 0;
-        this.cells.world = 0;
     }
 
     // ---- entities ------------------------------------------------------------------------
@@ -350,7 +342,6 @@ export class World {
      * `DESTROYED`.
      */
     isAlive(entity: Entity): boolean {
-        if (this.cells.locate(entity) !== 0) return true;
         const world = this.live('world.isAlive');
         if (typeof entity !== 'number' || entity >>> 0 !== entity) return false;
         // tes_is_alive answers for placed entities only.
@@ -402,9 +393,10 @@ export class World {
         // A component this world never registered is on no entity: nothing to remove (and
         // nothing to register). What remains goes in one call.
         const kept = new ItemList();
-        list.definitions.forEach((definition, i) => {
+        for (let i = 0; i < list.size; i++) {
+            const definition = list.definitions[i]!;
             if (this.registry.known(definition, operation) !== undefined) kept.add(definition, list.targets[i]!, undefined, operation, entity);
-        });
+        }
         if (kept.size === 0) return this.requireAlive(entity, operation);
         this.entityCall(kept, entity, operation, (x, fault, entities) => this.heap.exports.tes_remove_items(world, entities, 1, x, fault));
     }
@@ -415,12 +407,6 @@ export class World {
      * (`world.has(e, ChildOf(parent))`). Throws `STALE_ENTITY` for a dead entity.
      */
     has(entity: Entity, component: Component<any> | Relation<any> | Pair<any>): boolean {
-        // In JS when the entity is placed and the component lives in chunks.
-        const known = typeof component === 'function' ? this.registry.fast(component) : undefined;
-        if (known !== undefined && !isSparse(component as Definition)) {
-            const found = this.cells.has(entity, known);
-            if (found !== undefined) return found;
-        }
         const operation = 'world.has';
         this.live(operation);
         const pair = pairOf(component);
@@ -440,25 +426,10 @@ export class World {
         field: K,
     ): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
-        // In JS when it can (access.ts); else the checked path answers or throws.
-        const set = this.fieldSet(component);
-        if (set !== undefined) {
-            if (field !== undefined) {
-                const value = set.byName.get(field)?.read(entity);
-                if (value !== undefined) return value;
-            } else if (set.list.length !== 0) {
-                const values: Record<string, unknown> = {};
-                let complete = true;
-                for (const access of set.list) {
-                    const value = access.read(entity);
-                    if (value === undefined) {
-                        complete = false;
-                        break;
-                    }
-                    values[access.name] = value;
-                }
-                if (complete) return values;
-            }
+        // One call into wasm (access.ts); the checked path for the rest and for errors.
+        if (field !== undefined) {
+            const value = this.fieldSet(component)?.named(field)?.read(entity);
+            if (value !== undefined) return value;
         }
         return this.getChecked(entity, component, field, 'world.get');
     }
@@ -474,7 +445,7 @@ export class World {
         this.live(operation);
         if (isRelation(component)) throw this.needsTarget(operation, 0, component);
         fieldOf(component, name, operation);
-        return this.fieldSet(component)!.byName.get(name)! as Field<FieldValue<S[K]>>;
+        return this.fieldSet(component)!.named(name)! as Field<FieldValue<S[K]>>;
     }
 
     /** A component's Field objects; undefined for what is not a component (the checked path says why). */
@@ -484,29 +455,14 @@ export class World {
         const known = this.fieldSets[key];
         if (known !== undefined && known.component === component) return known;
         if (!isDefinition(component) || isRelation(component)) return undefined;
-        const registry = this.registry;
-        const fallback = {
-            get: (entity: number, access: Field<any>, operation: string) => this.getChecked(entity, access.component, access.name, operation),
-            set: (entity: number, access: Field<any>, value: unknown, operation: string) =>
-                this.setChecked(entity, access.component, access.name, value, operation),
-        };
-        const list = fieldsOf(component).map(
-            (meta) =>
-                new Field<any>(
-                    this.cells,
-                    () => registry.fast(component),
-                    () => registry.generation,
-                    fallback,
-                    component as Component<any>,
-                    meta,
-                ),
-        );
-        const made: FieldSet = { component, list, byName: new Map(list.map((access) => [access.name, access])) };
+        const list = fieldsOf(component).map((meta) => new Field<any>(this, component as Component<any>, meta));
+        const made = new FieldSet(component as Component<any>, list);
         this.fieldSets[key] = made;
         return made;
     }
 
-    private getChecked(entity: Entity, component: Component<any>, field: string | undefined, operation: string): unknown {
+    /** @internal The checked path of world.get (and of Field.get): every error, in full. */
+    getChecked(entity: Entity, component: Component<any>, field: string | undefined, operation: string): unknown {
         this.live(operation);
         const id = this.componentId(entity, component, field, operation);
         if (field !== undefined) {
@@ -541,60 +497,13 @@ export class World {
         value: FieldInput<S[K]>,
     ): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
-        // In JS when it can (access.ts); else the checked path writes or throws.
-        const set = this.fieldSet(component);
-        if (set !== undefined) {
-            if (typeof fieldOrValues === 'string') {
-                if (set.byName.get(fieldOrValues)?.write(entity, value)) return;
-            } else if (typeof fieldOrValues === 'object' && fieldOrValues !== null && this.writeAll(entity, set, fieldOrValues)) {
-                return;
-            }
-        }
+        // One call into wasm (access.ts); the checked path for the rest and for errors.
+        if (typeof fieldOrValues === 'string' && this.fieldSet(component)?.named(fieldOrValues)?.write(entity, value)) return;
         this.setChecked(entity, component, fieldOrValues, value, 'world.set');
     }
 
-    /**
-     * A multi-field set in JS: every value read once, then all accepted and every cell found
-     * before any is written (all or nothing). When the checked path must do it (a value the
-     * fast path does not take, an unknown field, an entity it cannot place), it gets a copy of
-     * what was read, so that no value is read twice; false then means nothing was written.
-     */
-    private writeAll(entity: Entity, set: FieldSet, values: object): boolean {
-        const names = this.setNames, read = this.setRead;
-        let n = 0;
-        for (const name in values) {
-            if (!Object.hasOwn(values, name)) continue;
-            names[n] = name;
-            read[n++] = (values as Record<string, unknown>)[name]; // the one read
-        }
-        const fields = this.setFields, addresses = this.setAddresses;
-        let m = 0;
-        for (let i = 0; i < n; i++) {
-            const value = read[i];
-            if (value === undefined) continue;
-            const access = set.byName.get(names[i]!);
-            const address = access !== undefined && typeof value === 'number' && access.accepts(value) ? access.address(entity) : -1;
-            if (address < 0) return this.handOver(entity, set.component as Component<any>, n);
-            fields[m] = access!;
-            addresses[m++] = address;
-        }
-        if (m === 0) return this.handOver(entity, set.component as Component<any>, n); // checks the handle
-        for (let i = 0, k = 0; i < n; i++) {
-            if (read[i] !== undefined) fields[k]!.store(addresses[k++]!, read[i] as number);
-        }
-        fields[m - 1]!.stamp(entity);
-        return true;
-    }
-
-    /** The checked path of a multi-field set, given a copy of the `n` values read. */
-    private handOver(entity: Entity, component: Component<any>, n: number): true {
-        const copy: Record<string, unknown> = Object.create(null);
-        for (let i = 0; i < n; i++) copy[this.setNames[i]!] = this.setRead[i];
-        this.setChecked(entity, component, copy, undefined, 'world.set');
-        return true;
-    }
-
-    private setChecked(entity: Entity, component: Component<any>, fieldOrValues: unknown, value: unknown, operation: string): void {
+    /** @internal The checked path of world.set (and of Field.set): every error, in full. */
+    setChecked(entity: Entity, component: Component<any>, fieldOrValues: unknown, value: unknown, operation: string): void {
         const world = this.live(operation);
         if (typeof fieldOrValues === 'string') {
             const meta = fieldOf(component, fieldOrValues, operation, entity);
@@ -731,7 +640,7 @@ export class World {
         } else {
             list.add(relation, target, fieldOrValues, operation, source);
         }
-        if (list.values.length === 0) {
+        if (list.valueCount === 0) {
             // Nothing to write still checks the handles and the pair.
             if (!this.pairHas(source, relation, target, operation)) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
             return;
@@ -842,7 +751,9 @@ export class World {
             return;
         }
         const fresh: number[] = [];
-        const id = this.registry.resolve([ChildOf], operation, fresh)[0]!;
+        const ids: number[] = [];
+        this.registry.resolve([ChildOf], 1, operation, fresh, ids);
+        const id = ids[0]!;
         try {
             this.placeChild(child, id, parent, before, operation);
         } catch (error) {
@@ -1155,10 +1066,11 @@ export class World {
         call: (items: Pointer, fault: Pointer, entities: Pointer) => number,
         prepare?: (written: WrittenList) => void,
     ): WrittenList {
-        const fresh: number[] = [];
+        const fresh = this.fresh;
+        if (fresh.length !== 0) fresh.length = 0;
         try {
-            const ids = this.registry.resolve(list.definitions, operation, fresh);
-            const written = list.write(this.heap, ids, entityRoom, operation);
+            this.registry.resolve(list.definitions, list.size, operation, fresh, list.ids);
+            const written = list.write(this.heap, entityRoom, operation);
             prepare?.(written);
             const result = call(written.items, written.fault, written.entities);
             if (result !== 0) throw list.error(this.heap, result, written.fault, operation, subject);
@@ -1190,7 +1102,7 @@ export class World {
             throw this.error('MISSING_COMPONENT', operation, entity, component.name);
         }
         // Nothing to write still checks the handle.
-        if (list.values.length === 0) return this.requireAlive(entity, operation);
+        if (list.valueCount === 0) return this.requireAlive(entity, operation);
         this.entityCall(list, entity, operation, (x, fault, entities) => this.heap.exports.tes_set_items(world, entities, 1, x, fault));
     }
 

@@ -1,6 +1,5 @@
-// Per-entity access in JS over the core's layout (bindings/access.ts): world.get / set / has /
-// isAlive and world.field, on every path: placed, stale, pending, sparse, tracked, untracked,
-// value by value against the core's own checks.
+// Per-entity access (bindings/access.ts): world.get / set / has / isAlive and world.field, on
+// every path: placed, stale, pending, sparse, tracked, untracked, each value as the core takes it.
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
@@ -18,12 +17,12 @@ const Likes = relation('Likes', { amount: 'f32' });
 const schema = { f32: 'f32', f64: 'f64', i8: 'i8', u8: 'u8', i16: 'i16', u16: 'u16', i32: 'i32', u32: 'u32' } as const;
 type FieldType = keyof typeof schema;
 const types = Object.keys(schema) as FieldType[];
-/** Chunk storage: the JS path. */
+/** Chunk storage. */
 const Dense = component('Dense', schema);
-/** Sparse storage: always the core's path, the reference for what a value does. */
+/** Sparse storage: another path through the core, the reference for what a value does. */
 const Reference = component('Reference', schema, { storage: 'sparse' });
 
-describe('world.get / world.set in JS', () => {
+describe('world.get / world.set by handle', () => {
     test('every field type and array fields read back what was written, as the chunk columns hold it', async () => {
         const world = await newWorld();
         const e = world.spawn(Dense, Inventory, Position);
@@ -88,7 +87,7 @@ describe('world.get / world.set in JS', () => {
         expect(world.get(pending, Health, 'value')).toBe(3);
     });
 
-    test('sparse components and pairs keep working (the core answers)', async () => {
+    test('sparse components and pairs keep working', async () => {
         const world = await newWorld();
         const e = world.spawn(Reference);
         world.set(e, Reference, 'i16', -5);
@@ -101,7 +100,7 @@ describe('world.get / world.set in JS', () => {
         expectError(() => world.get(e, Likes as never, 'amount'), 'NEEDS_TARGET');
     });
 
-    test('has and isAlive answer for placed entities, the checked path for the rest', async () => {
+    test('has and isAlive on placed entities, removed components, never-registered ones and non-handles', async () => {
         const world = await newWorld();
         const e = world.spawn(Position, Frozen);
         expect(world.has(e, Position)).toBe(true);
@@ -117,7 +116,7 @@ describe('world.get / world.set in JS', () => {
         expectError(() => world.has(2 ** 32 + e, Position), 'INVALID_ARGUMENT');
     });
 
-    test('errors are those of the checked path: unknown field, tag, missing component, bad values', async () => {
+    test('errors name what is wrong: unknown field, tag, missing component, bad values', async () => {
         const world = await newWorld();
         const e = world.spawn(Position, Frozen);
         expectError(() => world.get(e, Position, 'z' as never), 'UNKNOWN_FIELD', { entity: e, component: 'Position', field: 'z' });
@@ -132,7 +131,7 @@ describe('world.get / world.set in JS', () => {
     });
 });
 
-describe('values: the JS path stores exactly what the core stores, and refuses nothing the core takes', () => {
+describe('values: chunk storage and sparse storage store and refuse exactly the same numbers', () => {
     const edges = [
         0, -0, 1, -1, 0.5, -0.5, 1.5, 2.5, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536,
         2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 53, -(2 ** 53),
@@ -148,7 +147,7 @@ describe('values: the JS path stores exactly what the core stores, and refuses n
         return read();
     };
 
-    test('every edge value, every type: the same result through chunk storage (JS) and sparse (C)', async () => {
+    test('every edge value, every type: the same result through chunk storage and sparse storage', async () => {
         const world = await newWorld();
         const dense = world.spawn(Dense);
         const sparse = world.spawn(Reference);
