@@ -390,7 +390,7 @@ export const CHUNK = {
 
 /** `tesi_archetype_t`: an archetype. */
 export const ARCHETYPE = {
-    size: 88,
+    size: 104,
     id: 0,
     type_index: 24,
     lookup_length: 28,

@@ -49,6 +49,17 @@ tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t
     return size > TESI_MAX_BLOCK_BYTES ? TES_ERR_ROW_TOO_LARGE : TES_OK;
 }
 
+uint32_t tesi_type_search(const tesi_archetype_t *archetype, tes_component_t component) {
+    const tes_component_t *set = archetype->components;
+    uint32_t lo = 0, hi = archetype->component_count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (set[mid] < component) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < archetype->component_count && set[lo] == component ? lo : TESI_NO_TYPE;
+}
+
 static void archetype_free(tes_world_t *world, tesi_archetype_t *a) {
     tesi_move_plan_free(world, a->self);
     tesi_free(world, a->components, (size_t)a->component_count * sizeof *a->components);
@@ -65,7 +76,10 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
     tesi_archetype_t *a = tesi_alloc(world, sizeof *a);
     if (!a) return TES_ERR_OUT_OF_MEMORY;
     *a = (tesi_archetype_t){.id = world->archetype_count, .hash = hash, .component_count = count};
-    a->lookup_length = count ? set[count - 1] + 1 : 0;
+    /* The flat type index covers the members below TESI_DIRECT_IDS (the rest are searched):
+     * its size follows the set, not how many types the world knows. */
+    for (uint32_t i = 0; i < count && set[i] < TESI_DIRECT_IDS; i++)
+        a->lookup_length = set[i] + 1;
     for (uint32_t i = 0; i < count; i++)
         a->column_count += world->components[set[i]].field_count;
 
@@ -73,8 +87,8 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
     if (count) {
         a->components = tesi_alloc(world, count * sizeof *a->components);
         a->first_column = tesi_alloc(world, count * sizeof *a->first_column);
-        a->type_index = tesi_alloc(world, a->lookup_length * sizeof *a->type_index);
-        ok = a->components && a->first_column && a->type_index;
+        a->type_index = a->lookup_length ? tesi_alloc(world, a->lookup_length * sizeof *a->type_index) : NULL;
+        ok = a->components && a->first_column && (a->type_index || !a->lookup_length);
     }
     if (ok && a->column_count) {
         a->columns = tesi_alloc(world, a->column_count * sizeof *a->columns);
@@ -86,12 +100,12 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
     }
     if (count) {
         memcpy(a->components, set, count * sizeof *a->components);
-        memset(a->type_index, 0xFF, a->lookup_length * sizeof *a->type_index);
+        if (a->lookup_length) memset(a->type_index, 0xFF, a->lookup_length * sizeof *a->type_index);
     }
     uint32_t column = 0;
     for (uint32_t i = 0; i < count; i++) {
         const tesi_component_t *c = &world->components[set[i]];
-        a->type_index[set[i]] = (uint16_t)i;
+        if (set[i] < a->lookup_length) a->type_index[set[i]] = (uint16_t)i;
         a->tracked_count += c->level != TES_UNTRACKED;
         a->first_column[i] = (uint16_t)column;
         for (uint32_t f = 0; f < c->field_count; f++) {

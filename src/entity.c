@@ -488,11 +488,11 @@ static inline bool step_cached(tes_world_t *world, tes_entity_t entity, tes_comp
     if (!record || world->defer_depth || world->logged_components) return false;
     tesi_chunk_t *chunk = record->chunk;
     tesi_archetype_t *from = chunk->archetype;
-    if (component >= from->edge_slots) return false;
-    const tesi_edge_t *edge = &from->edges[component];
+    const tesi_edge_t *edge = tesi_edge_of(from, component);
+    if (!edge) return false;
     tesi_archetype_t *to = edge->target;
     /* The edge of a component the entity has is "-C", else "+C": a no-op goes the long way. */
-    if (!to || !edge->plan || (to->component_count < from->component_count) != removing ||
+    if (!edge->plan || (to->component_count < from->component_count) != removing ||
         (to->entity_count == to->chunk_count * to->capacity && !tesi_chunk_add_pooled(world, to))) {
         return false;
     }

@@ -71,33 +71,85 @@ void tesi_graph_insert(tes_world_t *world, tesi_archetype_t *archetype) {
 
 /* ---- edges ----------------------------------------------------------------------------- */
 
-/* Caches from --c--> to with its move plan, when from's edge array covers c (edges_cover).
- * The cache is an optimisation: when memory for it cannot be had, the transition still
- * happens, it is just not remembered (or rows move by the general merge walk). */
-static void edge_cache(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
-                       tes_component_t c) {
-    if (c >= from->edge_slots || from->edges[c].target) return;
-    from->edges[c] = (tesi_edge_t){to, tesi_move_plan_make(world, to, from)};
-    world->graph.edge_count++;
+/* Slot of `component` in a far-edge table of `slots` (a power of two): Fibonacci hashing. */
+static inline uint32_t far_home(tes_component_t component, uint32_t slots) {
+    return (uint32_t)(component * 2654435769u) & (slots - 1);
 }
 
-/* Grows the archetype's edge array to cover `component`, zeroing the new slots. */
-static void edges_cover(tes_world_t *world, tesi_archetype_t *a, tes_component_t component) {
-    uint32_t old = a->edge_slots;
-    if (component < old) return;
-    if (tesi_reserve(world, (void **)&a->edges, &a->edge_slots, component + 1, sizeof *a->edges,
-                     16) != TES_OK) {
-        return;
+tesi_edge_t *tesi_far_edge(const tesi_archetype_t *a, tes_component_t component) {
+    if (!a->far_slots) return NULL;
+    uint32_t mask = a->far_slots - 1;
+    for (uint32_t i = far_home(component, a->far_slots);; i = (i + 1) & mask) {
+        tesi_far_edge_t *slot = &a->far_edges[i];
+        if (slot->component == component) return &slot->edge;
+        if (slot->component == TESI_FAR_EMPTY) return NULL;
     }
-    memset(a->edges + old, 0, (size_t)(a->edge_slots - old) * sizeof *a->edges);
+}
+
+/* A free slot for `component` in the far table (grown to stay at most half full); NULL when the
+ * memory cannot be had. */
+static tesi_edge_t *far_slot(tes_world_t *world, tesi_archetype_t *a, tes_component_t component) {
+    if ((a->far_count + 1) * 2 > a->far_slots) {
+        uint32_t slots = a->far_slots ? a->far_slots * 2 : 4;
+        tesi_far_edge_t *table = tesi_alloc(world, (size_t)slots * sizeof *table);
+        if (!table) return NULL;
+        for (uint32_t i = 0; i < slots; i++)
+            table[i].component = TESI_FAR_EMPTY;
+        for (uint32_t i = 0; i < a->far_slots; i++) {
+            const tesi_far_edge_t *old = &a->far_edges[i];
+            if (old->component == TESI_FAR_EMPTY) continue;
+            uint32_t j = far_home(old->component, slots);
+            while (table[j].component != TESI_FAR_EMPTY)
+                j = (j + 1) & (slots - 1);
+            table[j] = *old;
+        }
+        tesi_free(world, a->far_edges, (size_t)a->far_slots * sizeof *a->far_edges);
+        a->far_edges = table;
+        a->far_slots = slots;
+    }
+    uint32_t i = far_home(component, a->far_slots);
+    while (a->far_edges[i].component != TESI_FAR_EMPTY)
+        i = (i + 1) & (a->far_slots - 1);
+    a->far_edges[i] = (tesi_far_edge_t){.component = component};
+    a->far_count++;
+    return &a->far_edges[i].edge;
+}
+
+/* Room for from's edge by `c`: the flat array grown to cover a low id (zeroing the new slots),
+ * a far slot for a high one. NULL when the memory cannot be had. */
+static tesi_edge_t *edge_room(tes_world_t *world, tesi_archetype_t *a, tes_component_t c) {
+    if (c >= TESI_DIRECT_IDS) return far_slot(world, a, c);
+    uint32_t old = a->edge_slots;
+    if (c >= old) {
+        if (tesi_reserve(world, (void **)&a->edges, &a->edge_slots, c + 1, sizeof *a->edges, 16) !=
+            TES_OK) {
+            return NULL;
+        }
+        if (a->edge_slots > TESI_DIRECT_IDS) a->edge_slots = TESI_DIRECT_IDS; /* never past it */
+        memset(a->edges + old, 0, (size_t)(a->edge_slots - old) * sizeof *a->edges);
+    }
+    return &a->edges[c];
+}
+
+/* Caches from --c--> to with its move plan. The cache is an optimisation: when memory for it
+ * cannot be had, the transition still happens, it is just not remembered (or rows move by the
+ * general merge walk). */
+static void edge_cache(tes_world_t *world, tesi_archetype_t *from, tesi_archetype_t *to,
+                       tes_component_t c) {
+    if (tesi_edge_of(from, c)) return;
+    tesi_edge_t *edge = edge_room(world, from, c);
+    if (!edge) return;
+    *edge = (tesi_edge_t){to, tesi_move_plan_make(world, to, from)};
+    world->graph.edge_count++;
 }
 
 tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_component_t component,
                              bool removing, tesi_archetype_t **out,
                              const tesi_move_plan_t **out_plan) {
-    if (component < from->edge_slots && from->edges[component].target) {
-        *out = from->edges[component].target;
-        *out_plan = from->edges[component].plan;
+    const tesi_edge_t *cached = tesi_edge_of(from, component);
+    if (cached) {
+        *out = cached->target;
+        *out_plan = cached->plan;
         return TES_OK;
     }
     tes_result_t result = tesi_reserve(world, (void **)&world->scratch, &world->scratch_slots,
@@ -118,12 +170,11 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
     tesi_archetype_t *to;
     result = tesi_archetype_ensure(world, n, &to);
     if (result != TES_OK) return result;
-    edges_cover(world, from, component);
-    edges_cover(world, to, component);
     edge_cache(world, from, to, component);
     edge_cache(world, to, from, component);
     *out = to;
-    *out_plan = component < from->edge_slots ? from->edges[component].plan : NULL;
+    const tesi_edge_t *made = tesi_edge_of(from, component);
+    *out_plan = made ? made->plan : NULL;
     return TES_OK;
 }
 
@@ -131,6 +182,24 @@ void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *a) {
     for (uint32_t c = 0; c < a->edge_slots; c++)
         tesi_move_plan_free(world, a->edges[c].plan);
     tesi_free(world, a->edges, (size_t)a->edge_slots * sizeof *a->edges);
+    for (uint32_t i = 0; i < a->far_slots; i++) {
+        if (a->far_edges[i].component != TESI_FAR_EMPTY) tesi_move_plan_free(world, a->far_edges[i].edge.plan);
+    }
+    tesi_free(world, a->far_edges, (size_t)a->far_slots * sizeof *a->far_edges);
+}
+
+/* Checks one cached edge from --c--> to: "+c" leads to a superset with one more member, "-c"
+ * to a subset with one fewer. */
+static bool edge_valid(const tesi_archetype_t *from, tes_component_t c, const tesi_archetype_t *to) {
+    bool removing = tesi_type_index(from, c) != TESI_NO_TYPE;
+    bool to_has = tesi_type_index(to, c) != TESI_NO_TYPE;
+    uint32_t expected = removing ? from->component_count - 1 : from->component_count + 1;
+    if (to_has == removing || to->component_count != expected) return false;
+    const tesi_archetype_t *small = removing ? to : from, *big = removing ? from : to;
+    for (uint32_t k = 0; k < small->component_count; k++) {
+        if (tesi_type_index(big, small->components[k]) == TESI_NO_TYPE) return false;
+    }
+    return true;
 }
 
 tes_result_t tesi_graph_validate(const tes_world_t *world) {
@@ -140,22 +209,27 @@ tes_result_t tesi_graph_validate(const tes_world_t *world) {
         if (tesi_graph_find(world, from->components, from->component_count, from->hash) != from) {
             return TES_ERR_CORRUPT;
         }
+        if (from->edge_slots > TESI_DIRECT_IDS) return TES_ERR_CORRUPT;
         for (tes_component_t c = 0; c < from->edge_slots; c++) {
             const tesi_archetype_t *to = from->edges[c].target;
             if (!to) continue;
             edges++;
-            /* "+c" leads to a superset with one more member, "-c" to a subset with one fewer. */
-            bool removing = tesi_type_index(from, c) != TESI_NO_TYPE;
-            bool to_has = tesi_type_index(to, c) != TESI_NO_TYPE;
-            uint32_t expected = removing ? from->component_count - 1 : from->component_count + 1;
-            if (to_has == removing || to->component_count != expected) return TES_ERR_CORRUPT;
-            const tesi_archetype_t *small = removing ? to : from, *big = removing ? from : to;
-            for (uint32_t k = 0; k < small->component_count; k++) {
-                if (tesi_type_index(big, small->components[k]) == TESI_NO_TYPE) {
-                    return TES_ERR_CORRUPT;
-                }
+            if (!edge_valid(from, c, to)) return TES_ERR_CORRUPT;
+        }
+        uint32_t far = 0;
+        for (uint32_t i = 0; i < from->far_slots; i++) {
+            const tesi_far_edge_t *slot = &from->far_edges[i];
+            if (slot->component == TESI_FAR_EMPTY) continue;
+            far++;
+            /* Findable from its home slot, and valid. */
+            if (slot->component < TESI_DIRECT_IDS || !slot->edge.target ||
+                tesi_far_edge(from, slot->component) != &slot->edge ||
+                !edge_valid(from, slot->component, slot->edge.target)) {
+                return TES_ERR_CORRUPT;
             }
         }
+        if (far != from->far_count || far * 2 > from->far_slots) return TES_ERR_CORRUPT;
+        edges += far;
     }
     return edges == world->graph.edge_count ? TES_OK : TES_ERR_CORRUPT;
 }

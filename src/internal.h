@@ -331,6 +331,19 @@ typedef struct tesi_edge_t {
     tesi_move_plan_t *plan;   /* NULL when its memory could not be had: the general copy */
 } tesi_edge_t;
 
+/* Component ids below this have flat per-archetype tables (type index, edges): one load, and
+ * a small world's ids are all below it. Ids above are searched (the set, sorted) or hashed
+ * (edges), so an archetype's memory follows its own components and cached edges, not the
+ * number of types the world knows (a world of 4,000 types). */
+#define TESI_DIRECT_IDS 64u
+#define TESI_FAR_EMPTY  0xFFFFFFFFu
+
+/* An edge by a component id >= TESI_DIRECT_IDS, in an archetype's open-addressing table. */
+typedef struct tesi_far_edge_t {
+    tes_component_t component; /* TESI_FAR_EMPTY: a free slot */
+    tesi_edge_t edge;
+} tesi_far_edge_t;
+
 /* Change tracker of one component in one chunk (tracker.c). One allocation: this header, then
  * the arrays, all sized by the archetype's capacity. A row's dirty bit is set exactly when the
  * row is in the dirty list; entries may be stale (row vacated or ticks already seen), which
@@ -365,7 +378,7 @@ struct tesi_archetype_t {
     tes_component_t *components;
     uint32_t component_count;
     uint16_t *type_index;   /* by component id < lookup_length: position in components */
-    uint32_t lookup_length; /* highest component id + 1 */
+    uint32_t lookup_length; /* highest member id below TESI_DIRECT_IDS + 1 (0: none) */
     uint16_t *first_column; /* by position in components: its first column */
     tesi_column_t *columns;
     uint32_t column_count;
@@ -376,8 +389,11 @@ struct tesi_archetype_t {
     uint32_t chunk_count;
     uint32_t chunk_slots; /* allocated length of chunks */
     uint32_t entity_count;
-    tesi_edge_t *edges; /* by component id < edge_slots: a flat array, no hashing */
+    tesi_edge_t *edges; /* by component id < edge_slots (<= TESI_DIRECT_IDS): flat, no hashing */
     uint32_t edge_slots;
+    tesi_far_edge_t *far_edges; /* ids >= TESI_DIRECT_IDS: open addressing by id */
+    uint32_t far_slots;         /* a power of two, or 0 */
+    uint32_t far_count;
     uint32_t tracked_count; /* components of the set tracked at all: 0 = no tracker work */
     uint32_t plan;          /* during an item call (items.c): its plan entry + 1, else 0 */
 };
@@ -646,9 +662,27 @@ tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t
 tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_archetype_t **out);
 void tesi_archetypes_fini(tes_world_t *world);
 /* Position of `component` in the archetype's set, or TESI_NO_TYPE. */
+uint32_t tesi_type_search(const tesi_archetype_t *archetype, tes_component_t component);
 static inline uint32_t tesi_type_index(const tesi_archetype_t *archetype,
                                        tes_component_t component) {
-    return component < archetype->lookup_length ? archetype->type_index[component] : TESI_NO_TYPE;
+    if (component < archetype->lookup_length) return archetype->type_index[component];
+    /* Above the flat index: absent when past the set's last member (one compare), else a
+     * binary search of the set (worlds with many types). */
+    uint32_t n = archetype->component_count;
+    if (component < TESI_DIRECT_IDS || !n || component > archetype->components[n - 1]) {
+        return TESI_NO_TYPE;
+    }
+    return tesi_type_search(archetype, component);
+}
+/* The archetype's cached edge by `component`, NULL when none is cached. */
+tesi_edge_t *tesi_far_edge(const tesi_archetype_t *archetype, tes_component_t component);
+static inline tesi_edge_t *tesi_edge_of(const tesi_archetype_t *archetype,
+                                        tes_component_t component) {
+    if (component < archetype->edge_slots) {
+        tesi_edge_t *edge = &archetype->edges[component];
+        return edge->target ? edge : NULL;
+    }
+    return archetype->far_count ? tesi_far_edge(archetype, component) : NULL;
 }
 /* The column of field `field` of the component at position `type` in the archetype's set. */
 static inline const tesi_column_t *tesi_column_of(const tesi_archetype_t *archetype, uint32_t type,
