@@ -4,6 +4,8 @@
  * will have; until the flush that handle is "pending". */
 #include "internal.h"
 
+_Static_assert(sizeof(tesi_command_t) == 32, "a recorded command is 32 bytes (internal.h)");
+
 tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity) {
     uint32_t index = entity & TESI_INDEX_MASK;
     if (index >= world->record_count) return NULL;
@@ -82,7 +84,7 @@ tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, u
     if (result != TES_OK) return result;
     tesi_command_t *cmd = &world->commands[world->command_count++];
     *cmd = (tesi_command_t){.kind = kind, .entity = entity, .a = a, .b = b, .c = c, .value = value};
-    if (size) {
+    if (size) { /* bytes instead of a number (tesi_command_t) */
         cmd->data_offset = world->command_data_size;
         cmd->data_size = size;
         memcpy(world->command_data + world->command_data_size, data, size);

@@ -905,12 +905,19 @@ enum tesi_command_kind {
     TESI_CMD_ITEMS,            /* entity, a = the call's kind (items.c), data = its items */
 };
 
+/* 32 bytes: a command carries a number or bytes (SET, INIT, ITEMS), never both. A run's
+ * recorded commands live in the C heap under the host's run reserve, so their size is how many
+ * a loop body can record without memory growing. */
 typedef struct tesi_command_t {
     uint8_t kind;
     tes_entity_t entity;
     uint32_t a, b, c, d;
-    uint32_t data_offset, data_size;
-    double value;
+    union {
+        double value;
+        struct {
+            uint32_t data_offset, data_size;
+        };
+    };
 } tesi_command_t;
 
 /* ---- sparse.c -------------------------------------------------------------------------- */
