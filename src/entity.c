@@ -217,7 +217,10 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
                 (uint64_t)tesi_indices_in_use(world) + n <= tesi_max_entities(world)
             ? TES_OK
             : tesi_entities_reserve(world, n);
-    if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
+    /* Room in the last chunk: the common single spawn, without a call. */
+    if (result == TES_OK && (uint64_t)a->chunk_count * a->capacity - a->entity_count < n) {
+        result = tesi_chunks_reserve(world, a, n);
+    }
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
         tesi_chunk_t *chunk;
@@ -328,10 +331,12 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     /* More than the table can ever hold: refused before anything is sized by n. */
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
     tesi_archetype_t *a = world->spawn_cache.archetype;
-    if (a && count == world->spawn_cache.count &&
-        (!count ||
-         (components && !memcmp(components, world->spawn_cache.ids, count * sizeof *components)))) {
-        return tesi_spawn_rows(world, a, n, out_entities);
+    if (a && count == world->spawn_cache.count && (!count || components)) {
+        /* A few ids compared inline: a memcmp call cost more than the compares. */
+        uint32_t same = 0;
+        while (same < count && components[same] == world->spawn_cache.ids[same])
+            same++;
+        if (same == count) return tesi_spawn_rows(world, a, n, out_entities);
     }
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
