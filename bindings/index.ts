@@ -57,13 +57,7 @@ export {
     type ScalarOf,
 } from './schema.js';
 export { Query, Chunk, ChunkIterator, type QueryDesc, type Term } from './query.js';
-export {
-    Subscription,
-    Changes,
-    type SubscriptionDesc,
-    type PairEvent,
-    type PairEventKind,
-} from './subscription.js';
+export { Subscription, Changes, type SubscriptionDesc, type PairEvent, type PairEventKind } from './subscription.js';
 export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicate.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';

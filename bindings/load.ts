@@ -66,13 +66,7 @@ export interface TesseraExports {
     /** `tes_spawn(world, const tes_component_t *components, count, tes_entity_t *out)`. */
     tes_spawn(world: Pointer, components: Pointer, count: number, outEntity: Pointer): number;
     /** `tes_spawn_batch(world, components, count, n, tes_entity_t *out_entities)`. */
-    tes_spawn_batch(
-        world: Pointer,
-        components: Pointer,
-        count: number,
-        n: number,
-        outEntities: Pointer,
-    ): number;
+    tes_spawn_batch(world: Pointer, components: Pointer, count: number, n: number, outEntities: Pointer): number;
     /** `tes_despawn(world, entity)`. */
     tes_despawn(world: Pointer, entity: number): number;
     /** `tes_despawn_batch(world, const tes_entity_t *entities, n)`. */
@@ -88,49 +82,15 @@ export interface TesseraExports {
     tes_has(world: Pointer, entity: number, component: number, outHas: Pointer): number;
 
     /** `tes_get(world, entity, component, field, void *out, size_t size)`. */
-    tes_get(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        out: Pointer,
-        size: number,
-    ): number;
+    tes_get(world: Pointer, entity: number, component: number, field: number, out: Pointer, size: number): number;
     /** `tes_set(world, entity, component, field, const void *value, size_t size)`. */
-    tes_set(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        value: Pointer,
-        size: number,
-    ): number;
+    tes_set(world: Pointer, entity: number, component: number, field: number, value: Pointer, size: number): number;
     /** `tes_get_number(world, entity, component, field, element, double *out)`. */
-    tes_get_number(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        element: number,
-        out: Pointer,
-    ): number;
+    tes_get_number(world: Pointer, entity: number, component: number, field: number, element: number, out: Pointer): number;
     /** `tes_set_number(world, entity, component, field, element, double value)`. */
-    tes_set_number(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        element: number,
-        value: number,
-    ): number;
+    tes_set_number(world: Pointer, entity: number, component: number, field: number, element: number, value: number): number;
     /** `tes_field_ptr(world, entity, component, field, void **out_ptr)`. */
-    tes_field_ptr(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        outPtr: Pointer,
-    ): number;
+    tes_field_ptr(world: Pointer, entity: number, component: number, field: number, outPtr: Pointer): number;
     /**
      * `tes_spawn_items(world, const tes_items_t *items, n, tes_entity_t *out_entities,
      * tes_fault_t *out_fault)`: see "Item lists" in src/tessera.h for the layouts.
@@ -154,23 +114,11 @@ export interface TesseraExports {
     /** `tes_archetype_info(world, archetype, tes_archetype_info_t *out)` (20 bytes). */
     tes_archetype_info(world: Pointer, archetype: number, out: Pointer): number;
     /** `tes_archetype_find(world, const tes_component_t *components, count, *out)`. */
-    tes_archetype_find(
-        world: Pointer,
-        components: Pointer,
-        count: number,
-        outArchetype: Pointer,
-    ): number;
+    tes_archetype_find(world: Pointer, components: Pointer, count: number, outArchetype: Pointer): number;
     /** `tes_chunk_info(world, archetype, chunk, tes_chunk_info_t *out)` (12 bytes). */
     tes_chunk_info(world: Pointer, archetype: number, chunk: number, out: Pointer): number;
     /** `tes_chunk_column(world, archetype, chunk, component, field, void **out_column)`. */
-    tes_chunk_column(
-        world: Pointer,
-        archetype: number,
-        chunk: number,
-        component: number,
-        field: number,
-        outColumn: Pointer,
-    ): number;
+    tes_chunk_column(world: Pointer, archetype: number, chunk: number, component: number, field: number, outColumn: Pointer): number;
     /** `tes_archetype_spawn(world, archetype, n, tes_entity_t *out_entities)`. */
     tes_archetype_spawn(world: Pointer, archetype: number, n: number, outEntities: Pointer): number;
     /** `tes_archetype_add(world, archetype, component)`. */
@@ -181,24 +129,11 @@ export interface TesseraExports {
     /** `tes_component_tracking(world, component, tes_tracking_t *out)`. */
     tes_component_tracking(world: Pointer, component: number, out: Pointer): number;
     /** `tes_ticks(world, entity, component, uint64_t *added, uint64_t *changed)`. */
-    tes_ticks(
-        world: Pointer,
-        entity: number,
-        component: number,
-        outAdded: Pointer,
-        outChanged: Pointer,
-    ): number;
+    tes_ticks(world: Pointer, entity: number, component: number, outAdded: Pointer, outChanged: Pointer): number;
     /** `tes_mark_changed(world, entity, component)`. */
     tes_mark_changed(world: Pointer, entity: number, component: number): number;
     /** `tes_chunk_mark_changed(world, archetype, chunk, component, const uint32_t *rows, n)`. */
-    tes_chunk_mark_changed(
-        world: Pointer,
-        archetype: number,
-        chunk: number,
-        component: number,
-        rows: Pointer,
-        n: number,
-    ): number;
+    tes_chunk_mark_changed(world: Pointer, archetype: number, chunk: number, component: number, rows: Pointer, n: number): number;
 
     /**
      * `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)`. The desc is
@@ -230,12 +165,7 @@ export interface TesseraExports {
     /** `tes_iter_column(iter, component, field, void **out_column)`. */
     tes_iter_column(iter: Pointer, component: number, field: number, outColumn: Pointer): number;
     /** `tes_iter_removed(iter, component, const tes_entity_t **out, uint32_t *out_count)`. */
-    tes_iter_removed(
-        iter: Pointer,
-        component: number,
-        outEntities: Pointer,
-        outCount: Pointer,
-    ): number;
+    tes_iter_removed(iter: Pointer, component: number, outEntities: Pointer, outCount: Pointer): number;
     /** `tes_snapshot(world, const uint8_t **out_bytes, uint32_t *out_size)`: a buffer the world owns. */
     tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
     /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
@@ -276,13 +206,7 @@ export interface TesseraExports {
      * tes_op_t (48 bytes): k 0, lo 8, hi 16 (f64), kind 24, component 28, field 32,
      * src_component 36, src_field 40 (u32).
      */
-    tes_query_apply(
-        world: Pointer,
-        query: Pointer,
-        op: Pointer,
-        outEntities: Pointer,
-        outCount: Pointer,
-    ): number;
+    tes_query_apply(world: Pointer, query: Pointer, op: Pointer, outEntities: Pointer, outCount: Pointer): number;
 
     /** `tes_pair_add(world, source, relation, target)`: an EXCLUSIVE relation replaces. */
     tes_pair_add(world: Pointer, source: number, relation: number, target: number): number;
@@ -291,23 +215,9 @@ export interface TesseraExports {
     /** `tes_pair_has(world, source, relation, target, bool *out_has)` (1 byte). */
     tes_pair_has(world: Pointer, source: number, relation: number, target: number, outHas: Pointer): number;
     /** `tes_pair_targets(world, source, relation, tes_entity_t *out, capacity, uint32_t *out_count)`. */
-    tes_pair_targets(
-        world: Pointer,
-        source: number,
-        relation: number,
-        out: Pointer,
-        capacity: number,
-        outCount: Pointer,
-    ): number;
+    tes_pair_targets(world: Pointer, source: number, relation: number, out: Pointer, capacity: number, outCount: Pointer): number;
     /** `tes_pair_sources(world, relation, target, tes_entity_t *out, capacity, uint32_t *out_count)`. */
-    tes_pair_sources(
-        world: Pointer,
-        relation: number,
-        target: number,
-        out: Pointer,
-        capacity: number,
-        outCount: Pointer,
-    ): number;
+    tes_pair_sources(world: Pointer, relation: number, target: number, out: Pointer, capacity: number, outCount: Pointer): number;
     /** `tes_pair_target(world, source, relation, tes_entity_t *out_target)`: 0 when none. */
     tes_pair_target(world: Pointer, source: number, relation: number, outTarget: Pointer): number;
     /** `tes_relation_pairs(world, relation, out_sources, out_targets, capacity, uint32_t *out_count)`. */
@@ -430,10 +340,7 @@ export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
-async function instantiateFrom(
-    url: string | URL,
-    imports: WebAssembly.Imports,
-): Promise<WebAssembly.Instance> {
+async function instantiateFrom(url: string | URL, imports: WebAssembly.Imports): Promise<WebAssembly.Instance> {
     try {
         const diskPath = isNode ? toDiskPath(url) : undefined;
         if (diskPath !== undefined) {

@@ -65,7 +65,6 @@ export interface QueryDesc {
     readonly writes?: readonly Component<any>[];
 }
 
-
 /** The keys of a query description (`removed` and `pairs` only for subscriptions: see there). */
 const QUERY_KEYS = ['all', 'none', 'any', 'added', 'changed', 'writes', 'removed', 'pairs'] as const;
 
@@ -208,9 +207,14 @@ export class Query {
                     );
                 }
                 if (typeof pair.target !== 'number' || pair.target >>> 0 !== pair.target) {
-                    throw new TesseraError('INVALID_ARGUMENT', `${operation} ${term}`, `expected a pair's target entity, got ${describeValue(pair.target)}`, {
-                        component: pair.relation.name,
-                    });
+                    throw new TesseraError(
+                        'INVALID_ARGUMENT',
+                        `${operation} ${term}`,
+                        `expected a pair's target entity, got ${describeValue(pair.target)}`,
+                        {
+                            component: pair.relation.name,
+                        },
+                    );
                 }
                 pairTerms.push({ relation: pair.relation as Relation<any>, target: pair.target, op });
                 return false;
@@ -513,10 +517,15 @@ export class Query {
         if (result === heap.results.BAD_VALUE) {
             // The operands the core refused, named: only C says what a type may hold.
             const given = numbers.map(([name, value]) => `${name} ${String(value)}`).join(', ');
-            throw new TesseraError('BAD_VALUE', operation, `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`, {
-                component: component.name,
-                field,
-            });
+            throw new TesseraError(
+                'BAD_VALUE',
+                operation,
+                `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`,
+                {
+                    component: component.name,
+                    field,
+                },
+            );
         }
         this.world.check(result, operation, undefined, component.name, field);
         const count = heap.u32At(out + 4);

@@ -179,7 +179,8 @@ export class Registry {
         if (this.byId[id] !== undefined) return undefined;
         const out = heap.scratch;
         const check = (result: number) => {
-            if (result !== 0) throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), { component: definition.name });
+            if (result !== 0)
+                throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), { component: definition.name });
         };
         check(heap.exports.tes_component_info(world, id, out));
         const fields = fieldsOf(definition);
@@ -193,9 +194,14 @@ export class Registry {
                 heap.u32At(out + FIELD_INFO.length) === meta.length;
         });
         if (!same) {
-            throw new TesseraError('BAD_SCHEMA', operation, 'the world has a component of this name (from a snapshot or a delta) with another schema or storage', {
-                component: definition.name,
-            });
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                'the world has a component of this name (from a snapshot or a delta) with another schema or storage',
+                {
+                    component: definition.name,
+                },
+            );
         }
         this.ids[definition.key] = id;
         this.byId[id] = definition;

@@ -130,15 +130,25 @@ export class Replicator {
         const operation = 'replicator.encode';
         this.live(operation);
         if (!(Number.isSafeInteger(baseline) && baseline >= 0)) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`);
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`,
+            );
         }
         if (this.world.liveIterations > 0) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'not inside a loop over the world: its deferred changes are not applied yet',
+            );
         }
         const heap = this.world.heap;
         const out = heap.scratch;
         this.world.check(heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
-        const pointer = heap.u32At(out), size = heap.u32At(out + 4), tick = heap.u64At(out + 8);
+        const pointer = heap.u32At(out),
+            size = heap.u32At(out + 4),
+            tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
         const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
         // The buffer is the replicator's: gone at its next encode, its close, its world's end.
@@ -148,7 +158,11 @@ export class Replicator {
                 return new TesseraError('DESTROYED', operation, `${gone}: copy a delta's bytes before that`);
             }
             if (this.encodes !== generation) {
-                return new TesseraError('VIEW_DETACHED', operation, "the replicator encoded again: copy a delta's bytes before the next encode");
+                return new TesseraError(
+                    'VIEW_DETACHED',
+                    operation,
+                    "the replicator encoded again: copy a delta's bytes before the next encode",
+                );
             }
             return undefined;
         };
@@ -159,7 +173,10 @@ export class Replicator {
                 if (error !== undefined) throw error;
                 const view = new Uint8Array(heap.current, pointer, size);
                 if (!debug) return view;
-                return guardView(view, () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'));
+                return guardView(
+                    view,
+                    () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'),
+                );
             },
             tick,
             keyframe,

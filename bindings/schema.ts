@@ -32,11 +32,7 @@ export interface TypedArrayOf {
 export type ColumnArray = TypedArrayOf[FieldType];
 
 /** The scalar type of a field spec. */
-export type ScalarOf<F extends FieldSpec> = F extends readonly [infer T extends FieldType, number]
-    ? T
-    : F extends FieldType
-      ? F
-      : never;
+export type ScalarOf<F extends FieldSpec> = F extends readonly [infer T extends FieldType, number] ? T : F extends FieldType ? F : never;
 
 /** Field names of a schema (as strings). */
 export type FieldName<S extends Schema> = keyof S & string;
@@ -365,11 +361,7 @@ export function component<const S extends Schema>(name: string, schema: S, optio
  * const ChildOf = relation('ChildOf', {}, { exclusive: true, acyclic: true, cascade: true });
  * const Likes = relation('Likes', { amount: 'f32' });
  */
-export function relation<const S extends Schema = {}>(
-    name: string,
-    schema: S = {} as S,
-    options: RelationOptions = {},
-): Relation<S> {
+export function relation<const S extends Schema = {}>(name: string, schema: S = {} as S, options: RelationOptions = {}): Relation<S> {
     const operation = 'relation';
     const metas = checkSchema(operation, name, schema);
     checkOptions(operation, name, options, {
@@ -432,12 +424,9 @@ function checkSchema(operation: string, name: string, schema: unknown): FieldMet
     }
     const entries = Object.entries(schema);
     if (entries.length > limits.maxFields) {
-        throw new TesseraError(
-            'BAD_SCHEMA',
-            operation,
-            `${entries.length} fields, at most ${limits.maxFields} are allowed`,
-            { component: name },
-        );
+        throw new TesseraError('BAD_SCHEMA', operation, `${entries.length} fields, at most ${limits.maxFields} are allowed`, {
+            component: name,
+        });
     }
     return entries.map(([field, spec], index) => {
         checkName(operation, field, 'field name', { component: name, field });
@@ -458,10 +447,7 @@ function checkSchema(operation: string, name: string, schema: unknown): FieldMet
                 { component: name, field },
             );
         }
-        if (
-            Array.isArray(spec) &&
-            (!Number.isInteger(length) || length < 2 || length > limits.maxArrayLength)
-        ) {
+        if (Array.isArray(spec) && (!Number.isInteger(length) || length < 2 || length > limits.maxArrayLength)) {
             throw new TesseraError(
                 'BAD_SCHEMA',
                 operation,
@@ -484,12 +470,7 @@ function checkSchema(operation: string, name: string, schema: unknown): FieldMet
  * Checks an options object: only the known keys, each `'boolean'` or one of a list of strings
  * (undefined is always fine). BAD_SCHEMA otherwise: a misspelt option must not pass silently.
  */
-function checkOptions(
-    operation: string,
-    name: string,
-    options: unknown,
-    known: Record<string, 'boolean' | readonly string[]>,
-): void {
+function checkOptions(operation: string, name: string, options: unknown, known: Record<string, 'boolean' | readonly string[]>): void {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
         throw new TesseraError('BAD_SCHEMA', operation, `options must be an object, got ${describeValue(options)}`, {
             component: name,
@@ -632,10 +613,7 @@ export function fieldsOf(component: Definition): readonly FieldMeta[] {
  * Splits a spawn/add item (not a pair) into its component and its initial values (if any).
  * A bare relation comes back as itself: the caller reports NEEDS_TARGET. @internal
  */
-export function splitItem(
-    item: ComponentItem | Relation<any>,
-    operation: string,
-): [Definition, ValuesInput<any> | undefined] {
+export function splitItem(item: ComponentItem | Relation<any>, operation: string): [Definition, ValuesInput<any> | undefined] {
     if (isDefinition(item)) return [item, undefined];
     if (typeof item === 'object' && item !== null && 'component' in item && isComponent(item.component)) {
         return [item.component, item.values];
@@ -656,12 +634,7 @@ export function describeValue(value: unknown): string {
     return `an object (${Object.prototype.toString.call(value)})`;
 }
 
-function checkName(
-    operation: string,
-    name: unknown,
-    what: string,
-    context: { component?: string; field?: string },
-): void {
+function checkName(operation: string, name: unknown, what: string, context: { component?: string; field?: string }): void {
     if (typeof name !== 'string' || name.length === 0) {
         throw new TesseraError('BAD_SCHEMA', operation, `a ${what} must be a non-empty string`, context);
     }

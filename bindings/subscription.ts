@@ -110,7 +110,7 @@ export class Changes {
     removedOf(component: Component<any> | Relation<any>): Uint32Array {
         const list = this.removedTerms.get(component);
         if (list === undefined) {
-            throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', 'not one of the subscription\'s removed components', {
+            throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', "not one of the subscription's removed components", {
                 component: String(component?.name),
             });
         }
@@ -154,8 +154,7 @@ export class Subscription {
         const operation = 'world.subscribe';
         world.live(operation);
         checkKeys(operation, 'subscription description', desc, SUBSCRIPTION_KEYS);
-        const reports =
-            (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
+        const reports = (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
         if (reports === 0) {
             throw new TesseraError(
                 'INVALID_ARGUMENT',

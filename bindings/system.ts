@@ -80,7 +80,11 @@ export class Scheduler {
         const operation = 'world.system';
         checkKeys(operation, 'system description', desc, SYSTEM_KEYS);
         if (typeof desc.run !== 'function') {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `run must be a function (query, world) => void, got ${describeValue(desc.run)}`);
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `run must be a function (query, world) => void, got ${describeValue(desc.run)}`,
+            );
         }
         const interval = desc.interval ?? 1;
         if (!Number.isInteger(interval) || interval < 1) {
@@ -91,10 +95,13 @@ export class Scheduler {
         }
         const given: unknown = desc.stage;
         const stageName =
-            given === undefined ? DEFAULT_STAGE
-            : typeof given === 'string' ? given
-            : typeof given === 'object' && given !== null ? (given as Partial<Stage>).name
-            : undefined;
+            given === undefined
+                ? DEFAULT_STAGE
+                : typeof given === 'string'
+                  ? given
+                  : typeof given === 'object' && given !== null
+                    ? (given as Partial<Stage>).name
+                    : undefined;
         if (typeof stageName !== 'string' || stageName.length === 0) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `stage must be a stage or its name, got ${describeValue(desc.stage)}`);
         }

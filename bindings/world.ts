@@ -181,7 +181,11 @@ export class World {
         const operation = 'world.snapshot';
         const world = this.live(operation);
         if (this.liveIterations > 0) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'not inside a loop over the world: its deferred changes are not applied yet',
+            );
         }
         const heap = this.heap;
         const out = heap.scratch;
@@ -226,7 +230,11 @@ export class World {
             throw new TesseraError('INVALID_ARGUMENT', operation, `bytes: expected a Uint8Array, got ${describeValue(bytes)}`);
         }
         if (this.liveIterations > 0) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                'not inside a loop over the world: its deferred changes are not applied yet',
+            );
         }
         const heap = this.heap;
         const size = bytes.length;
@@ -395,7 +403,8 @@ export class World {
         const kept = new ItemList();
         for (let i = 0; i < list.size; i++) {
             const definition = list.definitions[i]!;
-            if (this.registry.known(definition, operation) !== undefined) kept.add(definition, list.targets[i]!, undefined, operation, entity);
+            if (this.registry.known(definition, operation) !== undefined)
+                kept.add(definition, list.targets[i]!, undefined, operation, entity);
         }
         if (kept.size === 0) return this.requireAlive(entity, operation);
         this.entityCall(kept, entity, operation, (x, fault, entities) => this.heap.exports.tes_remove_items(world, entities, 1, x, fault));
@@ -420,11 +429,7 @@ export class World {
     /** All fields of an entity's component, copied into a fresh object. */
     get<S extends Schema>(entity: Entity, component: Component<S>): Values<S>;
     /** One field of an entity's component: a number, or a fresh array for array fields. */
-    get<S extends Schema, K extends FieldName<S>>(
-        entity: Entity,
-        component: Component<S>,
-        field: K,
-    ): FieldValue<S[K]>;
+    get<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
         // One call into wasm (access.ts); the checked path for the rest and for errors.
         if (field !== undefined) {
@@ -490,12 +495,7 @@ export class World {
      */
     set<S extends Schema>(entity: Entity, component: Component<S>, values: ValuesInput<S>): void;
     /** Writes one field of an entity's component and marks it changed. */
-    set<S extends Schema, K extends FieldName<S>>(
-        entity: Entity,
-        component: Component<S>,
-        field: K,
-        value: FieldInput<S[K]>,
-    ): void;
+    set<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K, value: FieldInput<S[K]>): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         // One call into wasm (access.ts); the checked path for the rest and for errors.
         if (typeof fieldOrValues === 'string' && this.fieldSet(component)?.named(fieldOrValues)?.write(entity, value)) return;
@@ -589,12 +589,7 @@ export class World {
     /** The data of a pair, copied into a fresh object. `MISSING_COMPONENT` when there is no such pair. */
     getPair<S extends Schema>(source: Entity, relation: Relation<S>, target: Entity): Values<S>;
     /** One field of a pair's data. */
-    getPair<S extends Schema, K extends FieldName<S>>(
-        source: Entity,
-        relation: Relation<S>,
-        target: Entity,
-        field: K,
-    ): FieldValue<S[K]>;
+    getPair<S extends Schema, K extends FieldName<S>>(source: Entity, relation: Relation<S>, target: Entity, field: K): FieldValue<S[K]>;
     getPair(source: Entity, relation: Relation<any>, target: Entity, field?: string): unknown {
         const operation = 'world.getPair';
         handle(source, operation);
@@ -602,7 +597,8 @@ export class World {
         if (field !== undefined) fieldOf(relation, field, operation, source);
         const id = this.readRelation(relation, operation, source, target);
         if (id === undefined) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
-        if (field !== undefined) return this.readPairField(source, relation, id, target, fieldOf(relation, field, operation, source), operation);
+        if (field !== undefined)
+            return this.readPairField(source, relation, id, target, fieldOf(relation, field, operation, source), operation);
         if (relation.isTag) {
             this.pairHas(source, relation, target, operation); // stale handles first
             throw new TesseraError('TAG_HAS_NO_DATA', operation, `the pairs of ${relation.name} have no data`, {
@@ -642,7 +638,8 @@ export class World {
         }
         if (list.valueCount === 0) {
             // Nothing to write still checks the handles and the pair.
-            if (!this.pairHas(source, relation, target, operation)) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
+            if (!this.pairHas(source, relation, target, operation))
+                throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
             return;
         }
         this.entityCall(list, source, operation, (x, fault, entities) => this.heap.exports.tes_set_items(world, entities, 1, x, fault));
@@ -656,7 +653,13 @@ export class World {
         const id = this.readRelation(relation, operation, source);
         if (id === undefined) return [];
         const exports = this.heap.exports;
-        return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_targets(world, source, id, out, capacity, count), source, relation)[0]!;
+        return this.fetchList(
+            operation,
+            1,
+            (out, capacity, count) => exports.tes_pair_targets(world, source, id, out, capacity, count),
+            source,
+            relation,
+        )[0]!;
     }
 
     /**
@@ -670,7 +673,12 @@ export class World {
         if (id === undefined) return undefined;
         const heap = this.heap;
         const out = heap.scratch;
-        this.check(heap.exports.tes_pair_target(this.live(operation), handle(source, operation), id, out), operation, source, relation.name);
+        this.check(
+            heap.exports.tes_pair_target(this.live(operation), handle(source, operation), id, out),
+            operation,
+            source,
+            relation.name,
+        );
         const target = heap.u32At(out);
         return target === 0 ? undefined : target;
     }
@@ -686,7 +694,13 @@ export class World {
         const id = this.readRelation(relation, operation, target);
         if (id === undefined) return [];
         const exports = this.heap.exports;
-        return this.fetchList(operation, 1, (out, capacity, count) => exports.tes_pair_sources(world, id, target, out, capacity, count), target, relation)[0]!;
+        return this.fetchList(
+            operation,
+            1,
+            (out, capacity, count) => exports.tes_pair_sources(world, id, target, out, capacity, count),
+            target,
+            relation,
+        )[0]!;
     }
 
     /** Every pair of a relation as `[source, target]`, source by source (sources in no promised order). */
@@ -719,7 +733,13 @@ export class World {
         const id = this.readRelation(relation, operation, source, target, ...(before === undefined ? [] : [before]));
         if (id === undefined) throw this.pairError('MISSING_COMPONENT', operation, source, relation, target);
         const result = this.heap.exports.tes_pair_place(this.live(operation), source, id, target, before ?? 0);
-        if (before !== undefined && result !== 0 && this.isAlive(source) && this.isAlive(target) && this.pairHas(source, relation, target, operation)) {
+        if (
+            before !== undefined &&
+            result !== 0 &&
+            this.isAlive(source) &&
+            this.isAlive(target) &&
+            this.pairHas(source, relation, target, operation)
+        ) {
             // The pair is there: the problem is `before` (stale, or not a source of target).
             throw this.pairError(result, operation, before, relation, target);
         }
@@ -742,7 +762,10 @@ export class World {
         const exports = this.heap.exports;
         if (parent === undefined || parent === 0) {
             if (before !== undefined) {
-                throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', { entity: child, component: ChildOf.name });
+                throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', {
+                    entity: child,
+                    component: ChildOf.name,
+                });
             }
             const known = this.readRelation(ChildOf, operation, child);
             // Removing a relation applies at once even inside a loop (as pair calls do), so a
@@ -1023,10 +1046,15 @@ export class World {
                     if (columns === undefined) {
                         list.add(component, 0, (item as { values?: unknown }).values, operation, entity);
                     } else if (count === undefined) {
-                        throw new TesseraError('INVALID_ARGUMENT', operation, `${component.name}.columns(...) gives values per entity: only world.spawnMany takes it`, {
-                            entity,
-                            component: component.name,
-                        });
+                        throw new TesseraError(
+                            'INVALID_ARGUMENT',
+                            operation,
+                            `${component.name}.columns(...) gives values per entity: only world.spawnMany takes it`,
+                            {
+                                entity,
+                                component: component.name,
+                            },
+                        );
                     } else {
                         list.addColumns(component, columns, count, operation);
                     }
@@ -1038,16 +1066,23 @@ export class World {
                     if (!isDefinition(relation)) throw new TesseraError('INVALID_ARGUMENT', operation, describeDefinition(relation));
                     const target: unknown = (item as { target?: unknown }).target;
                     if (typeof target !== 'number' || target >>> 0 !== target) {
-                            throw new TesseraError('INVALID_ARGUMENT', operation, `expected a pair's target entity, got ${describeValue(target)}`, {
-                            entity,
-                            component: relation.name,
-                        });
+                        throw new TesseraError(
+                            'INVALID_ARGUMENT',
+                            operation,
+                            `expected a pair's target entity, got ${describeValue(target)}`,
+                            {
+                                entity,
+                                component: relation.name,
+                            },
+                        );
                     }
                     list.add(relation, target, removing ? undefined : (item as { values?: unknown }).values, operation, entity);
                     continue;
                 }
             }
-            const expected = removing ? 'a component, a relation or Relation(target)' : 'a component, Component(values) or Relation(target)';
+            const expected = removing
+                ? 'a component, a relation or Relation(target)'
+                : 'a component, Component(values) or Relation(target)';
             throw new TesseraError('INVALID_ARGUMENT', operation, `expected ${expected}, got ${describeValue(item)}`, { entity });
         }
         return list;
@@ -1130,7 +1165,14 @@ export class World {
     }
 
     /** The TesseraError of a failed tes_set_number: a BAD_VALUE names the value and the type. */
-    private valueError(result: number, operation: string, entity: Entity, component: Definition, meta: FieldMeta, value: number): TesseraError {
+    private valueError(
+        result: number,
+        operation: string,
+        entity: Entity,
+        component: Definition,
+        meta: FieldMeta,
+        value: number,
+    ): TesseraError {
         if (result === this.heap.results.BAD_VALUE) {
             return new TesseraError('BAD_VALUE', operation, `${value} cannot be stored in ${meta.type} without loss`, {
                 entity,
@@ -1146,7 +1188,9 @@ export class World {
         const world = this.live(operation);
         const exports = this.heap.exports;
         const call = add ? exports.tes_query_add_items : exports.tes_query_remove_items;
-        this.callItems(this.listOf([item], operation, undefined, !add), 0, operation, undefined, (x, fault) => call(world, query, x, fault));
+        this.callItems(this.listOf([item], operation, undefined, !add), 0, operation, undefined, (x, fault) =>
+            call(world, query, x, fault),
+        );
     }
 
     /**
@@ -1177,22 +1221,11 @@ export class World {
     private hasId(entity: Entity, id: number, component: Definition, operation: string): boolean {
         const heap = this.heap;
         const out = heap.scratch;
-        this.check(
-            heap.exports.tes_has(this.live(operation), handle(entity, operation), id, out),
-            operation,
-            entity,
-            component.name,
-        );
+        this.check(heap.exports.tes_has(this.live(operation), handle(entity, operation), id, out), operation, entity, component.name);
         return heap.u8[out] !== 0;
     }
 
-    private fieldPointer(
-        entity: Entity,
-        component: Component<any>,
-        id: number,
-        meta: FieldMeta,
-        operation: string,
-    ): Pointer {
+    private fieldPointer(entity: Entity, component: Component<any>, id: number, meta: FieldMeta, operation: string): Pointer {
         const heap = this.heap;
         const out = heap.scratch;
         this.check(
@@ -1259,7 +1292,12 @@ export class World {
                 return new TesseraError(code, operation, `${sourceIsIt ? 'source' : 'target'}: ${message}`, { ...context, entity });
             }
             case 'MISSING_COMPONENT':
-                return new TesseraError(code, operation, `no pair (${describeEntity(source)}, ${relation.name}, ${describeEntity(target)})`, context);
+                return new TesseraError(
+                    code,
+                    operation,
+                    `no pair (${describeEntity(source)}, ${relation.name}, ${describeEntity(target)})`,
+                    context,
+                );
             case 'CYCLE':
                 return new TesseraError(
                     code,
@@ -1272,7 +1310,14 @@ export class World {
         }
     }
 
-    private readPairField(source: Entity, relation: Relation<any>, id: number, target: Entity, meta: FieldMeta, operation: string): number | number[] {
+    private readPairField(
+        source: Entity,
+        relation: Relation<any>,
+        id: number,
+        target: Entity,
+        meta: FieldMeta,
+        operation: string,
+    ): number | number[] {
         const heap = this.heap;
         const world = this.live(operation);
         const out = heap.scratch;
@@ -1356,7 +1401,9 @@ export class World {
 
 /** The pair an item names, if it is one (`R(target)`), else undefined. */
 function pairOf(item: unknown): Pair<any> | undefined {
-    return typeof item === 'object' && item !== null && typeof (item as Pair<any>).relation === 'function' ? (item as Pair<any>) : undefined;
+    return typeof item === 'object' && item !== null && typeof (item as Pair<any>).relation === 'function'
+        ? (item as Pair<any>)
+        : undefined;
 }
 
 /** `TES_MAX_ENTITIES`: live entities per world. */
@@ -1398,16 +1445,10 @@ function positive(value: unknown, operation: string, name: string): number {
 /** Checks a count or size option: an integer in 0..2^32-1. */
 function checkCount(value: unknown, operation: string, name: string): number {
     if (typeof value !== 'number' || value >>> 0 !== value) {
-        throw new TesseraError(
-            'INVALID_ARGUMENT',
-            operation,
-            `${name} must be a non-negative integer, got ${describeValue(value)}`,
-        );
+        throw new TesseraError('INVALID_ARGUMENT', operation, `${name} must be a non-negative integer, got ${describeValue(value)}`);
     }
     return value;
 }
-
-
 
 /** tes_world_restore with the description at `desc` (filled) and the bytes copied into wasm. */
 function restore(heap: Heap, desc: Pointer, snapshot: Uint8Array, operation: string): Pointer {
