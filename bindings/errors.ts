@@ -121,3 +121,12 @@ function describeContext({ entity, component, field, position }: ErrorContext): 
     if (component !== undefined) parts.push(field === undefined ? component : `${component}.${field}`);
     return parts.length ? ` for ${parts.join(', ')}` : '';
 }
+
+/** A short description of any value for error messages. @internal */
+export function describeValue(value: unknown): string {
+    if (typeof value === 'string') return JSON.stringify(value);
+    if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+    if (Array.isArray(value)) return `an array of ${value.length}`;
+    if (value === null || typeof value !== 'object') return String(value);
+    return `an object (${Object.prototype.toString.call(value)})`;
+}

@@ -10,10 +10,11 @@
  * @module
  */
 import { FAULT, ITEM, ITEMS, VALUE } from './abi.js';
-import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
+import { TesseraError, describeEntity, describeValue, type ErrorCode } from './errors.js';
 import { MAX_BLOCK_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
-import { describeValue, fieldOf, type Definition, type FieldMeta } from './schema.js';
+import { fieldOf } from './definitions.js';
+import type { Definition, FieldMeta } from './schema.js';
 
 /** `TES_NO_FAULT`: no item, value or number of the list. */
 const NO_FAULT = 0xffffffff;

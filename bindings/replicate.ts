@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { TesseraError } from './errors.js';
+import { TesseraError, describeValue } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
 import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
-import { describeValue, type Component, type Relation } from './schema.js';
+import type { Component, Relation } from './schema.js';
 import type { World } from './world.js';
 
 const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;

@@ -7,7 +7,8 @@
  */
 import { TesseraError } from './errors.js';
 import { checkKeys } from './options.js';
-import { Query, type ChunkIterator, type QueryDesc } from './query.js';
+import type { ChunkIterator } from './chunk-iterator.js';
+import { Query, type QueryDesc } from './query.js';
 import type { Component, Definition, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 

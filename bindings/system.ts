@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { TesseraError } from './errors.js';
+import { endIterations } from './chunk-iterator.js';
+import { TesseraError, describeValue } from './errors.js';
 import { checkKeys } from './options.js';
 import { Query, type QueryDesc } from './query.js';
-import { describeValue } from './schema.js';
 import type { World } from './world.js';
 
 /** A named group of systems; stages run in creation order. */
@@ -146,7 +146,7 @@ export class Scheduler {
         }
         // Abandoned iterations (a chunks() iterator not run to its end) would defer every
         // structural change forever: they end here, as break would have ended them.
-        world.endIterations();
+        endIterations(world);
         this.ticking = true;
         try {
             for (const { systems } of this.stages) {
@@ -170,13 +170,13 @@ export class Scheduler {
         } catch (error) {
             if (!world.destroyed) {
                 try {
-                    world.endIterations();
+                    endIterations(world);
                 } catch {
                     // The system's own error is the one to report.
                 }
             }
             throw error;
         }
-        if (!world.destroyed && world.liveIterations > 0) world.endIterations();
+        if (!world.destroyed && world.liveIterations > 0) endIterations(world);
     }
 }
