@@ -4,52 +4,22 @@
  *
  * @module
  */
+import { LIMITS, type RESULTS } from './abi.js';
+
+/**
+ * The C core's result codes (`TES_ERR_*` in `src/tessera.h`, without the prefix), in
+ * bindings/abi.ts's `RESULTS`, which tools/abi.c writes from the core's own list with each
+ * code's message.
+ */
+type CoreErrorCode = Exclude<(typeof RESULTS)[number], 'OK'>;
 
 /**
  * Stable error codes. The C core's results (`TES_ERR_*` in `src/tessera.h`) appear without
- * their prefix; the rest are raised by the TypeScript layer.
+ * their prefix (see `RESULTS` in bindings/abi.ts for each one's message); the rest are raised
+ * by the TypeScript layer.
  */
 export type ErrorCode =
-    // From the C core.
-    | 'INVALID_ARGUMENT'
-    | 'OUT_OF_MEMORY'
-    | 'STALE_ENTITY'
-    | 'TOO_MANY_ENTITIES'
-    | 'DUPLICATE_ENTITY'
-    | 'UNKNOWN_COMPONENT'
-    | 'TOO_MANY_COMPONENTS'
-    | 'DUPLICATE_NAME'
-    | 'BAD_SCHEMA'
-    | 'UNKNOWN_FIELD'
-    | 'ELEMENT_OUT_OF_RANGE'
-    | 'MISSING_COMPONENT'
-    | 'TAG_HAS_NO_DATA'
-    | 'BAD_SIZE'
-    | 'BAD_VALUE'
-    | 'UNKNOWN_ARCHETYPE'
-    | 'ROW_TOO_LARGE'
-    | 'CORRUPT'
-    | 'PENDING_ENTITY'
-    | 'UNKNOWN_STAGE'
-    | 'QUERY_IN_USE'
-    | 'BAD_FIELD_TYPE'
-    /** A chunk or archetype operation on a sparse component or a relation (no chunk column). */
-    | 'SPARSE_COMPONENT'
-    /** A pair operation on a component that is not a relation. */
-    | 'NOT_A_RELATION'
-    /** A relation used where a pair is needed (`R` instead of `R(target)`). */
-    | 'NEEDS_TARGET'
-    /** A pair that would make an entity its own ancestor in an acyclic relation. */
-    | 'CYCLE'
-    | 'BAD_SNAPSHOT'
-    /** Bytes written by another version of the snapshot or delta format. */
-    | 'SNAPSHOT_VERSION'
-    /** Bytes that are not a valid delta (truncated, corrupted or inconsistent). */
-    | 'BAD_DELTA'
-    /** A delta whose components differ from the replica's (same name, other schema). */
-    | 'DELTA_SCHEMA'
-    /** A delta whose baseline is newer than the replica's tick: the replica needs a keyframe. */
-    | 'DELTA_BASELINE'
+    | CoreErrorCode
     // From the TypeScript layer.
     /** The world, query, subscription or system was destroyed or closed. */
     | 'DESTROYED'
@@ -109,10 +79,12 @@ export class TesseraError extends Error {
     }
 }
 
-/** "entity 42 (index 42, generation 0)": handles pack a 21-bit index and a 9-bit generation. */
+/** "entity 42 (index 42, generation 0)": a handle packs an index and a generation (LIMITS.index_bits). */
 export function describeEntity(entity: number): string {
-    return `entity ${entity} (index ${entity & 0x1fffff}, generation ${entity >>> 21})`;
+    return `entity ${entity} (index ${entity & INDEX_MASK}, generation ${entity >>> LIMITS.index_bits})`;
 }
+
+const INDEX_MASK = 2 ** LIMITS.index_bits - 1;
 
 function describeContext({ entity, component, field, position }: ErrorContext): string {
     const parts: string[] = [];

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { FAULT, ITEM, ITEMS, VALUE } from './abi.js';
+import { FAULT, ITEM, ITEMS, LIMITS, VALUE } from './abi.js';
 import { TesseraError, describeEntity, describeValue, type ErrorCode } from './errors.js';
 import { MAX_BLOCK_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
@@ -17,7 +17,7 @@ import { fieldOf } from './definitions.js';
 import type { Definition, FieldMeta } from './schema.js';
 
 /** `TES_NO_FAULT`: no item, value or number of the list. */
-const NO_FAULT = 0xffffffff;
+const NO_FAULT = LIMITS.no_fault;
 
 /**
  * One value of the list: a field of one item, where its numbers start, and its stride (0: the

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { DELTA_HEADER, REPLICATOR_DESC } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
@@ -54,9 +55,6 @@ export interface Delta {
     readonly keyframe: boolean;
 }
 
-/** `tes_replicator_desc_t` (wasm32): components 0, component_count 4, scope 8, history 12. */
-const DESC_BYTES = 16;
-
 /**
  * The sending side of replication (see {@link World.replicator}): encodes what changed since a
  * replica's acknowledged tick, walking the world's dirty lists and logs, so a delta costs what
@@ -94,13 +92,15 @@ export class Replicator {
         this.scope = scope === undefined ? undefined : new Query(world, scope, operation, true);
         const heap = world.heap;
         try {
-            const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);
+            // A tes_replicator_desc_t, then its component ids.
+            const block = heap.tempBlock(REPLICATOR_DESC.size + ids.length * 4 + 4, operation);
+            const list = block + REPLICATOR_DESC.size;
             const u32 = heap.u32;
-            u32.set(ids, (block + DESC_BYTES) >>> 2);
-            u32[block >>> 2] = components === undefined ? 0 : block + DESC_BYTES;
-            u32[(block >>> 2) + 1] = ids.length;
-            u32[(block >>> 2) + 2] = this.scope?.pointer ?? 0;
-            u32[(block >>> 2) + 3] = history ?? 0;
+            u32.set(ids, list >>> 2);
+            u32[(block + REPLICATOR_DESC.components) >>> 2] = components === undefined ? 0 : list;
+            u32[(block + REPLICATOR_DESC.component_count) >>> 2] = ids.length;
+            u32[(block + REPLICATOR_DESC.scope) >>> 2] = this.scope?.pointer ?? 0;
+            u32[(block + REPLICATOR_DESC.history) >>> 2] = history ?? 0;
             const out = heap.scratch;
             const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
             if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {
@@ -150,7 +150,7 @@ export class Replicator {
             size = heap.u32At(out + 4),
             tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
-        const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
+        const keyframe = (heap.u8[pointer + DELTA_HEADER.flags]! & DELTA_HEADER.keyframe) !== 0;
         // The buffer is the replicator's: gone at its next encode, its close, its world's end.
         const problem = (operation: string): TesseraError | undefined => {
             if (this.closed) {
