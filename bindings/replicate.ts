@@ -11,6 +11,7 @@ import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
 import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
+import { checkOutsideRun } from './snapshot.js';
 import type { Component, Relation } from './schema.js';
 import type { World } from './world.js';
 
@@ -136,16 +137,9 @@ export class Replicator {
                 `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`,
             );
         }
-        if (this.world.liveIterations > 0) {
-            throw new TesseraError(
-                'INVALID_ARGUMENT',
-                operation,
-                'not inside a loop over the world: its deferred changes are not applied yet',
-            );
-        }
         const heap = this.world.heap;
         const out = heap.scratch;
-        this.world.check(heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
+        checkOutsideRun(this.world, heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
         const pointer = heap.u32At(out),
             size = heap.u32At(out + 4),
             tick = heap.u64At(out + 8);

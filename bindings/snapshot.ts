@@ -14,10 +14,9 @@ import type { World } from './world.js';
 export function snapshot(world: World): Uint8Array {
     const operation = 'world.snapshot';
     const pointer = world.live(operation);
-    refuseInsideRun(world, operation);
     const heap = world.heap;
     const out = heap.scratch;
-    world.check(heap.exports.tes_snapshot(pointer, out, out + 4), operation);
+    checkOutsideRun(world, heap.exports.tes_snapshot(pointer, out, out + 4), operation);
     const bytes = heap.u32At(out);
     return heap.u8.slice(bytes, bytes + heap.u32At(out + 4));
 }
@@ -29,7 +28,9 @@ export function applyDelta(world: World, bytes: Uint8Array): boolean {
     if (!(bytes instanceof Uint8Array)) {
         throw new TesseraError('INVALID_ARGUMENT', operation, `bytes: expected a Uint8Array, got ${describeValue(bytes)}`);
     }
-    refuseInsideRun(world, operation);
+    // The C core refuses too, but only after the bytes were copied into wasm memory: inside a
+    // run that copy would take from the run's reserve for nothing.
+    if (world.liveIterations > 0) throw insideRun(operation);
     const heap = world.heap;
     const size = bytes.length;
     // The bytes may be a view of this module's memory (delta.bytes of a source world here).
@@ -44,13 +45,17 @@ export function applyDelta(world: World, bytes: Uint8Array): boolean {
 }
 
 /**
- * Refuses a call that reads or replaces the whole world inside a loop over it (snapshot,
- * applyDelta, replicator.encode): the loop's deferred changes are in no state yet.
+ * world.check for a call the C core refuses while the world defers (snapshot, replicator.encode:
+ * a loop's deferred changes are in no state yet). C owns that rule; JS only says what its
+ * INVALID_ARGUMENT meant when a run of the world is live.
  */
-export function refuseInsideRun(world: World, operation: string): void {
-    if (world.liveIterations > 0) {
-        throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
-    }
+export function checkOutsideRun(world: World, result: number, operation: string): void {
+    if (result === world.heap.results.INVALID_ARGUMENT && world.liveIterations > 0) throw insideRun(operation);
+    world.check(result, operation);
+}
+
+function insideRun(operation: string): TesseraError {
+    return new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
 }
 
 /** tes_world_restore with the description at `desc` (filled) and the bytes copied into wasm. */

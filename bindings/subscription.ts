@@ -172,10 +172,13 @@ export class Subscription {
         const query = this.query;
         const world = query.live(operation);
         const owner = query.world;
-        if (query.runs > 0) throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this subscription is live');
         const heap = owner.heap;
         const out = heap.tempBlock(COLLECT.size, operation);
-        owner.check(heap.exports.tes_query_collect(world, query.pointer, out), operation);
+        // The C core refuses a second run of a consumer while one is live (QUERY_IN_USE).
+        const result = heap.exports.tes_query_collect(world, query.pointer, out);
+        if (result === heap.results.QUERY_IN_USE)
+            throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this subscription is live');
+        owner.check(result, operation);
         const copy = (pointer: number, count: number) =>
             count ? heap.u32.slice(pointer >>> 2, (pointer >>> 2) + count) : new Uint32Array(0);
         const entities = copy(heap.u32At(out + COLLECT.entities), heap.u32At(out + COLLECT.count));
