@@ -86,6 +86,16 @@ export function describeEntity(entity: number): string {
 
 const INDEX_MASK = 2 ** LIMITS.index_bits - 1;
 
+/** "no pair (source, R, target)": what a pair call found missing. @internal */
+export function describePair(source: number, relation: string | undefined, target: number): string {
+    return `no pair (${describeEntity(source)}, ${relation}, ${describeEntity(target)})`;
+}
+
+/** A CYCLE refusal's problem: the target that would have closed the cycle. @internal */
+export function describeCycle(message: string, target: number): string {
+    return `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`;
+}
+
 function describeContext({ entity, component, field, position }: ErrorContext): string {
     const parts: string[] = [];
     if (entity !== undefined) parts.push(describeEntity(entity));

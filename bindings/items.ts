@@ -10,7 +10,7 @@
  * @module
  */
 import { FAULT, ITEM, ITEMS, LIMITS, VALUE } from './abi.js';
-import { TesseraError, describeEntity, describeValue, type ErrorCode } from './errors.js';
+import { TesseraError, describeCycle, describePair, describeValue, type ErrorCode } from './errors.js';
 import { MAX_BLOCK_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
 import { fieldOf } from './definitions.js';
@@ -269,20 +269,9 @@ export class ItemList {
                 if (isTarget) return new TesseraError(code, operation, `target: ${message}`, context);
                 break;
             case 'CYCLE':
-                return new TesseraError(
-                    code,
-                    operation,
-                    `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`,
-                    context,
-                );
+                return new TesseraError(code, operation, describeCycle(message, target), context);
             case 'MISSING_COMPONENT':
-                if (target)
-                    return new TesseraError(
-                        code,
-                        operation,
-                        `no pair (${describeEntity(context.entity ?? 0)}, ${definition?.name}, ${describeEntity(target)})`,
-                        context,
-                    );
+                if (target) return new TesseraError(code, operation, describePair(context.entity ?? 0, definition?.name, target), context);
                 break;
         }
         return new TesseraError(code, operation, message, context);

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
+import { TesseraError, describeCycle, describeEntity, describePair, type ErrorCode } from './errors.js';
 import type { Pointer } from './load.js';
 import { fieldOf, fieldsOf, isRelation } from './definitions.js';
 import { handle, isPending, requireAlive } from './entities.js';
@@ -248,19 +248,9 @@ function pairError(
             return new TesseraError(code, operation, `${sourceIsIt ? 'source' : 'target'}: ${message}`, { ...context, entity });
         }
         case 'MISSING_COMPONENT':
-            return new TesseraError(
-                code,
-                operation,
-                `no pair (${describeEntity(source)}, ${relation.name}, ${describeEntity(target)})`,
-                context,
-            );
+            return new TesseraError(code, operation, describePair(source, relation.name, target), context);
         case 'CYCLE':
-            return new TesseraError(
-                code,
-                operation,
-                `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`,
-                context,
-            );
+            return new TesseraError(code, operation, describeCycle(message, target), context);
         default:
             return new TesseraError(code, operation, `${message} (target ${describeEntity(target)})`, context);
     }
