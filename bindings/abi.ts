@@ -69,6 +69,12 @@ export const PAIR_EVENT_KIND = {
     moved: 4,
 } as const;
 
+/** A delta's header (docs/format.md): where its flags are, and the keyframe flag. */
+export const DELTA_HEADER = {
+    flags: 6,
+    keyframe: 1,
+} as const;
+
 /** tes_op_kind_t: column operations. */
 export const OP_KIND = {
     fill: 1,
@@ -81,37 +87,69 @@ export const OP_KIND = {
 
 /** tes_result_t: the code of result r is RESULTS[r] (TES_ERR_ left out). */
 export const RESULTS = [
+    /** ok */
     'OK',
+    /** invalid argument */
     'INVALID_ARGUMENT',
+    /** out of memory */
     'OUT_OF_MEMORY',
+    /** entity is not alive (despawned, or never spawned) */
     'STALE_ENTITY',
+    /** entity table is full */
     'TOO_MANY_ENTITIES',
+    /** the same entity appears twice in one batch */
     'DUPLICATE_ENTITY',
+    /** no component with this id in this world */
     'UNKNOWN_COMPONENT',
+    /** component table is full */
     'TOO_MANY_COMPONENTS',
+    /** a component with this name already exists */
     'DUPLICATE_NAME',
+    /** invalid component schema */
     'BAD_SCHEMA',
+    /** the component has no field with this index or name */
     'UNKNOWN_FIELD',
+    /** array element index out of range */
     'ELEMENT_OUT_OF_RANGE',
+    /** the entity does not have this component */
     'MISSING_COMPONENT',
+    /** the component is a tag and has no field data */
     'TAG_HAS_NO_DATA',
+    /** value size does not match the field's size */
     'BAD_SIZE',
+    /** value cannot be stored in the field's type without loss */
     'BAD_VALUE',
+    /** no archetype with this id in this world */
     'UNKNOWN_ARCHETYPE',
+    /** one entity of this component set needs more than 8 MiB */
     'ROW_TOO_LARGE',
+    /** internal invariant violated (tes_world_validate) */
     'CORRUPT',
+    /** entity is spawned by a deferred command, not placed yet */
     'PENDING_ENTITY',
+    /** no stage with this id in this world */
     'UNKNOWN_STAGE',
+    /** this consumer query already has a live run */
     'QUERY_IN_USE',
+    /** the operation does not support this field's type */
     'BAD_FIELD_TYPE',
+    /** the component is not stored in chunks (sparse or relation) */
     'SPARSE_COMPONENT',
+    /** the component is not a relation */
     'NOT_A_RELATION',
+    /** a relation is used per pair: name its target */
     'NEEDS_TARGET',
+    /** the pair would close a cycle in an acyclic relation */
     'CYCLE',
+    /** the bytes are not a valid snapshot (truncated or corrupted) */
     'BAD_SNAPSHOT',
+    /** the snapshot was written by another version of the format */
     'SNAPSHOT_VERSION',
+    /** the bytes are not a valid delta (truncated, corrupted or inconsistent) */
     'BAD_DELTA',
+    /** the delta's components differ from this world's */
     'DELTA_SCHEMA',
+    /** the replica lacks the delta's baseline tick: it needs a keyframe */
     'DELTA_BASELINE',
 ] as const;
 

@@ -21,7 +21,8 @@
 import type { Heap } from './heap.js';
 import type { Pointer } from './load.js';
 import type { Registry } from './registry.js';
-import type { Component, FieldMeta } from './schema.js';
+import { fieldsOf, isDefinition, isRelation } from './definitions.js';
+import type { Component, Definition, FieldMeta } from './schema.js';
 
 /** A component's Field objects in one world, in schema order. @internal */
 export class FieldSet {
@@ -42,6 +43,29 @@ export class FieldSet {
         const names = this.names;
         for (let i = 0; i < names.length; i++) if (names[i] === name) return this.list[i];
         return undefined;
+    }
+}
+
+/**
+ * One world's FieldSets, by definition key, made on first use: what `world.get` / `world.set`
+ * of one field and `world.field` find their Field through. @internal
+ */
+export class WorldFields {
+    private readonly sets: (FieldSet | undefined)[] = [];
+
+    constructor(private readonly owner: FieldOwner) {}
+
+    /** A component's Field objects; undefined for what is not a component (the checked path says why). */
+    of(component: unknown): FieldSet | undefined {
+        const key = typeof component === 'function' ? (component as Definition).key : undefined;
+        if (key === undefined) return undefined;
+        const known = this.sets[key];
+        if (known !== undefined && known.component === component) return known;
+        if (!isDefinition(component) || isRelation(component)) return undefined;
+        const list = fieldsOf(component).map((meta) => new Field<any>(this.owner, component as Component<any>, meta));
+        const made = new FieldSet(component as Component<any>, list);
+        this.sets[key] = made;
+        return made;
     }
 }
 

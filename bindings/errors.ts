@@ -4,52 +4,22 @@
  *
  * @module
  */
+import { LIMITS, type RESULTS } from './abi.js';
+
+/**
+ * The C core's result codes (`TES_ERR_*` in `src/tessera.h`, without the prefix), in
+ * bindings/abi.ts's `RESULTS`, which tools/abi.c writes from the core's own list with each
+ * code's message.
+ */
+type CoreErrorCode = Exclude<(typeof RESULTS)[number], 'OK'>;
 
 /**
  * Stable error codes. The C core's results (`TES_ERR_*` in `src/tessera.h`) appear without
- * their prefix; the rest are raised by the TypeScript layer.
+ * their prefix (see `RESULTS` in bindings/abi.ts for each one's message); the rest are raised
+ * by the TypeScript layer.
  */
 export type ErrorCode =
-    // From the C core.
-    | 'INVALID_ARGUMENT'
-    | 'OUT_OF_MEMORY'
-    | 'STALE_ENTITY'
-    | 'TOO_MANY_ENTITIES'
-    | 'DUPLICATE_ENTITY'
-    | 'UNKNOWN_COMPONENT'
-    | 'TOO_MANY_COMPONENTS'
-    | 'DUPLICATE_NAME'
-    | 'BAD_SCHEMA'
-    | 'UNKNOWN_FIELD'
-    | 'ELEMENT_OUT_OF_RANGE'
-    | 'MISSING_COMPONENT'
-    | 'TAG_HAS_NO_DATA'
-    | 'BAD_SIZE'
-    | 'BAD_VALUE'
-    | 'UNKNOWN_ARCHETYPE'
-    | 'ROW_TOO_LARGE'
-    | 'CORRUPT'
-    | 'PENDING_ENTITY'
-    | 'UNKNOWN_STAGE'
-    | 'QUERY_IN_USE'
-    | 'BAD_FIELD_TYPE'
-    /** A chunk or archetype operation on a sparse component or a relation (no chunk column). */
-    | 'SPARSE_COMPONENT'
-    /** A pair operation on a component that is not a relation. */
-    | 'NOT_A_RELATION'
-    /** A relation used where a pair is needed (`R` instead of `R(target)`). */
-    | 'NEEDS_TARGET'
-    /** A pair that would make an entity its own ancestor in an acyclic relation. */
-    | 'CYCLE'
-    | 'BAD_SNAPSHOT'
-    /** Bytes written by another version of the snapshot or delta format. */
-    | 'SNAPSHOT_VERSION'
-    /** Bytes that are not a valid delta (truncated, corrupted or inconsistent). */
-    | 'BAD_DELTA'
-    /** A delta whose components differ from the replica's (same name, other schema). */
-    | 'DELTA_SCHEMA'
-    /** A delta whose baseline is newer than the replica's tick: the replica needs a keyframe. */
-    | 'DELTA_BASELINE'
+    | CoreErrorCode
     // From the TypeScript layer.
     /** The world, query, subscription or system was destroyed or closed. */
     | 'DESTROYED'
@@ -109,9 +79,21 @@ export class TesseraError extends Error {
     }
 }
 
-/** "entity 42 (index 42, generation 0)": handles pack a 21-bit index and a 9-bit generation. */
+/** "entity 42 (index 42, generation 0)": a handle packs an index and a generation (LIMITS.index_bits). */
 export function describeEntity(entity: number): string {
-    return `entity ${entity} (index ${entity & 0x1fffff}, generation ${entity >>> 21})`;
+    return `entity ${entity} (index ${entity & INDEX_MASK}, generation ${entity >>> LIMITS.index_bits})`;
+}
+
+const INDEX_MASK = 2 ** LIMITS.index_bits - 1;
+
+/** "no pair (source, R, target)": what a pair call found missing. @internal */
+export function describePair(source: number, relation: string | undefined, target: number): string {
+    return `no pair (${describeEntity(source)}, ${relation}, ${describeEntity(target)})`;
+}
+
+/** A CYCLE refusal's problem: the target that would have closed the cycle. @internal */
+export function describeCycle(message: string, target: number): string {
+    return `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`;
 }
 
 function describeContext({ entity, component, field, position }: ErrorContext): string {
@@ -120,4 +102,13 @@ function describeContext({ entity, component, field, position }: ErrorContext): 
     if (position !== undefined) parts.push(`entity #${position} of the call`);
     if (component !== undefined) parts.push(field === undefined ? component : `${component}.${field}`);
     return parts.length ? ` for ${parts.join(', ')}` : '';
+}
+
+/** A short description of any value for error messages. @internal */
+export function describeValue(value: unknown): string {
+    if (typeof value === 'string') return JSON.stringify(value);
+    if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+    if (Array.isArray(value)) return `an array of ${value.length}`;
+    if (value === null || typeof value !== 'object') return String(value);
+    return `an object (${Object.prototype.toString.call(value)})`;
 }

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { ITER } from './abi.js';
 import type { Pointer, TesseraExports } from './load.js';
 import { TesseraError, type ErrorCode, type ErrorContext } from './errors.js';
 import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
@@ -27,9 +28,6 @@ const SCRATCH_BYTES = 256;
  * are not backed by the system. A run refused memory makes the next reserve more.
  */
 const RUN_RESERVE_BYTES = 64 << 20;
-
-/** Bytes of a `tes_iter_t` (wasm32): one per live iteration that asks the C core for chunks. */
-const ITER_BYTES = 56;
 
 /** @internal */
 export class Heap {
@@ -242,7 +240,7 @@ export class Heap {
 
     /** @internal A 56-byte `tes_iter_t` block, from the pool when one is free. */
     takeIterBlock(operation: string): Pointer {
-        return this.iterBlocks.pop() ?? this.malloc(ITER_BYTES, operation);
+        return this.iterBlocks.pop() ?? this.malloc(ITER.size, operation);
     }
 
     /** @internal Gives an iteration block back to the pool (its iteration ended, or its world went). */

@@ -18,14 +18,8 @@
  */
 export { createWorld, init, TesseraModule, type CreateWorldOptions } from './module.js';
 export { World, type Entity, type WorldOptions, type WorldStats } from './world.js';
+export { component, tag, relation, ChildOf, isComponent, isRelation, isPair } from './definitions.js';
 export {
-    component,
-    tag,
-    relation,
-    ChildOf,
-    isComponent,
-    isRelation,
-    isPair,
     limits,
     type Component,
     type ComponentInit,
@@ -56,14 +50,10 @@ export {
     type ColumnsInput,
     type ScalarOf,
 } from './schema.js';
-export { Query, Chunk, ChunkIterator, type QueryDesc, type Term } from './query.js';
-export {
-    Subscription,
-    Changes,
-    type SubscriptionDesc,
-    type PairEvent,
-    type PairEventKind,
-} from './subscription.js';
+export { Query, type QueryDesc, type Term } from './query.js';
+export { Chunk } from './chunk.js';
+export { ChunkIterator } from './chunk-iterator.js';
+export { Subscription, Changes, type SubscriptionDesc, type PairEvent, type PairEventKind } from './subscription.js';
 export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicate.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';

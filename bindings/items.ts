@@ -9,14 +9,15 @@
  *
  * @module
  */
-import { FAULT, ITEM, ITEMS, VALUE } from './abi.js';
-import { TesseraError, describeEntity, type ErrorCode } from './errors.js';
+import { FAULT, ITEM, ITEMS, LIMITS, VALUE } from './abi.js';
+import { TesseraError, describeCycle, describePair, describeValue, type ErrorCode } from './errors.js';
 import { MAX_BLOCK_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
-import { describeValue, fieldOf, type Definition, type FieldMeta } from './schema.js';
+import { fieldOf } from './definitions.js';
+import type { Definition, FieldMeta } from './schema.js';
 
 /** `TES_NO_FAULT`: no item, value or number of the list. */
-const NO_FAULT = 0xffffffff;
+const NO_FAULT = LIMITS.no_fault;
 
 /**
  * One value of the list: a field of one item, where its numbers start, and its stride (0: the
@@ -108,7 +109,10 @@ export class ItemList {
         if (meta.length === 1) {
             if (typeof value !== 'number') {
                 // An array for a scalar field is most likely meant as values per entity.
-                const hint = typeof value === 'object' && value !== null && 'length' in value ? ` (values per entity: ${definition.name}.columns(...) with spawnMany)` : '';
+                const hint =
+                    typeof value === 'object' && value !== null && 'length' in value
+                        ? ` (values per entity: ${definition.name}.columns(...) with spawnMany)`
+                        : '';
                 throw badValue(operation, definition, meta, `expected a number, got ${describeValue(value)}${hint}`, entity);
             }
             this.pushNumber(value);
@@ -164,7 +168,9 @@ export class ItemList {
      */
     write(heap: Heap, entityRoom: number, operation: string): WrittenList {
         const ids = this.ids;
-        const items = this.itemCount, values = this.valueCount, numbers = this.numberCount;
+        const items = this.itemCount,
+            values = this.valueCount,
+            numbers = this.numberCount;
         const head = ITEMS.size + FAULT.size + entityRoom * 4 + items * ITEM.size + values * VALUE.size;
         const bytes = ((head + 7) & ~7) + numbers * 8;
         const block = heap.tempBlock(bytes, operation);
@@ -195,7 +201,8 @@ export class ItemList {
             u32[(at + VALUE.number) >>> 2] = value.number;
             u32[(at + VALUE.stride) >>> 2] = value.stride;
         }
-        const f64 = heap.f64, list = this.numberList;
+        const f64 = heap.f64,
+            list = this.numberList;
         // A loop for the usual few numbers: a subarray to copy them with would be an allocation.
         if (numbers > 64) f64.set(list.subarray(0, numbers), numberAt >>> 3);
         else for (let i = 0, at = numberAt >>> 3; i < numbers; i++) f64[at + i] = list[i]!;
@@ -214,7 +221,8 @@ export class ItemList {
         const code: ErrorCode = heap.codes[result] ?? 'CORRUPT';
         const message = heap.problem(result);
         const u32 = heap.u32;
-        const item = u32[(fault + FAULT.item) >>> 2]!, value = u32[(fault + FAULT.value) >>> 2]!;
+        const item = u32[(fault + FAULT.item) >>> 2]!,
+            value = u32[(fault + FAULT.value) >>> 2]!;
         const number = u32[(fault + FAULT.number) >>> 2]!;
         const faultEntity = u32[(fault + FAULT.entity) >>> 2]!;
         // A fault about an entity alone still names the item when there is only one.
@@ -231,15 +239,21 @@ export class ItemList {
                 const position = ref !== undefined && ref.stride > 0 ? Math.floor(offset / ref.stride) : undefined;
                 if (position !== undefined) offset -= position * ref!.stride;
                 const element = meta !== undefined && meta.length > 1 ? ` (element ${offset})` : '';
-                return new TesseraError(code, operation, `${this.number(number)}${element} cannot be stored in ${meta?.type ?? 'the field'} without loss`, {
-                    ...context,
-                    position,
-                });
+                return new TesseraError(
+                    code,
+                    operation,
+                    `${this.number(number)}${element} cannot be stored in ${meta?.type ?? 'the field'} without loss`,
+                    {
+                        ...context,
+                        position,
+                    },
+                );
             }
             case 'INVALID_ARGUMENT':
                 if (definition !== undefined && value === NO_FAULT) {
                     const exclusive =
-                        target !== 0 && this.definitions.some((d, i) => i < this.itemCount && i !== item && d === definition && this.targets[i] !== target);
+                        target !== 0 &&
+                        this.definitions.some((d, i) => i < this.itemCount && i !== item && d === definition && this.targets[i] !== target);
                     return new TesseraError(
                         code,
                         operation,
@@ -255,9 +269,9 @@ export class ItemList {
                 if (isTarget) return new TesseraError(code, operation, `target: ${message}`, context);
                 break;
             case 'CYCLE':
-                return new TesseraError(code, operation, `${message}: the target, ${describeEntity(target)}, is the source or one of its descendants`, context);
+                return new TesseraError(code, operation, describeCycle(message, target), context);
             case 'MISSING_COMPONENT':
-                if (target) return new TesseraError(code, operation, `no pair (${describeEntity(context.entity ?? 0)}, ${definition?.name}, ${describeEntity(target)})`, context);
+                if (target) return new TesseraError(code, operation, describePair(context.entity ?? 0, definition?.name, target), context);
                 break;
         }
         return new TesseraError(code, operation, message, context);
@@ -286,7 +300,8 @@ export class ItemList {
         if (isNumberView(list)) {
             // One read of each element, by the engine; a view that shrank since is refused.
             const view = list.subarray(0, expected);
-            if (view.length !== expected) throw badValue(operation, definition, meta, `the column shrank to ${view.length} numbers while being read`);
+            if (view.length !== expected)
+                throw badValue(operation, definition, meta, `the column shrank to ${view.length} numbers while being read`);
             this.numberList.set(view, start);
         } else {
             for (let i = 0; i < expected; i++) {

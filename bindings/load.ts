@@ -8,14 +8,18 @@
  * Memory may grow during any call that allocates; every typed-array view made before then is
  * detached (`byteLength === 0`). Re-derive views when `view.buffer !== memory.buffer`.
  *
+ * Every structure's size and member offsets, and every constant, are in `abi.js` (bindings/abi.ts,
+ * written from the C build by tools/abi.c): the layouts named below are its exports.
+ *
  * @module
  */
+import { LIMITS } from './abi.js';
 
 /** Address in the module's linear memory (byte offset). 0 is NULL. */
 export type Pointer = number;
 
 /** `TES_MAX_COMPONENTS`: component ids of a world are below it (cache keys combine them). */
-export const TES_MAX_COMPONENTS = 4096;
+export const TES_MAX_COMPONENTS = LIMITS.max_components;
 
 /**
  * The raw exports of `tessera.wasm`, one per `TES_API` function of `src/tessera.h` (see the
@@ -37,7 +41,7 @@ export interface TesseraExports {
     tes_world_create(desc: Pointer, outWorld: Pointer): number;
     /** `tes_world_destroy(tes_world_t *world)`. */
     tes_world_destroy(world: Pointer): void;
-    /** `tes_world_stats(const tes_world_t *world, tes_world_stats_t *out)` (48 bytes). */
+    /** `tes_world_stats(const tes_world_t *world, tes_world_stats_t *out)` (layout: `WORLD_STATS`). */
     tes_world_stats(world: Pointer, out: Pointer): number;
     /** `tes_world_validate(const tes_world_t *world)`. */
     tes_world_validate(world: Pointer): number;
@@ -46,17 +50,14 @@ export interface TesseraExports {
     tes_type_size(type: number): number;
     /**
      * `tes_component_register(world, const tes_component_desc_t *desc, tes_component_t *out)`.
-     * tes_component_desc_t (16 bytes): name 0, fields 4, field_count 8, flags 12
-     * (TES_COMPONENT_SPARSE 1, TES_COMPONENT_RELATION 2, TES_RELATION_EXCLUSIVE 4,
-     * TES_RELATION_ACYCLIC 8, TES_RELATION_CASCADE 16, TES_COMPONENT_LOCAL 32,
-     * TES_COMPONENT_CHANGE_BY_VALUE 64).
+     * Layouts: `COMPONENT_DESC`, then `FIELD_DESC` per field; flags: `COMPONENT_FLAGS`.
      */
     tes_component_register(world: Pointer, desc: Pointer, outComponent: Pointer): number;
     /** `tes_component_unregister(world, component)`: takes back the latest, unused registration. */
     tes_component_unregister(world: Pointer, component: number): number;
     /** `tes_component_lookup(world, const char *name, tes_component_t *out)`. */
     tes_component_lookup(world: Pointer, name: Pointer, outComponent: Pointer): number;
-    /** `tes_component_info(world, component, tes_component_info_t *out)` (16 bytes; flags at 12). */
+    /** `tes_component_info(world, component, tes_component_info_t *out)` (layout: `COMPONENT_INFO`). */
     tes_component_info(world: Pointer, component: number, out: Pointer): number;
     /** `tes_field_info(world, component, field, tes_field_info_t *out)`. */
     tes_field_info(world: Pointer, component: number, field: number, out: Pointer): number;
@@ -66,13 +67,7 @@ export interface TesseraExports {
     /** `tes_spawn(world, const tes_component_t *components, count, tes_entity_t *out)`. */
     tes_spawn(world: Pointer, components: Pointer, count: number, outEntity: Pointer): number;
     /** `tes_spawn_batch(world, components, count, n, tes_entity_t *out_entities)`. */
-    tes_spawn_batch(
-        world: Pointer,
-        components: Pointer,
-        count: number,
-        n: number,
-        outEntities: Pointer,
-    ): number;
+    tes_spawn_batch(world: Pointer, components: Pointer, count: number, n: number, outEntities: Pointer): number;
     /** `tes_despawn(world, entity)`. */
     tes_despawn(world: Pointer, entity: number): number;
     /** `tes_despawn_batch(world, const tes_entity_t *entities, n)`. */
@@ -88,49 +83,15 @@ export interface TesseraExports {
     tes_has(world: Pointer, entity: number, component: number, outHas: Pointer): number;
 
     /** `tes_get(world, entity, component, field, void *out, size_t size)`. */
-    tes_get(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        out: Pointer,
-        size: number,
-    ): number;
+    tes_get(world: Pointer, entity: number, component: number, field: number, out: Pointer, size: number): number;
     /** `tes_set(world, entity, component, field, const void *value, size_t size)`. */
-    tes_set(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        value: Pointer,
-        size: number,
-    ): number;
+    tes_set(world: Pointer, entity: number, component: number, field: number, value: Pointer, size: number): number;
     /** `tes_get_number(world, entity, component, field, element, double *out)`. */
-    tes_get_number(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        element: number,
-        out: Pointer,
-    ): number;
+    tes_get_number(world: Pointer, entity: number, component: number, field: number, element: number, out: Pointer): number;
     /** `tes_set_number(world, entity, component, field, element, double value)`. */
-    tes_set_number(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        element: number,
-        value: number,
-    ): number;
+    tes_set_number(world: Pointer, entity: number, component: number, field: number, element: number, value: number): number;
     /** `tes_field_ptr(world, entity, component, field, void **out_ptr)`. */
-    tes_field_ptr(
-        world: Pointer,
-        entity: number,
-        component: number,
-        field: number,
-        outPtr: Pointer,
-    ): number;
+    tes_field_ptr(world: Pointer, entity: number, component: number, field: number, outPtr: Pointer): number;
     /**
      * `tes_spawn_items(world, const tes_items_t *items, n, tes_entity_t *out_entities,
      * tes_fault_t *out_fault)`: see "Item lists" in src/tessera.h for the layouts.
@@ -146,31 +107,19 @@ export interface TesseraExports {
     tes_query_add_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
     /** `tes_query_remove_items(world, query, items, out_fault)`. */
     tes_query_remove_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
-    /** `tes_location(world, entity, tes_location_t *out)` (12 bytes). */
+    /** `tes_location(world, entity, tes_location_t *out)` (layout: `LOCATION`). */
     tes_location(world: Pointer, entity: number, out: Pointer): number;
 
     /** `uint32_t tes_archetype_count(world)`. */
     tes_archetype_count(world: Pointer): number;
-    /** `tes_archetype_info(world, archetype, tes_archetype_info_t *out)` (20 bytes). */
+    /** `tes_archetype_info(world, archetype, tes_archetype_info_t *out)` (layout: `ARCHETYPE_INFO`). */
     tes_archetype_info(world: Pointer, archetype: number, out: Pointer): number;
     /** `tes_archetype_find(world, const tes_component_t *components, count, *out)`. */
-    tes_archetype_find(
-        world: Pointer,
-        components: Pointer,
-        count: number,
-        outArchetype: Pointer,
-    ): number;
-    /** `tes_chunk_info(world, archetype, chunk, tes_chunk_info_t *out)` (12 bytes). */
+    tes_archetype_find(world: Pointer, components: Pointer, count: number, outArchetype: Pointer): number;
+    /** `tes_chunk_info(world, archetype, chunk, tes_chunk_info_t *out)` (layout: `CHUNK_INFO`). */
     tes_chunk_info(world: Pointer, archetype: number, chunk: number, out: Pointer): number;
     /** `tes_chunk_column(world, archetype, chunk, component, field, void **out_column)`. */
-    tes_chunk_column(
-        world: Pointer,
-        archetype: number,
-        chunk: number,
-        component: number,
-        field: number,
-        outColumn: Pointer,
-    ): number;
+    tes_chunk_column(world: Pointer, archetype: number, chunk: number, component: number, field: number, outColumn: Pointer): number;
     /** `tes_archetype_spawn(world, archetype, n, tes_entity_t *out_entities)`. */
     tes_archetype_spawn(world: Pointer, archetype: number, n: number, outEntities: Pointer): number;
     /** `tes_archetype_add(world, archetype, component)`. */
@@ -181,37 +130,23 @@ export interface TesseraExports {
     /** `tes_component_tracking(world, component, tes_tracking_t *out)`. */
     tes_component_tracking(world: Pointer, component: number, out: Pointer): number;
     /** `tes_ticks(world, entity, component, uint64_t *added, uint64_t *changed)`. */
-    tes_ticks(
-        world: Pointer,
-        entity: number,
-        component: number,
-        outAdded: Pointer,
-        outChanged: Pointer,
-    ): number;
+    tes_ticks(world: Pointer, entity: number, component: number, outAdded: Pointer, outChanged: Pointer): number;
     /** `tes_mark_changed(world, entity, component)`. */
     tes_mark_changed(world: Pointer, entity: number, component: number): number;
     /** `tes_chunk_mark_changed(world, archetype, chunk, component, const uint32_t *rows, n)`. */
-    tes_chunk_mark_changed(
-        world: Pointer,
-        archetype: number,
-        chunk: number,
-        component: number,
-        rows: Pointer,
-        n: number,
-    ): number;
+    tes_chunk_mark_changed(world: Pointer, archetype: number, chunk: number, component: number, rows: Pointer, n: number): number;
 
     /**
-     * `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)`. The desc is
-     * 64 bytes: six (pointer, count) component lists (all, none, any, added, changed, removed)
-     * at 0..47, then pairs 48 (`tes_pair_term_t` {relation 0, target 4, op 8}, 12 bytes each),
-     * pair_count 52, pair_changes 56 (relation ids), pair_change_count 60.
+     * `tes_query_create(world, const tes_query_desc_t *desc, tes_query_t **out)`. Layouts:
+     * `QUERY_DESC` (six (pointer, count) component lists, then pair terms and the relations
+     * whose pair changes it reports), `PAIR_TERM` (ops: `TERM`).
      */
     tes_query_create(world: Pointer, desc: Pointer, outQuery: Pointer): number;
     /** `tes_query_destroy(world, query)`. */
     tes_query_destroy(world: Pointer, query: Pointer): void;
     /** `uint64_t tes_query_last_run(query)`: a 64-bit result, so a BigInt. */
     tes_query_last_run(query: Pointer): bigint;
-    /** `tes_query_iter(world, query, tes_iter_t *out)` (tes_iter_t: 56 bytes). */
+    /** `tes_query_iter(world, query, tes_iter_t *out)` (`ITER.size` bytes, the private part included). */
     tes_query_iter(world: Pointer, query: Pointer, outIter: Pointer): number;
     /** `bool tes_iter_next(tes_iter_t *iter)`: 1 while there is a chunk, 0 at the end. */
     tes_iter_next(iter: Pointer): number;
@@ -230,12 +165,7 @@ export interface TesseraExports {
     /** `tes_iter_column(iter, component, field, void **out_column)`. */
     tes_iter_column(iter: Pointer, component: number, field: number, outColumn: Pointer): number;
     /** `tes_iter_removed(iter, component, const tes_entity_t **out, uint32_t *out_count)`. */
-    tes_iter_removed(
-        iter: Pointer,
-        component: number,
-        outEntities: Pointer,
-        outCount: Pointer,
-    ): number;
+    tes_iter_removed(iter: Pointer, component: number, outEntities: Pointer, outCount: Pointer): number;
     /** `tes_snapshot(world, const uint8_t **out_bytes, uint32_t *out_size)`: a buffer the world owns. */
     tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
     /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
@@ -264,25 +194,16 @@ export interface TesseraExports {
 
     /**
      * `tes_query_collect(world, query, tes_collect_t *out)`: one whole run of a consumer query.
-     * tes_collect_t (28 bytes): entities 0, count 4, removed 8, removed_counts 12,
-     * removed_total 16, pair_events 20, pair_event_count 24 (`tes_pair_event_t` {source 0,
-     * target 4, relation 8, kind 12}, 16 bytes each); the arrays belong to the query until its
-     * next run.
+     * Layouts: `COLLECT`, `PAIR_EVENT` (kinds: `PAIR_EVENT_KIND`); the arrays belong to the
+     * query until its next run.
      */
     tes_query_collect(world: Pointer, query: Pointer, out: Pointer): number;
     /**
      * `tes_query_apply(world, query, const tes_op_t *op, const tes_entity_t **out_entities,
      * uint32_t *out_count)`: one run of the query applying a column operation.
-     * tes_op_t (48 bytes): k 0, lo 8, hi 16 (f64), kind 24, component 28, field 32,
-     * src_component 36, src_field 40 (u32).
+     * Layout: `OP` (k, lo, hi as f64; the rest u32); kinds: `OP_KIND`.
      */
-    tes_query_apply(
-        world: Pointer,
-        query: Pointer,
-        op: Pointer,
-        outEntities: Pointer,
-        outCount: Pointer,
-    ): number;
+    tes_query_apply(world: Pointer, query: Pointer, op: Pointer, outEntities: Pointer, outCount: Pointer): number;
 
     /** `tes_pair_add(world, source, relation, target)`: an EXCLUSIVE relation replaces. */
     tes_pair_add(world: Pointer, source: number, relation: number, target: number): number;
@@ -291,23 +212,9 @@ export interface TesseraExports {
     /** `tes_pair_has(world, source, relation, target, bool *out_has)` (1 byte). */
     tes_pair_has(world: Pointer, source: number, relation: number, target: number, outHas: Pointer): number;
     /** `tes_pair_targets(world, source, relation, tes_entity_t *out, capacity, uint32_t *out_count)`. */
-    tes_pair_targets(
-        world: Pointer,
-        source: number,
-        relation: number,
-        out: Pointer,
-        capacity: number,
-        outCount: Pointer,
-    ): number;
+    tes_pair_targets(world: Pointer, source: number, relation: number, out: Pointer, capacity: number, outCount: Pointer): number;
     /** `tes_pair_sources(world, relation, target, tes_entity_t *out, capacity, uint32_t *out_count)`. */
-    tes_pair_sources(
-        world: Pointer,
-        relation: number,
-        target: number,
-        out: Pointer,
-        capacity: number,
-        outCount: Pointer,
-    ): number;
+    tes_pair_sources(world: Pointer, relation: number, target: number, out: Pointer, capacity: number, outCount: Pointer): number;
     /** `tes_pair_target(world, source, relation, tes_entity_t *out_target)`: 0 when none. */
     tes_pair_target(world: Pointer, source: number, relation: number, outTarget: Pointer): number;
     /** `tes_relation_pairs(world, relation, out_sources, out_targets, capacity, uint32_t *out_count)`. */
@@ -430,10 +337,7 @@ export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
-async function instantiateFrom(
-    url: string | URL,
-    imports: WebAssembly.Imports,
-): Promise<WebAssembly.Instance> {
+async function instantiateFrom(url: string | URL, imports: WebAssembly.Imports): Promise<WebAssembly.Instance> {
     try {
         const diskPath = isNode ? toDiskPath(url) : undefined;
         if (diskPath !== undefined) {

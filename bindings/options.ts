@@ -6,8 +6,7 @@
  *
  * @module
  */
-import { TesseraError, type ErrorCode, type ErrorContext } from './errors.js';
-import { describeValue } from './schema.js';
+import { TesseraError, describeValue, type ErrorCode, type ErrorContext } from './errors.js';
 
 /**
  * Throws unless `value` is a plain object (not null, not an array) whose own keys are all in

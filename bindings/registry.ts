@@ -7,14 +7,12 @@
  *
  * @module
  */
+import { COMPONENT_DESC, COMPONENT_INFO, FIELD_DESC, FIELD_INFO } from './abi.js';
 import { TesseraError } from './errors.js';
 import type { Heap } from './heap.js';
 import type { Pointer } from './load.js';
-import { describeDefinition, fieldsOf, isDefinition, typeCode, type Definition } from './schema.js';
-
-/** Byte offsets of tes_component_info_t / tes_field_info_t fields the claim compares. */
-const INFO = { fieldCount: 4, flags: 12 } as const;
-const FIELD_INFO = { name: 0, type: 4, length: 8 } as const;
+import { describeDefinition, fieldsOf, isDefinition } from './definitions.js';
+import { typeCode, type Definition } from './schema.js';
 
 /** The ids of one world's definitions. */
 export class Registry {
@@ -119,19 +117,19 @@ export class Registry {
         try {
             strings.push(heap.newString(definition.name, operation));
             for (const meta of fields) strings.push(heap.newString(meta.name, operation));
-            // tes_component_desc_t {name, fields, field_count, flags} then tes_field_desc_t
-            // {name, type, length} per field: 12 bytes each.
-            const desc = heap.tempBlock(16 + 12 * fields.length, operation);
+            // A tes_component_desc_t, then its tes_field_desc_t array.
+            const desc = heap.tempBlock(COMPONENT_DESC.size + FIELD_DESC.size * fields.length, operation);
+            const first = desc + COMPONENT_DESC.size;
             const u32 = heap.u32;
-            const base = desc >>> 2;
-            u32[base] = strings[0]!;
-            u32[base + 1] = fields.length ? desc + 16 : 0;
-            u32[base + 2] = fields.length;
-            u32[base + 3] = definition.flags;
+            u32[(desc + COMPONENT_DESC.name) >>> 2] = strings[0]!;
+            u32[(desc + COMPONENT_DESC.fields) >>> 2] = fields.length ? first : 0;
+            u32[(desc + COMPONENT_DESC.field_count) >>> 2] = fields.length;
+            u32[(desc + COMPONENT_DESC.flags) >>> 2] = definition.flags;
             fields.forEach((meta, i) => {
-                u32[base + 4 + i * 3] = strings[i + 1]!;
-                u32[base + 5 + i * 3] = typeCode(meta.type);
-                u32[base + 6 + i * 3] = meta.length;
+                const at = first + i * FIELD_DESC.size;
+                u32[(at + FIELD_DESC.name) >>> 2] = strings[i + 1]!;
+                u32[(at + FIELD_DESC.type) >>> 2] = typeCode(meta.type);
+                u32[(at + FIELD_DESC.length) >>> 2] = meta.length;
             });
             const out = heap.scratch;
             const result = heap.exports.tes_component_register(world, desc, out);
@@ -179,11 +177,13 @@ export class Registry {
         if (this.byId[id] !== undefined) return undefined;
         const out = heap.scratch;
         const check = (result: number) => {
-            if (result !== 0) throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), { component: definition.name });
+            if (result !== 0)
+                throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result), { component: definition.name });
         };
         check(heap.exports.tes_component_info(world, id, out));
         const fields = fieldsOf(definition);
-        let same = heap.u32At(out + INFO.fieldCount) === fields.length && heap.u32At(out + INFO.flags) === definition.flags;
+        let same =
+            heap.u32At(out + COMPONENT_INFO.field_count) === fields.length && heap.u32At(out + COMPONENT_INFO.flags) === definition.flags;
         fields.forEach((meta, index) => {
             if (!same) return;
             check(heap.exports.tes_field_info(world, id, index, out));
@@ -193,9 +193,14 @@ export class Registry {
                 heap.u32At(out + FIELD_INFO.length) === meta.length;
         });
         if (!same) {
-            throw new TesseraError('BAD_SCHEMA', operation, 'the world has a component of this name (from a snapshot or a delta) with another schema or storage', {
-                component: definition.name,
-            });
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                'the world has a component of this name (from a snapshot or a delta) with another schema or storage',
+                {
+                    component: definition.name,
+                },
+            );
         }
         this.ids[definition.key] = id;
         this.byId[id] = definition;

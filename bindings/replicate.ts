@@ -5,12 +5,14 @@
  *
  * @module
  */
-import { TesseraError } from './errors.js';
+import { DELTA_HEADER, REPLICATOR_DESC } from './abi.js';
+import { TesseraError, describeValue } from './errors.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
 import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
-import { describeValue, type Component, type Relation } from './schema.js';
+import { checkOutsideRun } from './snapshot.js';
+import type { Component, Relation } from './schema.js';
 import type { World } from './world.js';
 
 const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;
@@ -54,9 +56,6 @@ export interface Delta {
     readonly keyframe: boolean;
 }
 
-/** `tes_replicator_desc_t` (wasm32): components 0, component_count 4, scope 8, history 12. */
-const DESC_BYTES = 16;
-
 /**
  * The sending side of replication (see {@link World.replicator}): encodes what changed since a
  * replica's acknowledged tick, walking the world's dirty lists and logs, so a delta costs what
@@ -94,13 +93,15 @@ export class Replicator {
         this.scope = scope === undefined ? undefined : new Query(world, scope, operation, true);
         const heap = world.heap;
         try {
-            const block = heap.tempBlock(DESC_BYTES + ids.length * 4 + 4, operation);
+            // A tes_replicator_desc_t, then its component ids.
+            const block = heap.tempBlock(REPLICATOR_DESC.size + ids.length * 4 + 4, operation);
+            const list = block + REPLICATOR_DESC.size;
             const u32 = heap.u32;
-            u32.set(ids, (block + DESC_BYTES) >>> 2);
-            u32[block >>> 2] = components === undefined ? 0 : block + DESC_BYTES;
-            u32[(block >>> 2) + 1] = ids.length;
-            u32[(block >>> 2) + 2] = this.scope?.pointer ?? 0;
-            u32[(block >>> 2) + 3] = history ?? 0;
+            u32.set(ids, list >>> 2);
+            u32[(block + REPLICATOR_DESC.components) >>> 2] = components === undefined ? 0 : list;
+            u32[(block + REPLICATOR_DESC.component_count) >>> 2] = ids.length;
+            u32[(block + REPLICATOR_DESC.scope) >>> 2] = this.scope?.pointer ?? 0;
+            u32[(block + REPLICATOR_DESC.history) >>> 2] = history ?? 0;
             const out = heap.scratch;
             const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
             if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {
@@ -130,17 +131,20 @@ export class Replicator {
         const operation = 'replicator.encode';
         this.live(operation);
         if (!(Number.isSafeInteger(baseline) && baseline >= 0)) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`);
-        }
-        if (this.world.liveIterations > 0) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'not inside a loop over the world: its deferred changes are not applied yet');
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `baseline must be a tick (a non-negative integer), got ${describeValue(baseline)}`,
+            );
         }
         const heap = this.world.heap;
         const out = heap.scratch;
-        this.world.check(heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
-        const pointer = heap.u32At(out), size = heap.u32At(out + 4), tick = heap.u64At(out + 8);
+        checkOutsideRun(this.world, heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
+        const pointer = heap.u32At(out),
+            size = heap.u32At(out + 4),
+            tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
-        const keyframe = (heap.u8[pointer + 6]! & 1) !== 0;
+        const keyframe = (heap.u8[pointer + DELTA_HEADER.flags]! & DELTA_HEADER.keyframe) !== 0;
         // The buffer is the replicator's: gone at its next encode, its close, its world's end.
         const problem = (operation: string): TesseraError | undefined => {
             if (this.closed) {
@@ -148,7 +152,11 @@ export class Replicator {
                 return new TesseraError('DESTROYED', operation, `${gone}: copy a delta's bytes before that`);
             }
             if (this.encodes !== generation) {
-                return new TesseraError('VIEW_DETACHED', operation, "the replicator encoded again: copy a delta's bytes before the next encode");
+                return new TesseraError(
+                    'VIEW_DETACHED',
+                    operation,
+                    "the replicator encoded again: copy a delta's bytes before the next encode",
+                );
             }
             return undefined;
         };
@@ -159,7 +167,10 @@ export class Replicator {
                 if (error !== undefined) throw error;
                 const view = new Uint8Array(heap.current, pointer, size);
                 if (!debug) return view;
-                return guardView(view, () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'));
+                return guardView(
+                    view,
+                    () => problem('bytes view') ?? viewProblem(view, () => false, 'bytes view', 'read delta.bytes again'),
+                );
             },
             tick,
             keyframe,

@@ -5,9 +5,11 @@
  *
  * @module
  */
+import { COLLECT, PAIR_EVENT, PAIR_EVENT_KIND } from './abi.js';
 import { TesseraError } from './errors.js';
 import { checkKeys } from './options.js';
-import { Query, type ChunkIterator, type QueryDesc } from './query.js';
+import type { ChunkIterator } from './chunk-iterator.js';
+import { Query, type QueryDesc } from './query.js';
 import type { Component, Definition, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
@@ -35,7 +37,7 @@ export interface SubscriptionDesc extends Omit<QueryDesc, 'writes'> {
  * What happened to a pair: added, removed, its data written (`setPair`), or moved among its
  * target's sources (`placePair`, `setParent` with `before`).
  */
-export type PairEventKind = 'added' | 'removed' | 'changed' | 'moved';
+export type PairEventKind = keyof typeof PAIR_EVENT_KIND;
 
 /**
  * One pair event of a drain. The source and the target of a removed pair may be dead by now
@@ -48,16 +50,10 @@ export interface PairEvent {
     readonly relation: Relation<any>;
 }
 
-/**
- * `tes_collect_t` (wasm32): entities 0, count 4, removed 8, removed_counts 12, removed_total 16,
- * pair_events 20, pair_event_count 24.
- */
-const COLLECT_BYTES = 28;
-/** `tes_pair_event_t` (wasm32): source 0, target 4, relation 8, kind 12. */
-const PAIR_EVENT_WORDS = 4;
 /** The keys of a subscription description: a query's, without `writes` (it writes nothing). */
 const SUBSCRIPTION_KEYS = ['all', 'none', 'any', 'added', 'changed', 'removed', 'pairs'] as const;
-const PAIR_KINDS: readonly (PairEventKind | undefined)[] = [undefined, 'added', 'removed', 'changed', 'moved'];
+/** The kind of a pair event by its `tes_pair_event_t.kind`. */
+const PAIR_KINDS: readonly (PairEventKind | undefined)[] = kindsByValue();
 const NO_EVENTS: readonly PairEvent[] = Object.freeze([]);
 
 /** What one drain saw. The arrays are fresh copies: keep them as long as you like. */
@@ -110,7 +106,7 @@ export class Changes {
     removedOf(component: Component<any> | Relation<any>): Uint32Array {
         const list = this.removedTerms.get(component);
         if (list === undefined) {
-            throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', 'not one of the subscription\'s removed components', {
+            throw new TesseraError('INVALID_ARGUMENT', 'changes.removedOf', "not one of the subscription's removed components", {
                 component: String(component?.name),
             });
         }
@@ -154,8 +150,7 @@ export class Subscription {
         const operation = 'world.subscribe';
         world.live(operation);
         checkKeys(operation, 'subscription description', desc, SUBSCRIPTION_KEYS);
-        const reports =
-            (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
+        const reports = (desc.added?.length ?? 0) + (desc.changed?.length ?? 0) + (desc.removed?.length ?? 0) + (desc.pairs?.length ?? 0);
         if (reports === 0) {
             throw new TesseraError(
                 'INVALID_ARGUMENT',
@@ -177,33 +172,38 @@ export class Subscription {
         const query = this.query;
         const world = query.live(operation);
         const owner = query.world;
-        if (query.runs > 0) throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this subscription is live');
         const heap = owner.heap;
-        const out = heap.tempBlock(COLLECT_BYTES, operation);
-        owner.check(heap.exports.tes_query_collect(world, query.pointer, out), operation);
+        const out = heap.tempBlock(COLLECT.size, operation);
+        // The C core refuses a second run of a consumer while one is live (QUERY_IN_USE).
+        const result = heap.exports.tes_query_collect(world, query.pointer, out);
+        if (result === heap.results.QUERY_IN_USE)
+            throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this subscription is live');
+        owner.check(result, operation);
         const copy = (pointer: number, count: number) =>
             count ? heap.u32.slice(pointer >>> 2, (pointer >>> 2) + count) : new Uint32Array(0);
-        const entities = copy(heap.u32At(out), heap.u32At(out + 4));
-        const removed = copy(heap.u32At(out + 8), heap.u32At(out + 16));
+        const entities = copy(heap.u32At(out + COLLECT.entities), heap.u32At(out + COLLECT.count));
+        const removed = copy(heap.u32At(out + COLLECT.removed), heap.u32At(out + COLLECT.removed_total));
         const terms = new Map<Definition, Uint32Array>();
-        const counts = heap.u32At(out + 12) >>> 2;
+        const counts = heap.u32At(out + COLLECT.removed_counts) >>> 2;
         let at = 0;
         query.removedComponents.forEach((component, i) => {
             const n = heap.u32[counts + i]!;
             terms.set(component, removed.subarray(at, at + n));
             at += n;
         });
-        const eventCount = heap.u32At(out + 24);
+        const eventCount = heap.u32At(out + COLLECT.pair_event_count);
         if (eventCount === 0) return new Changes(entities, removed, terms);
         const events: PairEvent[] = [];
         const u32 = heap.u32;
-        for (let i = 0, at = heap.u32At(out + 20) >>> 2; i < eventCount; i++, at += PAIR_EVENT_WORDS) {
+        const first = heap.u32At(out + COLLECT.pair_events);
+        for (let i = 0; i < eventCount; i++) {
+            const at = first + i * PAIR_EVENT.size;
             events.push(
                 Object.freeze({
-                    kind: PAIR_KINDS[u32[at + 3]!] ?? 'changed',
-                    source: u32[at]!,
-                    target: u32[at + 1]!,
-                    relation: owner.componentById(u32[at + 2]!) as Relation<any>,
+                    kind: PAIR_KINDS[u32[(at + PAIR_EVENT.kind) >>> 2]!] ?? 'changed',
+                    source: u32[(at + PAIR_EVENT.source) >>> 2]!,
+                    target: u32[(at + PAIR_EVENT.target) >>> 2]!,
+                    relation: owner.componentById(u32[(at + PAIR_EVENT.relation) >>> 2]!) as Relation<any>,
                 }),
             );
         }
@@ -236,4 +236,11 @@ export class Subscription {
     close(): void {
         this.query.close();
     }
+}
+
+/** PairEventKind by `tes_pair_event_t.kind` value (PAIR_EVENT_KIND's keys are the kinds' names). */
+function kindsByValue(): (PairEventKind | undefined)[] {
+    const kinds: (PairEventKind | undefined)[] = [];
+    for (const [name, value] of Object.entries(PAIR_EVENT_KIND)) kinds[value] = name as PairEventKind;
+    return kinds;
 }

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { TesseraError } from './errors.js';
+import { endIterations } from './chunk-iterator.js';
+import { TesseraError, describeValue } from './errors.js';
 import { checkKeys } from './options.js';
 import { Query, type QueryDesc } from './query.js';
-import { describeValue } from './schema.js';
 import type { World } from './world.js';
 
 /** A named group of systems; stages run in creation order. */
@@ -80,7 +80,11 @@ export class Scheduler {
         const operation = 'world.system';
         checkKeys(operation, 'system description', desc, SYSTEM_KEYS);
         if (typeof desc.run !== 'function') {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `run must be a function (query, world) => void, got ${describeValue(desc.run)}`);
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `run must be a function (query, world) => void, got ${describeValue(desc.run)}`,
+            );
         }
         const interval = desc.interval ?? 1;
         if (!Number.isInteger(interval) || interval < 1) {
@@ -91,10 +95,13 @@ export class Scheduler {
         }
         const given: unknown = desc.stage;
         const stageName =
-            given === undefined ? DEFAULT_STAGE
-            : typeof given === 'string' ? given
-            : typeof given === 'object' && given !== null ? (given as Partial<Stage>).name
-            : undefined;
+            given === undefined
+                ? DEFAULT_STAGE
+                : typeof given === 'string'
+                  ? given
+                  : typeof given === 'object' && given !== null
+                    ? (given as Partial<Stage>).name
+                    : undefined;
         if (typeof stageName !== 'string' || stageName.length === 0) {
             throw new TesseraError('INVALID_ARGUMENT', operation, `stage must be a stage or its name, got ${describeValue(desc.stage)}`);
         }
@@ -139,7 +146,7 @@ export class Scheduler {
         }
         // Abandoned iterations (a chunks() iterator not run to its end) would defer every
         // structural change forever: they end here, as break would have ended them.
-        world.endIterations();
+        endIterations(world);
         this.ticking = true;
         try {
             for (const { systems } of this.stages) {
@@ -163,13 +170,13 @@ export class Scheduler {
         } catch (error) {
             if (!world.destroyed) {
                 try {
-                    world.endIterations();
+                    endIterations(world);
                 } catch {
                     // The system's own error is the one to report.
                 }
             }
             throw error;
         }
-        if (!world.destroyed && world.liveIterations > 0) world.endIterations();
+        if (!world.destroyed && world.liveIterations > 0) endIterations(world);
     }
 }

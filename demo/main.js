@@ -215,9 +215,25 @@ function stats() {
 
 /** @type {import('./mirror.js').MirrorStats} */
 const NO_MIRROR = {
-    enabled: false, wanted: false, held: false, available: false, deltaBytes: 0, deltaBytesAvg: 0, snapshotBytes: 0, deltas: 0, keyframes: 0,
-    skipped: 0, sourceTick: 0, sourceFrame: -1, replicaTick: 0, replicaEntities: 0, acked: 0, inFlight: 0,
-    encodeMs: 0, applyMs: 0, renderMs: 0,
+    enabled: false,
+    wanted: false,
+    held: false,
+    available: false,
+    deltaBytes: 0,
+    deltaBytesAvg: 0,
+    snapshotBytes: 0,
+    deltas: 0,
+    keyframes: 0,
+    skipped: 0,
+    sourceTick: 0,
+    sourceFrame: -1,
+    replicaTick: 0,
+    replicaEntities: 0,
+    acked: 0,
+    inFlight: 0,
+    encodeMs: 0,
+    applyMs: 0,
+    renderMs: 0,
 };
 
 /**

@@ -48,10 +48,7 @@ async function sampleFrames(query) {
     await page.setViewportSize({ width: 1280, height: 720 });
     const watch = watchPage(page);
     await page.goto(new URL(`demo/?${query}`, url).href);
-    await Promise.race([
-        page.waitForFunction(() => window.demo !== undefined, undefined, { timeout: 60_000 }),
-        watch.failed,
-    ]);
+    await Promise.race([page.waitForFunction(() => window.demo !== undefined, undefined, { timeout: 60_000 }), watch.failed]);
     await Promise.race([page.evaluate(() => window.demo.ready), watch.failed]);
     userAgent ||= await page.evaluate(() => navigator.userAgent);
     // Warm up (JIT, memory growth), then sample every frame's stats in the page.
@@ -152,8 +149,8 @@ const lines = [
     '## The mirror: one delta per tick to a replica in a worker',
     '',
     'wasm kernels, the mirror on. *delta* and *encode* are medians over the frames whose tick was',
-    'sent; *encode* is `peer.encode()` and the copy of its bytes, on the page\'s thread; *apply* is',
-    '`applyDelta` in the worker; *frame* is all of the page\'s work per frame, the encode included.',
+    "sent; *encode* is `peer.encode()` and the copy of its bytes, on the page's thread; *apply* is",
+    "`applyDelta` in the worker; *frame* is all of the page's work per frame, the encode included.",
     '',
     '| particles | delta bytes | snapshot bytes | delta / snapshot | encode ms | apply ms (worker) | frame ms | fps | ticks skipped |',
     '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
@@ -164,8 +161,5 @@ const lines = [
     '',
 ];
 await writeFile(`${values.out}.md`, lines.join('\n'));
-await writeFile(
-    `${values.out}.json`,
-    JSON.stringify({ frames: FRAMES, chromium: chromiumVersion, rows, mirrorRows }, null, 2) + '\n',
-);
+await writeFile(`${values.out}.json`, JSON.stringify({ frames: FRAMES, chromium: chromiumVersion, rows, mirrorRows }, null, 2) + '\n');
 console.log(`wrote ${values.out}.md and ${values.out}.json`);

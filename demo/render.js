@@ -158,7 +158,8 @@ function plotSparks(pixels, sparks, n) {
  */
 function plotAdd(pixels, xs, ys, colors, n, shift, mask) {
     for (let i = 0; i < n; i++) {
-        const x = xs[i] | 0, y = ys[i] | 0;
+        const x = xs[i] | 0,
+            y = ys[i] | 0;
         if (x >>> 0 >= WIDTH || y >>> 0 >= HEIGHT) continue;
         const at = y * WIDTH + x;
         pixels[at] = addColors(pixels[at], ((colors[i] >>> shift) & mask) | 0xff000000);
@@ -177,7 +178,8 @@ function plotAdd(pixels, xs, ys, colors, n, shift, mask) {
  */
 function plotStore(pixels, xs, ys, colors, n, shift, mask) {
     for (let i = 0; i < n; i++) {
-        const x = xs[i] | 0, y = ys[i] | 0;
+        const x = xs[i] | 0,
+            y = ys[i] | 0;
         if (x >>> 0 >= WIDTH || y >>> 0 >= HEIGHT) continue;
         pixels[y * WIDTH + x] = ((colors[i] >>> shift) & mask) | 0xff000000;
     }

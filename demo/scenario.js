@@ -204,7 +204,14 @@ export class Scenario {
         this.meanLife = this.lifeFor(this.count, this.emitRate);
         /** @type {TickReport} */
         this.report = {
-            motionMs: 0, collideMs: 0, reactMs: 0, emitMs: 0, expired: 0, spawned: 0, bounced: 0, changed: 0,
+            motionMs: 0,
+            collideMs: 0,
+            reactMs: 0,
+            emitMs: 0,
+            expired: 0,
+            spawned: 0,
+            bounced: 0,
+            changed: 0,
         };
         this.retarget();
     }
@@ -302,13 +309,17 @@ export class Scenario {
         for (const swarm of this.swarms) {
             const { spec } = swarm;
             const [cx, cy] = swarm.centre;
-            const ax = -spec.kx * DT, bx = spec.kx * cx * DT;
-            const ay = -spec.ky * DT, by = spec.ky * cy * DT;
+            const ax = -spec.kx * DT,
+                bx = spec.kx * cx * DT;
+            const ay = -spec.ky * DT,
+                by = spec.ky * cy * DT;
             let list = swarm.expiredList;
             let gone = 0;
             for (const chunk of swarm.jsQuery) {
-                const px = chunk.column(Position, 'x'), py = chunk.column(Position, 'y');
-                const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
+                const px = chunk.column(Position, 'x'),
+                    py = chunk.column(Position, 'y');
+                const vx = chunk.column(Velocity, 'x'),
+                    vy = chunk.column(Velocity, 'y');
                 const life = chunk.column(Lifetime, 'seconds');
                 const n = chunk.count;
                 for (let i = 0; i < n; i++) {
@@ -344,17 +355,20 @@ export class Scenario {
     collide() {
         let hits = 0;
         for (const chunk of this.walls) {
-            const px = chunk.column(Position, 'x'), py = chunk.column(Position, 'y');
+            const px = chunk.column(Position, 'x'),
+                py = chunk.column(Position, 'y');
             // The scan is a tight loop of its own; the few rows outside are handled after it.
             if (this.outsideRows.length < chunk.count) this.outsideRows = new Uint32Array(chunk.count);
             const rows = this.outsideRows;
             const outside = findOutside(px, py, chunk.count, rows);
             if (outside === 0) continue;
-            const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
+            const vx = chunk.column(Velocity, 'x'),
+                vy = chunk.column(Velocity, 'y');
             const count = chunk.column(Bounce, 'count');
             for (let j = 0; j < outside; j++) {
                 const i = rows[j];
-                const x = px[i], y = py[i];
+                const x = px[i],
+                    y = py[i];
                 if (x < 0 || x > WIDTH) {
                     px[i] = Math.min(WIDTH, Math.max(0, x < 0 ? -x : 2 * WIDTH - x));
                     vx[i] = -vx[i] * RESTITUTION;
@@ -382,7 +396,8 @@ export class Scenario {
         let sparks = this.sparks;
         for (const chunk of this.hits) {
             const colors = chunk.column(Color, 'rgba');
-            const xs = chunk.column(Position, 'x'), ys = chunk.column(Position, 'y');
+            const xs = chunk.column(Position, 'x'),
+                ys = chunk.column(Position, 'y');
             const rows = chunk.slots;
             const needed = 2 * (changed + rows.length);
             if (sparks.length < needed) sparks = grow(sparks, needed);
@@ -416,15 +431,7 @@ export class Scenario {
                 world.despawnMany(spread(swarm.query.entities(), -deficit));
             } else if (deficit > 0) {
                 const [x, y] = swarm.centre;
-                world.spawnMany(
-                    deficit,
-                    Position({ x, y }),
-                    Velocity,
-                    Lifetime,
-                    Color({ rgba: swarm.color }),
-                    Bounce,
-                    swarm.spec.tag,
-                );
+                world.spawnMany(deficit, Position({ x, y }), Velocity, Lifetime, Color({ rgba: swarm.color }), Bounce, swarm.spec.tag);
                 spawned += deficit;
             }
             // Respawns get a whole life; particles added by a raised count get what is left
@@ -445,11 +452,14 @@ export class Scenario {
         const random = this.random;
         const mean = this.meanLife;
         const { speed, kx, ky } = swarm.spec;
-        const wx = Math.sqrt(kx), wy = Math.sqrt(ky);
+        const wx = Math.sqrt(kx),
+            wy = Math.sqrt(ky);
         const [r, g, b] = swarm.spec.rgb;
         for (const chunk of swarm.fresh) {
-            const px = chunk.column(Position, 'x'), py = chunk.column(Position, 'y');
-            const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
+            const px = chunk.column(Position, 'x'),
+                py = chunk.column(Position, 'y');
+            const vx = chunk.column(Velocity, 'x'),
+                vy = chunk.column(Velocity, 'y');
             const life = chunk.column(Lifetime, 'seconds');
             const colors = chunk.column(Color, 'rgba');
             const rows = chunk.slots;
@@ -457,7 +467,8 @@ export class Scenario {
                 const row = rows[j];
                 const angle = random() * 2 * Math.PI;
                 const v = speed * (0.15 + 0.85 * Math.sqrt(random()));
-                const launchX = v * Math.cos(angle), launchY = v * Math.sin(angle);
+                const launchX = v * Math.cos(angle),
+                    launchY = v * Math.sin(angle);
                 if (random() < renewShare) {
                     // A respawn: launched from the well now, with a whole life.
                     life[row] = mean * (0.5 + random());
@@ -510,12 +521,10 @@ function residualLife(mean, u) {
  * @param {number} rgba
  */
 function heatUp(rgba) {
-    const r = rgba & 255, g = (rgba >>> 8) & 255, b = (rgba >>> 16) & 255;
-    return pack(
-        (r + (HEAT[0] - r) * HEAT_STEP) | 0,
-        (g + (HEAT[1] - g) * HEAT_STEP) | 0,
-        (b + (HEAT[2] - b) * HEAT_STEP) | 0,
-    );
+    const r = rgba & 255,
+        g = (rgba >>> 8) & 255,
+        b = (rgba >>> 16) & 255;
+    return pack((r + (HEAT[0] - r) * HEAT_STEP) | 0, (g + (HEAT[1] - g) * HEAT_STEP) | 0, (b + (HEAT[2] - b) * HEAT_STEP) | 0);
 }
 
 /**
@@ -527,7 +536,8 @@ function heatUp(rgba) {
 function findOutside(px, py, n, rows) {
     let listed = 0;
     for (let i = 0; i < n; i++) {
-        const x = px[i], y = py[i];
+        const x = px[i],
+            y = py[i];
         if (x < 0 || x > WIDTH || y < 0 || y > HEIGHT) rows[listed++] = i;
     }
     return listed;

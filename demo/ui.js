@@ -57,16 +57,10 @@ export class Controls {
         this.stepButton = element('step', HTMLButtonElement);
         this.count.addEventListener('change', () => actions.configure({ count: Number(this.count.value) }));
         this.emit.addEventListener('change', () => actions.configure({ emitRate: Number(this.emit.value) }));
-        this.mode.addEventListener('change', () =>
-            actions.configure({ mode: this.mode.value === 'js' ? 'js' : 'wasm' }),
-        );
-        this.render.addEventListener('change', () =>
-            actions.setRenderPath(/** @type {RenderPath} */ (this.render.value)),
-        );
+        this.mode.addEventListener('change', () => actions.configure({ mode: this.mode.value === 'js' ? 'js' : 'wasm' }));
+        this.render.addEventListener('change', () => actions.setRenderPath(/** @type {RenderPath} */ (this.render.value)));
         this.mirror.addEventListener('change', () => actions.configure({ mirror: this.mirror.value === 'on' }));
-        this.pause.addEventListener('click', () =>
-            actions.configure({ paused: this.pause.getAttribute('aria-pressed') !== 'true' }),
-        );
+        this.pause.addEventListener('click', () => actions.configure({ paused: this.pause.getAttribute('aria-pressed') !== 'true' }));
         this.stepButton.addEventListener('click', () => {
             actions.configure({ paused: true });
             actions.step();

@@ -26,8 +26,10 @@ const watcher = world.subscribe({ changed: [Position] }); // makes Position trac
 
 function jsFrame() {
     for (const chunk of moving) {
-        const px = chunk.column(Position, 'x'), py = chunk.column(Position, 'y');
-        const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
+        const px = chunk.column(Position, 'x'),
+            py = chunk.column(Position, 'y');
+        const vx = chunk.column(Velocity, 'x'),
+            vy = chunk.column(Velocity, 'y');
         for (let i = 0, n = chunk.count; i < n; i++) {
             px[i] += vx[i] * DT;
             py[i] += vy[i] * DT;
@@ -40,7 +42,10 @@ function kernelFrame() {
     moving.addScaled(Position, 'y', Velocity, 'y', DT);
 }
 
-for (const [name, frame] of [['JS loop over columns', jsFrame], ['addScaled kernels (wasm SIMD)', kernelFrame]]) {
+for (const [name, frame] of [
+    ['JS loop over columns', jsFrame],
+    ['addScaled kernels (wasm SIMD)', kernelFrame],
+]) {
     const times = [];
     for (let f = 0; f < FRAMES; f++) {
         started = performance.now();
@@ -50,7 +55,9 @@ for (const [name, frame] of [['JS loop over columns', jsFrame], ['addScaled kern
     }
     const seen = watcher.drain().entities.length;
     times.sort((a, b) => a - b);
-    console.log(`${name}: median ${times[FRAMES >> 1].toFixed(2)} ms per frame; the subscription saw ${seen.toLocaleString()} changed entities`);
+    console.log(
+        `${name}: median ${times[FRAMES >> 1].toFixed(2)} ms per frame; the subscription saw ${seen.toLocaleString()} changed entities`,
+    );
 }
 const expectedX = 2 * FRAMES * DT; // two passes of 60 frames at vx = 1
 const first = world.get(entities[0], Position);

@@ -19,8 +19,10 @@ const moving = world.query({ all: [Position, Velocity], none: [Frozen], writes: 
 const health = world.subscribe({ changed: [Health], removed: [Health] });
 
 for (const chunk of moving) {
-    const x = chunk.column(Position, 'x'), vx = chunk.column(Velocity, 'x');
-    const y = chunk.column(Position, 'y'), vy = chunk.column(Velocity, 'y');
+    const x = chunk.column(Position, 'x');
+    const y = chunk.column(Position, 'y');
+    const vx = chunk.column(Velocity, 'x');
+    const vy = chunk.column(Velocity, 'y');
     for (let i = 0, n = chunk.count; i < n; i++) {
         x[i] += vx[i];
         y[i] += vy[i];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm test: every check, fail fast. C tests natively under ASan + UBSan, the fuzz targets
+# npm test: every check, fail fast. The formatting of the TS/JS sources, C tests natively under ASan + UBSan, the fuzz targets
 # (their corpus, then a bounded run), the same C tests as wasm under Node, the package build, the Vitest suites against the built dist/, then the
 # install tests: the packed tarball installed into an empty project, run in Node and, bundled
 # by Vite and as plain modules, in headless Chromium (with the demo page), and last the
@@ -12,6 +12,10 @@ trap 'rm -rf "$logs"' EXIT
 
 step "setup"
 bash scripts/setup.sh
+
+# Seconds, and it fails fast: unformatted TS/JS (.prettierrc.json, .prettierignore) fails CI.
+step "format: prettier --check"
+npx prettier --check .
 
 step "native asan: build"
 tes_build asan

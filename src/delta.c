@@ -12,13 +12,16 @@
 
 #define DELTA_MAGIC     0x544C4454u /* "TDLT" little-endian */
 #define DELTA_VERSION   1u
-#define KEYFRAME        1u /* header flag: the whole state; what it lacks is despawned */
+#define KEYFRAME        TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
 #define HEADER_BYTES    16u
 #define VALUES          0x80000000u /* on a record's component id: its values follow */
 #define DATA            0x100u      /* on a pair event's kind: the pair's data follows */
 /* A delta's TES_PAIR_MOVED event moves the source to the end of the target's sources: a target
  * whose sources were reordered gets one per source, in order, at the end of the section. */
 #define DEFAULT_HISTORY 64u
+
+_Static_assert(TESI_DELTA_FLAGS_BYTE == sizeof(uint32_t) + sizeof(uint16_t),
+               "a delta's flags are the upper half of its header's second word");
 
 /* Marks on entity indices while an encode collects them. */
 #define TOUCHED 1u

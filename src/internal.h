@@ -32,6 +32,11 @@
 #define TESI_MAX_BLOCK_BYTES     (64u * 1024u * 1024u)
 #define TESI_SPAWN_CACHE_IDS     8u /* longest component list the spawn cache keeps */
 
+/* A delta's header (docs/format.md): its u16 flags are the upper half of the second u32 word,
+ * at byte 6, and bit 0 of them makes it a keyframe. bindings/abi.ts carries both for JS. */
+#define TESI_DELTA_FLAGS_BYTE 6u
+#define TESI_DELTA_KEYFRAME   1u
+
 static inline uint32_t tesi_align_up(uint32_t n, uint32_t a) {
     return (n + a - 1u) & ~(a - 1u);
 }

@@ -361,6 +361,12 @@ static void constants(void) {
     value("moved", TES_PAIR_MOVED);
     end();
 
+    group("DELTA_HEADER",
+          "A delta's header (docs/format.md): where its flags are, and the keyframe flag.");
+    value("flags", TESI_DELTA_FLAGS_BYTE);
+    value("keyframe", TESI_DELTA_KEYFRAME);
+    end();
+
     group("OP_KIND", "tes_op_kind_t: column operations.");
     value("fill", TES_OP_FILL);
     value("add", TES_OP_ADD);
@@ -376,7 +382,7 @@ static void constants(void) {
     for (int r = 0; r < TES_RESULT_COUNT; r++) {
         const char *name = tes_result_name((tes_result_t)r);
         const char *code = strncmp(name, "TES_ERR_", 8) == 0 ? name + 8 : name + 4;
-        emit("    '%s',\n", code);
+        emit("    /** %s */\n    '%s',\n", tes_result_message((tes_result_t)r), code);
     }
     emit("] as const;\n");
 }

@@ -91,14 +91,17 @@ function verify(source, replica, ids, label) {
     const fail = (what) => {
         throw new Error(`delta bench ${label}: the replica differs from the source: ${what}`);
     };
-    const a = source.stats().entityCount, b = replica.stats().entityCount;
+    const a = source.stats().entityCount,
+        b = replica.stats().entityCount;
     if (a !== b) fail(`entity count ${b}, source ${a}`);
     for (let i = 0; i < ids.length; i++) {
         const e = ids[i];
         if (!replica.isAlive(e)) fail(`entity ${e} is not alive`);
-        const p = source.get(e, Position), q = replica.get(e, Position);
+        const p = source.get(e, Position),
+            q = replica.get(e, Position);
         if (p.x !== q.x || p.y !== q.y) fail(`Position of ${e}: ${JSON.stringify(q)}, source ${JSON.stringify(p)}`);
-        const v = source.get(e, Velocity), w = replica.get(e, Velocity);
+        const v = source.get(e, Velocity),
+            w = replica.get(e, Velocity);
         if (v.x !== w.x || v.y !== w.y) fail(`Velocity of ${e}: ${JSON.stringify(w)}, source ${JSON.stringify(v)}`);
         if (source.has(e, Marked) !== replica.has(e, Marked)) fail(`Marked on ${e}`);
         if (source.parentOf(e) !== replica.parentOf(e)) fail(`parent of ${e}`);
@@ -176,7 +179,7 @@ for (const { n, k, tick: ticking } of ROWS) {
     let tick = 0;
     const d = measure(() => {
         tick++;
-        for (let j = 0; j < k; ) {
+        for (let j = 0; j < k;) {
             const i = below(n);
             if (stamp[i] === tick) continue;
             stamp[i] = tick;
@@ -261,15 +264,22 @@ if (mid && many) {
 }
 const [lazyMid, lazyBig] = [find(100_000, 100, false), find(1_000_000, 100, false)];
 if (lazyMid) {
-    const pairs = [[mid, lazyMid], [big, lazyBig]].filter(([a, b]) => a && b);
+    const pairs = [
+        [mid, lazyMid],
+        [big, lazyBig],
+    ].filter(([a, b]) => a && b);
     // Each encode prunes what its components' consumers have all seen, so a world that never
     // ticks should cost what a ticking one does; the prose says which it measured.
     const worst = Math.max(...pairs.map(([a, b]) => b.encode / a.encode));
     summary.push(
         'Without world.tick() (a world that runs no systems, so only the encodes prune the change-tracking lists): ' +
-            pairs.map(([a, b]) => `${us(b.encode)} µs encode at ${b.n.toLocaleString('en')} entities (${us(a.encode)} µs with the tick)`).join(', ') +
+            pairs
+                .map(([a, b]) => `${us(b.encode)} µs encode at ${b.n.toLocaleString('en')} entities (${us(a.encode)} µs with the tick)`)
+                .join(', ') +
             ` for the same ${lazyMid.k} changes` +
-            (worst < 1.5 ? ': the same cost, O(changed).' : `: up to ${fmtNum(worst)}× slower, so something still grows with the entities.`),
+            (worst < 1.5
+                ? ': the same cost, O(changed).'
+                : `: up to ${fmtNum(worst)}× slower, so something still grows with the entities.`),
     );
 }
 const kf = fullRows.find((f) => f.n === 100_000);

@@ -44,115 +44,129 @@ let tick = 0;
 
 // helper: the untimed work between the writes and the drain; expect: entities the drain reports.
 const ROWS = [
-  { name: 'drain', helper: () => {}, expect: CHANGED },
-  { name: 'count(), then drain', helper: () => assert(writer.count() === N, 'count'), expect: CHANGED },
-  { name: 'entities(), then drain', helper: () => assert(writer.entities().length === N, 'entities'), expect: CHANGED },
-  {
-    name: 'addAll(T) + removeAll(T), then drain',
-    helper: () => {
-      writer.addAll(T);
-      writer.removeAll(T);
+    { name: 'drain', helper: () => {}, expect: CHANGED },
+    { name: 'count(), then drain', helper: () => assert(writer.count() === N, 'count'), expect: CHANGED },
+    { name: 'entities(), then drain', helper: () => assert(writer.entities().length === N, 'entities'), expect: CHANGED },
+    {
+        name: 'addAll(T) + removeAll(T), then drain',
+        helper: () => {
+            writer.addAll(T);
+            writer.removeAll(T);
+        },
+        expect: CHANGED,
     },
-    expect: CHANGED,
-  },
-  {
-    name: 'reference: a writes: loop over all, then drain',
-    helper: () => {
-      for (const _ of writer) {
-        // the loop's views could have been written: writes: marks every row visited
-      }
+    {
+        name: 'reference: a writes: loop over all, then drain',
+        helper: () => {
+            for (const _ of writer) {
+                // the loop's views could have been written: writes: marks every row visited
+            }
+        },
+        expect: N,
     },
-    expect: N,
-  },
 ];
 
 /** One op of a row: 100 sets, the helper, the drain (timed); returns the drain's ms. */
 function op(row) {
-  tick++;
-  const picked = new Set();
-  while (picked.size < CHANGED) picked.add(handles[Math.floor(random() * N)]);
-  for (const e of picked) world.set(e, Health, 'value', tick);
-  row.helper();
-  const t0 = performance.now();
-  const changes = sub.drain();
-  const ms = performance.now() - t0;
-  assert(changes.entities.length === row.expect, `${row.name}: the drain reported ${changes.entities.length}, expected ${row.expect}`);
-  if (row.expect === CHANGED) for (const e of changes.entities) assert(picked.has(e), `${row.name}: ${e} was not changed`);
-  world.tick();
-  return ms;
+    tick++;
+    const picked = new Set();
+    while (picked.size < CHANGED) picked.add(handles[Math.floor(random() * N)]);
+    for (const e of picked) world.set(e, Health, 'value', tick);
+    row.helper();
+    const t0 = performance.now();
+    const changes = sub.drain();
+    const ms = performance.now() - t0;
+    assert(changes.entities.length === row.expect, `${row.name}: the drain reported ${changes.entities.length}, expected ${row.expect}`);
+    if (row.expect === CHANGED) for (const e of changes.entities) assert(picked.has(e), `${row.name}: ${e} was not changed`);
+    world.tick();
+    return ms;
 }
 
 sub.drain();
 if (opts.check) {
-  for (const row of ROWS) {
-    op(row);
-    console.log(`ok    ${row.name}`);
-  }
-  world.destroy();
-  console.log('all checks passed');
-  process.exit(0);
+    for (const row of ROWS) {
+        op(row);
+        console.log(`ok    ${row.name}`);
+    }
+    world.destroy();
+    console.log('all checks passed');
+    process.exit(0);
 }
 
 const env = benchEnv(opts);
 console.log(`drain after the query helpers, ${N.toLocaleString('en-US')} entities · Node ${env.node} · ${env.cpu} (${env.cores} cores)`);
 // Calibration and warm-up: ops per batch until a batch (helpers included) takes >= target.
 for (const row of ROWS) {
-  row.batch = 1;
-  for (;;) {
-    const t0 = performance.now();
-    for (let i = 0; i < row.batch; i++) op(row);
-    const ms = performance.now() - t0;
-    if (ms >= opts.targetMs) break;
-    row.batch = Math.ceil(row.batch * Math.max(1.5, Math.min(50, (opts.targetMs * 1.15) / Math.max(ms, 1e-3))));
-  }
-  row.samples = [];
+    row.batch = 1;
+    for (;;) {
+        const t0 = performance.now();
+        for (let i = 0; i < row.batch; i++) op(row);
+        const ms = performance.now() - t0;
+        if (ms >= opts.targetMs) break;
+        row.batch = Math.ceil(row.batch * Math.max(1.5, Math.min(50, (opts.targetMs * 1.15) / Math.max(ms, 1e-3))));
+    }
+    row.samples = [];
 }
 for (let run = 0; run < opts.runs; run++) {
-  for (let j = 0; j < ROWS.length; j++) {
-    const row = ROWS[(j + run) % ROWS.length];
-    let ms = 0;
-    for (let i = 0; i < row.batch; i++) ms += op(row);
-    row.samples.push(ms / row.batch);
-  }
+    for (let j = 0; j < ROWS.length; j++) {
+        const row = ROWS[(j + run) % ROWS.length];
+        let ms = 0;
+        for (let i = 0; i < row.batch; i++) ms += op(row);
+        row.samples.push(ms / row.batch);
+    }
 }
 world.destroy();
 
 const base = median(ROWS[0].samples);
 const lines = [['row', 'entities reported', 'drain ms (median, min–max)', 'vs "drain"']];
 for (const row of ROWS) {
-  const m = median(row.samples);
-  lines.push([row.name, row.expect.toLocaleString('en-US'), `${fmtNum(m)} (${fmtNum(Math.min(...row.samples))}–${fmtNum(Math.max(...row.samples))})`, `${fmtNum(m / base)}×`]);
+    const m = median(row.samples);
+    lines.push([
+        row.name,
+        row.expect.toLocaleString('en-US'),
+        `${fmtNum(m)} (${fmtNum(Math.min(...row.samples))}–${fmtNum(Math.max(...row.samples))})`,
+        `${fmtNum(m / base)}×`,
+    ]);
 }
 const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
 for (const l of lines) console.log(l.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
 
 if (opts.write) {
-  mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(
-    path.join(resultsDir, 'drain.json'),
-    JSON.stringify({ env, n: N, changed: CHANGED, rows: ROWS.map((r) => ({ name: r.name, reported: r.expect, batch: r.batch, samplesMs: r.samples })) }, null, 2) + '\n',
-  );
-  const md = [
-    '# The drain after the query helpers (`npm run bench:drain`)',
-    '',
-    `${env.date} · ${env.cpu} (${env.cores} cores) · ${env.os} · Node ${env.node} · tessera at ${env.git}`,
-    '',
-    'Source: bench/js/drain.mjs (its header says exactly what an op does); public API from dist/. ' +
-      `${N.toLocaleString('en-US')} entities with Health and Position; per op, ${CHANGED} of them get Health set, the row's helper runs ` +
-      '(untimed) on `{ all: [Health], writes: [Health] }`, and only the drain of `subscribe({ changed: [Health] })` is timed; every drain ' +
-      'is checked (exactly the 100 set, or all 1,000,000 for the reference row). ' +
-      `A cell is the median over ${env.runs} interleaved runs of the mean drain time per op, then min–max.`,
-    '',
-    '| ' + lines[0].join(' | ') + ' |',
-    '|---|--:|--:|--:|',
-    ...lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |'),
-    '',
-    'The helpers hand out no views, so they mark nothing whatever the query `writes`: the drain after them costs what changed. ' +
-      'Only a loop, which hands out writable views, marks (the reference row): before issue 16 `count()` and `entities()` cost the ' +
-      'next drain that much. The drains after `entities()` (a 4 MB copy) and after `addAll` + `removeAll` (Health is tracked, so ' +
-      'every row moves, twice) start with cold caches, which is all that separates them from the plain drain.',
-    '',
-  ];
-  writeFileSync(path.join(resultsDir, 'drain.md'), md.join('\n'));
-  console.log('\nwrote bench/results/drain.json and bench/results/drain.md');
+    mkdirSync(resultsDir, { recursive: true });
+    writeFileSync(
+        path.join(resultsDir, 'drain.json'),
+        JSON.stringify(
+            {
+                env,
+                n: N,
+                changed: CHANGED,
+                rows: ROWS.map((r) => ({ name: r.name, reported: r.expect, batch: r.batch, samplesMs: r.samples })),
+            },
+            null,
+            2,
+        ) + '\n',
+    );
+    const md = [
+        '# The drain after the query helpers (`npm run bench:drain`)',
+        '',
+        `${env.date} · ${env.cpu} (${env.cores} cores) · ${env.os} · Node ${env.node} · tessera at ${env.git}`,
+        '',
+        'Source: bench/js/drain.mjs (its header says exactly what an op does); public API from dist/. ' +
+            `${N.toLocaleString('en-US')} entities with Health and Position; per op, ${CHANGED} of them get Health set, the row's helper runs ` +
+            '(untimed) on `{ all: [Health], writes: [Health] }`, and only the drain of `subscribe({ changed: [Health] })` is timed; every drain ' +
+            'is checked (exactly the 100 set, or all 1,000,000 for the reference row). ' +
+            `A cell is the median over ${env.runs} interleaved runs of the mean drain time per op, then min–max.`,
+        '',
+        '| ' + lines[0].join(' | ') + ' |',
+        '|---|--:|--:|--:|',
+        ...lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |'),
+        '',
+        'The helpers hand out no views, so they mark nothing whatever the query `writes`: the drain after them costs what changed. ' +
+            'Only a loop, which hands out writable views, marks (the reference row): before issue 16 `count()` and `entities()` cost the ' +
+            'next drain that much. The drains after `entities()` (a 4 MB copy) and after `addAll` + `removeAll` (Health is tracked, so ' +
+            'every row moves, twice) start with cold caches, which is all that separates them from the plain drain.',
+        '',
+    ];
+    writeFileSync(path.join(resultsDir, 'drain.md'), md.join('\n'));
+    console.log('\nwrote bench/results/drain.json and bench/results/drain.md');
 }

@@ -110,7 +110,9 @@ const lines = [
     '',
     '| package | JS | JS gzipped | wasm | wasm gzipped | total gzipped |',
     '|---|--:|--:|--:|--:|--:|',
-    ...bundles.map((b) => `| ${b.package} | ${kb(b.js)} | ${kb(b.jsGzip)} | ${kb(b.wasm)} | ${kb(b.wasmGzip)} | ${kb(b.jsGzip + b.wasmGzip)} |`),
+    ...bundles.map(
+        (b) => `| ${b.package} | ${kb(b.js)} | ${kb(b.jsGzip)} | ${kb(b.wasm)} | ${kb(b.wasmGzip)} | ${kb(b.jsGzip + b.wasmGzip)} |`,
+    ),
     '',
 ];
 await writeFile(path.join(repo, 'bench/results/footprint.md'), lines.join('\n'));

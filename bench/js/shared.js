@@ -5,8 +5,14 @@
 
 export const SUITE = ['packed_5', 'simple_iter', 'frag_iter', 'entity_cycle', 'add_remove'];
 export const SCENARIOS = [
-  'particles_10k', 'particles_100k', 'particles_1m',
-  'observers_10k', 'observers_100k', 'set_heavy', 'get_heavy', 'churn',
+    'particles_10k',
+    'particles_100k',
+    'particles_1m',
+    'observers_10k',
+    'observers_100k',
+    'set_heavy',
+    'get_heavy',
+    'churn',
 ];
 export const CASES = [...SUITE, ...SCENARIOS];
 
@@ -31,26 +37,26 @@ export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split('');
 
 // v doubled k times with i32 wrap-around (Int32Array semantics): what `v *= 2` k times stores.
 export function doubled(v, k) {
-  return k >= 32 ? 0 : (v << k) | 0;
+    return k >= 32 ? 0 : (v << k) | 0;
 }
 
 export function assert(condition, message) {
-  if (!condition) throw new Error('check failed: ' + message);
+    if (!condition) throw new Error('check failed: ' + message);
 }
 
 // simple_iter: archetype (A,B) swaps A<->B each op; (A,B,C,D) also C<->D then... the three
 // systems run in order (A,B), (C,D), (C,E). Initial values A=1 B=2 C=3 D=4 E=5.
 // Returns the expected {A,B,C,D,E} of an entity with `has` (a string of letters) after k ops.
 export function simpleIterExpected(has, k) {
-  const v = { A: 1, B: 2, C: 3, D: 4, E: 5 };
-  for (let i = 0; i < k % 12; i++) {
-    [v.A, v.B] = [v.B, v.A];
-    if (has.includes('D')) [v.C, v.D] = [v.D, v.C];
-    if (has.includes('E')) [v.C, v.E] = [v.E, v.C];
-  }
-  const out = {};
-  for (const c of has) out[c] = v[c];
-  return out;
+    const v = { A: 1, B: 2, C: 3, D: 4, E: 5 };
+    for (let i = 0; i < k % 12; i++) {
+        [v.A, v.B] = [v.B, v.A];
+        if (has.includes('D')) [v.C, v.D] = [v.D, v.C];
+        if (has.includes('E')) [v.C, v.E] = [v.E, v.C];
+    }
+    const out = {};
+    for (const c of has) out[c] = v[c];
+    return out;
 }
 export const SIMPLE_ITER_SETS = ['AB', 'ABC', 'ABCD', 'ABCE'];
 
@@ -74,7 +80,7 @@ export const initialVelocity = (i) => ({ vx: (i % 7) - 3, vy: (i % 5) - 2 });
 export const OBS_SETS = 100;
 export const OBS_TAGS = 10;
 export const OBSERVER_SIZES = { observers_10k: 10_000, observers_100k: 100_000 };
-export const observerSetIndex = (t, j, n) => ((t * 104729) % n + j * 7919) % n;
+export const observerSetIndex = (t, j, n) => (((t * 104729) % n) + j * 7919) % n;
 export const xIndex = (t, j, n) => (t * OBS_TAGS + j) % n;
 export const yIndex = (t, j, n) => (Math.floor(n / 2) + t * OBS_TAGS + j) % n;
 
@@ -87,9 +93,9 @@ export const SET_STRIDE = 10;
 // tick t, sum Position.x over every entity i with i % 10 === t % 10, one public-API read each.
 // The sum of a tick is getHeavySum(t).
 export const getHeavySum = (t) => {
-  let sum = 0;
-  for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += i % 1000;
-  return sum;
+    let sum = 0;
+    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += i % 1000;
+    return sum;
 };
 
 // churn: 100k entities with Position, Velocity, kept in spawn order in a ring of handles.
@@ -105,16 +111,17 @@ export const CHURN_K = 1000;
 // particles_10k ... particles_1m.
 const SIZED = { particles: PARTICLE_SIZES, observers: OBSERVER_SIZES };
 export function caseTable(setups) {
-  const cases = {};
-  for (const [key, setup] of Object.entries(setups)) {
-    const family = baseCase(key), sizes = SIZED[family];
-    if (!sizes) {
-      if (!CASES.includes(family)) throw new Error(`caseTable: unknown case ${key}`);
-      cases[key] = setup;
-      continue;
+    const cases = {};
+    for (const [key, setup] of Object.entries(setups)) {
+        const family = baseCase(key),
+            sizes = SIZED[family];
+        if (!sizes) {
+            if (!CASES.includes(family)) throw new Error(`caseTable: unknown case ${key}`);
+            cases[key] = setup;
+            continue;
+        }
+        const variant = key.slice(family.length);
+        for (const [name, n] of Object.entries(sizes)) cases[name + variant] = setup(n);
     }
-    const variant = key.slice(family.length);
-    for (const [name, n] of Object.entries(sizes)) cases[name + variant] = setup(n);
-  }
-  return cases;
+    return cases;
 }

@@ -48,7 +48,9 @@ for (const n of [10_000, 100_000, 1_000_000]) {
     copy.destroy();
     world.destroy();
     rows.push({ n, bytes: bytes.length, perEntity: bytes.length / n, write, restore });
-    console.log(`${n}: ${bytes.length} bytes (${(bytes.length / n).toFixed(2)} per entity), write ${write.toFixed(3)} ms, restore ${restore.toFixed(3)} ms`);
+    console.log(
+        `${n}: ${bytes.length} bytes (${(bytes.length / n).toFixed(2)} per entity), write ${write.toFixed(3)} ms, restore ${restore.toFixed(3)} ms`,
+    );
 }
 
 if (!process.argv.includes('--no-write')) {
@@ -63,7 +65,10 @@ if (!process.argv.includes('--no-write')) {
         '',
         '| entities | bytes | bytes per entity | write ms | restore ms | write ns per entity | restore ns per entity |',
         '|--:|--:|--:|--:|--:|--:|--:|',
-        ...rows.map((r) => `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmtNum(r.write)} | ${fmtNum(r.restore)} | ${fmtNum((r.write * 1e6) / r.n)} | ${fmtNum((r.restore * 1e6) / r.n)} |`),
+        ...rows.map(
+            (r) =>
+                `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmtNum(r.write)} | ${fmtNum(r.restore)} | ${fmtNum((r.write * 1e6) / r.n)} | ${fmtNum((r.restore * 1e6) / r.n)} |`,
+        ),
         '',
     ];
     writeFileSync(path.join(resultsDir, 'snapshot.md'), md.join('\n'));

@@ -77,9 +77,7 @@ interface DemoStats {
 
 interface DemoHandle {
     ready: Promise<void>;
-    configure(
-        options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean; mirror: boolean }>,
-    ): void;
+    configure(options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean; mirror: boolean }>): void;
     step(): void;
     stats(): DemoStats;
     mirrorSample(count: number): Promise<MirrorSample>;
@@ -114,9 +112,9 @@ async function open(query: string): Promise<{ page: Page; watch: PageWatch }> {
     await page.setViewportSize({ width: 1280, height: 720 });
     const watch = watchPage(page, { warnings: true });
     await page.goto(new URL(`demo/?${query}`, baseUrl).href);
-    const ready = page.waitForFunction(() => window.demo !== undefined, undefined, { timeout: 20_000 }).then(() =>
-        page.evaluate(() => window.demo!.ready),
-    );
+    const ready = page
+        .waitForFunction(() => window.demo !== undefined, undefined, { timeout: 20_000 })
+        .then(() => page.evaluate(() => window.demo!.ready));
     await Promise.race([ready, watch.failed]);
     return { page, watch };
 }
@@ -136,11 +134,10 @@ async function frames(page: Page, watch: PageWatch, count: number): Promise<Demo
 
 /** Waits until `predicate(stats)` holds in the page (or fails at the first page error). */
 async function until(page: Page, watch: PageWatch, predicate: string): Promise<DemoStats> {
-    const done = page.waitForFunction(
-        (body) => new Function('s', `return ${body}`)(window.demo!.stats()) as boolean,
-        predicate,
-        { timeout: 30_000, polling: 50 },
-    );
+    const done = page.waitForFunction((body) => new Function('s', `return ${body}`)(window.demo!.stats()) as boolean, predicate, {
+        timeout: 30_000,
+        polling: 50,
+    });
     await Promise.race([done, watch.failed]);
     return stats(page);
 }
@@ -293,8 +290,7 @@ describe('the particle demo', () => {
             expect(mirror.deltaBytes).toBeLessThan(mirror.snapshotBytes);
             expect(mirror.deltaBytesAvg).toBeGreaterThan(0);
             // The page shows the same numbers.
-            const shown = async (stat: string) =>
-                page.$eval(`#mirror-stats [data-stat="${stat}"]`, (element) => element.textContent ?? '');
+            const shown = async (stat: string) => page.$eval(`#mirror-stats [data-stat="${stat}"]`, (element) => element.textContent ?? '');
             const bytesShown = parseBytes(await shown('deltaBytes'));
             expect(bytesShown).toBeGreaterThan(0);
             expect(bytesShown).toBeLessThan(parseBytes(await shown('snapshotBytes')));

@@ -133,10 +133,44 @@ describe('world.get / world.set by handle', () => {
 
 describe('values: chunk storage and sparse storage store and refuse exactly the same numbers', () => {
     const edges = [
-        0, -0, 1, -1, 0.5, -0.5, 1.5, 2.5, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536,
-        2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 53, -(2 ** 53),
-        3.4028234663852886e38, 3.4028235e38, 3.4028236e38, -3.4028235e38, 1e39, -1e39, Number.MAX_VALUE,
-        Number.MIN_VALUE, 1e-46, Infinity, -Infinity, NaN,
+        0,
+        -0,
+        1,
+        -1,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        127,
+        128,
+        -129,
+        255,
+        256,
+        32767,
+        32768,
+        -32769,
+        65535,
+        65536,
+        2 ** 31 - 1,
+        2 ** 31,
+        -(2 ** 31),
+        -(2 ** 31) - 1,
+        2 ** 32 - 1,
+        2 ** 32,
+        2 ** 53,
+        -(2 ** 53),
+        3.4028234663852886e38,
+        3.4028235e38,
+        3.4028236e38,
+        -3.4028235e38,
+        1e39,
+        -1e39,
+        Number.MAX_VALUE,
+        Number.MIN_VALUE,
+        1e-46,
+        Infinity,
+        -Infinity,
+        NaN,
     ];
     const outcome = (run: () => void, read: () => number): string | number => {
         try {
@@ -153,8 +187,14 @@ describe('values: chunk storage and sparse storage store and refuse exactly the 
         const sparse = world.spawn(Reference);
         for (const type of types) {
             for (const value of edges) {
-                const viaJs = outcome(() => world.set(dense, Dense, type, value), () => world.get(dense, Dense, type));
-                const viaC = outcome(() => world.set(sparse, Reference, type, value), () => world.get(sparse, Reference, type));
+                const viaJs = outcome(
+                    () => world.set(dense, Dense, type, value),
+                    () => world.get(dense, Dense, type),
+                );
+                const viaC = outcome(
+                    () => world.set(sparse, Reference, type, value),
+                    () => world.get(sparse, Reference, type),
+                );
                 expect(viaJs, `${type} ${value}`).toEqual(viaC);
             }
         }
@@ -167,8 +207,14 @@ describe('values: chunk storage and sparse storage store and refuse exactly the 
         const number = fc.oneof(fc.double(), fc.integer({ min: -(2 ** 33), max: 2 ** 33 }), fc.constantFrom(...edges));
         fc.assert(
             fc.property(fc.constantFrom(...types), number, (type, value) => {
-                const viaJs = outcome(() => world.set(dense, Dense, type, value), () => world.get(dense, Dense, type));
-                const viaC = outcome(() => world.set(sparse, Reference, type, value), () => world.get(sparse, Reference, type));
+                const viaJs = outcome(
+                    () => world.set(dense, Dense, type, value),
+                    () => world.get(dense, Dense, type),
+                );
+                const viaC = outcome(
+                    () => world.set(sparse, Reference, type, value),
+                    () => world.get(sparse, Reference, type),
+                );
                 expect(viaJs).toEqual(viaC);
             }),
             { numRuns: 5000 },
@@ -263,7 +309,11 @@ describe('world.field', () => {
 
     test('refuses what has no field: unknown names, tags, relations, non-components', async () => {
         const world = await newWorld();
-        expectError(() => world.field(Health, 'hp' as never), 'UNKNOWN_FIELD', { operation: 'world.field', component: 'Health', field: 'hp' });
+        expectError(() => world.field(Health, 'hp' as never), 'UNKNOWN_FIELD', {
+            operation: 'world.field',
+            component: 'Health',
+            field: 'hp',
+        });
         expectError(() => world.field(Frozen, 'x' as never), 'TAG_HAS_NO_DATA');
         expectError(() => world.field(Likes as never, 'amount' as never), 'NEEDS_TARGET');
         expectError(() => world.field({} as never, 'x' as never), 'INVALID_ARGUMENT');

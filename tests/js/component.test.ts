@@ -34,9 +34,7 @@ describe('definitions', () => {
     test('every field type is accepted, with its metadata', () => {
         const types = ['f32', 'f64', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32'] as const;
         const All = component('AllTypes', Object.fromEntries(types.map((t) => [`v_${t}`, t])));
-        expect(All.fields.map((f) => [f.name, f.type, f.index])).toEqual(
-            types.map((t, i) => [`v_${t}`, t, i]),
-        );
+        expect(All.fields.map((f) => [f.name, f.type, f.index])).toEqual(types.map((t, i) => [`v_${t}`, t, i]));
     });
 
     test('a tag has no fields', () => {

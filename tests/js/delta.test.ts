@@ -19,7 +19,6 @@ const Marked = tag('DeltaMarked', { storage: 'sparse' });
 const Likes = relation('DeltaLikes', { amount: 'f32' });
 const Sprite = component('DeltaSprite', { frame: 'u16' }, { replicate: false });
 
-
 const kinds = { Body, Vel, Frozen, Weight, Marked, Likes, extra: [Sprite] };
 
 /** Everything replicated about the handles: components, values, pairs, child order. */
@@ -120,7 +119,8 @@ describe('deltas', () => {
         const source = await newWorld();
         const e = source.spawn(Body({ x: 1 }));
         const replicator = source.replicator();
-        const fast = replicator.peer(), slow = replicator.peer();
+        const fast = replicator.peer(),
+            slow = replicator.peer();
         const first = fast.encode();
         fast.ack(first.tick);
         slow.ack(first.tick);
@@ -186,8 +186,10 @@ describe('deltas', () => {
         const peer = source.replicator().peer();
         replica.applyDelta(peer.encode().bytes);
         peer.ack(replica.replicaTick);
-        const sourceHp = source.subscribe({ changed: [Hp] }), replicaHp = replica.subscribe({ changed: [Hp] });
-        const sourceVel = source.subscribe({ changed: [Vel] }), replicaVel = replica.subscribe({ changed: [Vel] });
+        const sourceHp = source.subscribe({ changed: [Hp] }),
+            replicaHp = replica.subscribe({ changed: [Hp] });
+        const sourceVel = source.subscribe({ changed: [Vel] }),
+            replicaVel = replica.subscribe({ changed: [Vel] });
         const frame = () => {
             replica.applyDelta(peer.encode().bytes);
             peer.ack(replica.replicaTick);
@@ -198,14 +200,23 @@ describe('deltas', () => {
         frame();
         // The same value (a), a new one (b), -0 over 0 (c), untouched (d): by value, the two agree;
         // by write (Vel), the source counts the same-value write the replica never sees.
-        for (const [C, field] of [[Hp, 'max'], [Vel, 'x']] as const) {
+        for (const [C, field] of [
+            [Hp, 'max'],
+            [Vel, 'x'],
+        ] as const) {
             source.set(a!, C as typeof Vel, field as 'x', 0);
             source.set(b!, C as typeof Vel, field as 'x', 4);
             source.set(c!, C as typeof Vel, field as 'x', -0);
         }
         let seen = frame();
-        expect(seen.hp).toEqual([[b, c], [b, c]]);
-        expect(seen.vel).toEqual([[a, b, c], [b, c]]);
+        expect(seen.hp).toEqual([
+            [b, c],
+            [b, c],
+        ]);
+        expect(seen.vel).toEqual([
+            [a, b, c],
+            [b, c],
+        ]);
         expect(Object.is(replica.get(c!, Hp, 'max'), -0)).toBe(true);
         // A value set and set back between two deltas: a change on the source, none on the
         // replica, which sees the net state of each delta.

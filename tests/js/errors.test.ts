@@ -85,10 +85,14 @@ describe('failed calls change nothing', () => {
             expectNoChange(world, entities, () => world.has(live, notComponent), 'INVALID_ARGUMENT');
             expectNoChange(world, entities, () => world.query({ all: [notComponent] }), 'INVALID_ARGUMENT');
             const positions = world.query({ all: [Position] });
-            expectNoChange(world, entities, () => positions.fill(notComponent, 'x' as never, 1), 'INVALID_ARGUMENT', { operation: 'query.fill' });
+            expectNoChange(world, entities, () => positions.fill(notComponent, 'x' as never, 1), 'INVALID_ARGUMENT', {
+                operation: 'query.fill',
+            });
             expectNoChange(world, entities, () => positions.addScaled(Position, 'x', notComponent, 'x' as never, 1), 'INVALID_ARGUMENT');
             for (const chunk of positions) {
-                expectNoChange(world, entities, () => chunk.column(notComponent, 'x' as never), 'INVALID_ARGUMENT', { operation: 'chunk.column' });
+                expectNoChange(world, entities, () => chunk.column(notComponent, 'x' as never), 'INVALID_ARGUMENT', {
+                    operation: 'chunk.column',
+                });
                 expectNoChange(world, entities, () => chunk.markChanged(notComponent, 0), 'INVALID_ARGUMENT');
             }
             positions.close();
@@ -161,7 +165,10 @@ describe('failed calls change nothing', () => {
         const { world, entities, live } = await populated();
         const context = { component: 'Inventory', field: 'items' };
         for (const items of [[1, 2, 3], [1, 2, 3, 4, 5], 7, 'abcd', [1, 2, 3, 70000], [1, 2, -1, 4], [1, 2, 0.5, 4], null]) {
-            expectNoChange(world, entities, () => world.set(live, Inventory, { items } as never), 'BAD_VALUE', { ...context, entity: live });
+            expectNoChange(world, entities, () => world.set(live, Inventory, { items } as never), 'BAD_VALUE', {
+                ...context,
+                entity: live,
+            });
             expectNoChange(world, entities, () => world.set(live, Inventory, 'items', items as never), 'BAD_VALUE', context);
             expectNoChange(world, entities, () => world.spawn(Inventory({ items } as never)), 'BAD_VALUE', context);
         }
@@ -244,12 +251,19 @@ describe('arguments from plain JavaScript', () => {
         expectNoChange(world, entities, () => anything.offset!(Position, 'y', null), 'BAD_VALUE', position);
         expectNoChange(world, entities, () => anything.scale!(Position, 'y'), 'BAD_VALUE', position);
         expectNoChange(world, entities, () => anything.countdown!(Position, 'y'), 'BAD_VALUE', position);
-        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, 'x'), 'BAD_VALUE', { operation: 'query.addScaled' });
+        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, 'x'), 'BAD_VALUE', {
+            operation: 'query.addScaled',
+        });
         expectNoChange(world, entities, () => anything.addScaled!(Position, 'x'), 'INVALID_ARGUMENT', { operation: 'query.addScaled' });
-        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, undefined, 1), 'INVALID_ARGUMENT', { component: 'Velocity' });
+        expectNoChange(world, entities, () => anything.addScaled!(Position, 'x', Velocity, undefined, 1), 'INVALID_ARGUMENT', {
+            component: 'Velocity',
+        });
         expectNoChange(world, entities, () => anything.scale!(Position, undefined, 2), 'INVALID_ARGUMENT', { component: 'Position' });
         expectNoChange(world, entities, () => anything.fill!(), 'INVALID_ARGUMENT', { operation: 'query.fill' });
-        for (const chunk of q) expectError(() => (chunk.column as (...args: unknown[]) => unknown)(Position), 'INVALID_ARGUMENT', { operation: 'chunk.column' });
+        for (const chunk of q)
+            expectError(() => (chunk.column as (...args: unknown[]) => unknown)(Position), 'INVALID_ARGUMENT', {
+                operation: 'chunk.column',
+            });
         const error = expectError(() => anything.clamp!(Position, 'y', -10), 'BAD_VALUE');
         expect(error.message).toContain('max must be a number, got undefined');
         q.close();
@@ -297,7 +311,14 @@ describe('arguments from plain JavaScript', () => {
 
 describe('createWorld options', () => {
     test('bad options are refused', async () => {
-        for (const options of [{ chunkBytes: -1 }, { chunkBytes: 1.5 }, { minFreeIndices: -2 }, { chunkBytes: '4096' }, { minFreeIndices: 0 }, { chunkBytes: 0 }]) {
+        for (const options of [
+            { chunkBytes: -1 },
+            { chunkBytes: 1.5 },
+            { minFreeIndices: -2 },
+            { chunkBytes: '4096' },
+            { minFreeIndices: 0 },
+            { chunkBytes: 0 },
+        ]) {
             await expect(newWorld(options as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', operation: 'createWorld' });
         }
     });

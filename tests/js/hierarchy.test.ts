@@ -78,7 +78,11 @@ describe('parents and children', () => {
         const before = [world.childrenOf(p!), world.childrenOf(other!), world.parentOf(other!)];
         expectError(() => world.setParent(other!, p!, other!), 'MISSING_COMPONENT', { entity: other!, component: 'ChildOf' });
         world.setParent(a!, other!);
-        expectError(() => world.setParent(b!, p!, a!), 'MISSING_COMPONENT', { operation: 'world.setParent', entity: a!, component: 'ChildOf' });
+        expectError(() => world.setParent(b!, p!, a!), 'MISSING_COMPONENT', {
+            operation: 'world.setParent',
+            entity: a!,
+            component: 'ChildOf',
+        });
         expectError(() => world.placePair(b!, ChildOf, p!, a!), 'MISSING_COMPONENT', { entity: a!, component: 'ChildOf' });
         expectError(() => world.placePair(other!, ChildOf, p!), 'MISSING_COMPONENT', { entity: other!, component: 'ChildOf' });
         expectError(() => world.setParent(b!, undefined, c!), 'INVALID_ARGUMENT', { entity: b! });
@@ -93,7 +97,11 @@ describe('parents and children', () => {
         const e = (name: string) => tree.get(name)!;
         const state = () => [...tree.values()].map((x) => [world.parentOf(x), world.childrenOf(x)]);
         const before = state();
-        expectError(() => world.setParent(e('root'), e('c1xy')), 'CYCLE', { operation: 'world.setParent', entity: e('root'), component: 'ChildOf' });
+        expectError(() => world.setParent(e('root'), e('c1xy')), 'CYCLE', {
+            operation: 'world.setParent',
+            entity: e('root'),
+            component: 'ChildOf',
+        });
         expectError(() => world.setParent(e('a'), e('a2x')), 'CYCLE', { entity: e('a') });
         expectError(() => world.setParent(e('b'), e('b')), 'CYCLE', { entity: e('b') });
         expectError(() => world.setParent(e('a'), e('a2'), e('a1')), 'MISSING_COMPONENT', { entity: e('a1') }); // before is checked first

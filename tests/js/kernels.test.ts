@@ -309,7 +309,11 @@ describe('errors: nothing written, nothing consumed', () => {
     test('integer operands must be values of the field type: BAD_VALUE naming them, nothing written', async () => {
         const { world, handles, all } = await bodies(30);
         const before = snapshot(world, [...handles], [Body]);
-        const error = expectError(() => all.offset(Body, 'n', 1.5), 'BAD_VALUE', { operation: 'query.offset', component: 'Body', field: 'n' });
+        const error = expectError(() => all.offset(Body, 'n', 1.5), 'BAD_VALUE', {
+            operation: 'query.offset',
+            component: 'Body',
+            field: 'n',
+        });
         expect(error.message).toContain('value 1.5');
         expectError(() => all.offset(Body, 'b', -1), 'BAD_VALUE', { field: 'b' }); // u8: use countdown
         expectError(() => all.fill(Body, 'b', 256), 'BAD_VALUE', { field: 'b' });

@@ -7,16 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 
-import {
-    component,
-    createWorld,
-    init,
-    tag,
-    type Chunk,
-    type ChunkIterator,
-    type TesseraModule,
-    type World,
-} from '../../dist/index.js';
+import { component, createWorld, init, tag, type Chunk, type ChunkIterator, type TesseraModule, type World } from '../../dist/index.js';
 import { expectError, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -76,7 +67,6 @@ async function instrumentedModule(growFirst = false): Promise<{ module: TesseraM
     };
     return { module, outstanding };
 }
-
 
 describe('after world.destroy()', () => {
     test("a delta's bytes and a peer of a replicator left open throw DESTROYED", async () => {
@@ -293,7 +283,11 @@ describe('finalizers (a backstop for what the program drops without destroy or c
         world.spawn(Position);
         const q = world.query({ all: [Position], added: [Position] });
         for (const chunk of q) chunk.column(Position, 'x');
-        if (abandon) world.query({ all: [Position] }).chunks().next();
+        if (abandon)
+            world
+                .query({ all: [Position] })
+                .chunks()
+                .next();
     }
 
     test('forgotten worlds that iterated keep no iteration blocks: the pool stays bounded', async () => {
@@ -350,7 +344,10 @@ describe('finalizers (a backstop for what the program drops without destroy or c
                 world.query({ all: [Position] }).count();
                 world.query({ all: [Position], changed: [Health] }).entities();
                 world.subscribe({ changed: [Health], removed: [Position] }).drain();
-                world.replicator({ scope: { all: [Position] } }).peer().encode();
+                world
+                    .replicator({ scope: { all: [Position] } })
+                    .peer()
+                    .encode();
             }
         })();
         expect(world.stats().queryCount).toBeGreaterThan(baseline + 300);
@@ -423,7 +420,10 @@ describe('inputs that are views of wasm memory', () => {
             expect(replica.applyDelta(delta.bytes)).toBe(true);
             expect(replica.stats().entityCount).toBe(source.stats().entityCount);
         }
-        const last = source.query({ all: [Health] }).entities().at(-1)!;
+        const last = source
+            .query({ all: [Health] })
+            .entities()
+            .at(-1)!;
         expect(replica.get(last, Health)).toEqual({ value: 9 });
         source.destroy();
         replica.destroy();

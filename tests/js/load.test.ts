@@ -81,9 +81,7 @@ describe('tessera.wasm', () => {
     const module = new WebAssembly.Module(bytes);
 
     test('imports only env.emscripten_notify_memory_growth', () => {
-        expect(WebAssembly.Module.imports(module)).toEqual([
-            { module: 'env', name: 'emscripten_notify_memory_growth', kind: 'function' },
-        ]);
+        expect(WebAssembly.Module.imports(module)).toEqual([{ module: 'env', name: 'emscripten_notify_memory_growth', kind: 'function' }]);
     });
 
     test('exports every TES_API function of tessera.h, _initialize and memory', () => {

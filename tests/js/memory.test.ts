@@ -126,9 +126,13 @@ describe('debug worlds', () => {
             expect(world.get(e, Position, 'x')).toBe(6);
             memory.grow(1); // growth the loop did not cause (the host's own)
             expectError(() => x[0], 'VIEW_DETACHED', { component: 'Position', field: 'x', operation: 'column view' });
-            expectError(() => {
-                x[0] = 7;
-            }, 'VIEW_DETACHED', { component: 'Position', field: 'x' });
+            expectError(
+                () => {
+                    x[0] = 7;
+                },
+                'VIEW_DETACHED',
+                { component: 'Position', field: 'x' },
+            );
             expectError(() => x.length, 'VIEW_DETACHED');
             const fresh = chunk.column(Position, 'x');
             expect(fresh[0]).toBe(6);

@@ -54,7 +54,12 @@ const loopable = [1, 2];
 
 /** A fresh subscription's model: it starts when it is made (issue 16, rule 3). */
 function startSubscription(desc: SubscriptionModel['desc'], entities: ReadonlyMap<Entity, ModelEntity>): SubscriptionModel {
-    const sub: SubscriptionModel = { desc, added: new Map(), changed: new Map(), log: new Map((desc.removed ?? []).map((name) => [name, []])) };
+    const sub: SubscriptionModel = {
+        desc,
+        added: new Map(),
+        changed: new Map(),
+        log: new Map((desc.removed ?? []).map((name) => [name, []])),
+    };
     // What exists counts as added; no change or removal from before is its.
     for (const [e, parts] of entities) for (const name of desc.added ?? []) if (parts.has(name)) set(sub.added, e).add(name);
     return sub;
@@ -225,9 +230,19 @@ const anyName = fc.constantFrom<Name>('A', 'B', 'T');
 
 const command = fc.oneof(
     { weight: 6, arbitrary: fc.record({ kind: fc.constant('spawn' as const), parts: spawnParts }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('spawnMany' as const), count: fc.integer({ min: 0, max: 6 }), parts: spawnParts }) },
+    {
+        weight: 2,
+        arbitrary: fc.record({ kind: fc.constant('spawnMany' as const), count: fc.integer({ min: 0, max: 6 }), parts: spawnParts }),
+    },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant('despawn' as const), pick }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('despawnMany' as const), picks: fc.array(pick, { minLength: 1, maxLength: 4 }), stale: fc.boolean() }) },
+    {
+        weight: 1,
+        arbitrary: fc.record({
+            kind: fc.constant('despawnMany' as const),
+            picks: fc.array(pick, { minLength: 1, maxLength: 4 }),
+            stale: fc.boolean(),
+        }),
+    },
     {
         weight: 5,
         arbitrary: fc.record({
@@ -251,7 +266,10 @@ const command = fc.oneof(
         }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('stale' as const), pick, name: dataName }) },
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('drain' as const), sub: fc.integer({ min: 0, max: subscriptionDescs.length - 1 }) }) },
+    {
+        weight: 5,
+        arbitrary: fc.record({ kind: fc.constant('drain' as const), sub: fc.integer({ min: 0, max: subscriptionDescs.length - 1 }) }),
+    },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const) }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('writeLoop' as const), x: f32 }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('offset' as const), k: f32 }) },
@@ -296,7 +314,10 @@ interface Run {
     readonly subs: Subscription[];
 }
 
-function items(parts: Command & { kind: 'spawn' | 'spawnMany' }): { list: Parameters<World['spawn']>; model: [Name, Values | undefined][] } {
+function items(parts: Command & { kind: 'spawn' | 'spawnMany' }): {
+    list: Parameters<World['spawn']>;
+    model: [Name, Values | undefined][];
+} {
     const list: Parameters<World['spawn']> = [];
     const model: [Name, Values | undefined][] = [];
     for (const name of ['A', 'B'] as const) {
@@ -593,7 +614,8 @@ describe('model', () => {
                     // Finally every subscription agrees too.
                     for (let i = 0; i < run.subs.length; i++) step(run, { kind: 'drain', sub: i });
                     runs.count++;
-                    for (const key of ['carried', 'heldAdds', 'recordedSets', 'lateSubscriptions'] as const) runs[key] += run.model.counts[key];
+                    for (const key of ['carried', 'heldAdds', 'recordedSets', 'lateSubscriptions'] as const)
+                        runs[key] += run.model.counts[key];
                 } finally {
                     world.destroy();
                 }

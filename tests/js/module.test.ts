@@ -80,7 +80,11 @@ describe('loading', () => {
 
 describe('constructors are internal', () => {
     test('new World(), new Query(), new TesseraModule() say how to make them instead of crashing', () => {
-        for (const make of [() => new (World as never as new () => unknown)(), () => new (Query as never as new () => unknown)(), () => new (TesseraModule as never as new () => unknown)()]) {
+        for (const make of [
+            () => new (World as never as new () => unknown)(),
+            () => new (Query as never as new () => unknown)(),
+            () => new (TesseraModule as never as new () => unknown)(),
+        ]) {
             expect(make).toThrow(expect.objectContaining({ name: 'TesseraError', code: 'INVALID_ARGUMENT' }));
         }
     });

@@ -68,9 +68,7 @@ describe('iteration', () => {
         const world = await newWorld({ chunkBytes: 2048 });
         const n = 500;
         const handles = world.spawnMany(n, Position, Stats, Inventory);
-        handles.forEach((e, i) =>
-            world.set(e, Stats, { hp: -i, level: i % 256, mass: i / 3, id: 4e9 + i }),
-        );
+        handles.forEach((e, i) => world.set(e, Stats, { hp: -i, level: i % 256, mass: i / 3, id: 4e9 + i }));
         const seen: number[] = [];
         let chunks = 0;
         const q = world.query({ all: [Position, Stats, Inventory] });
@@ -822,7 +820,10 @@ describe('structural changes while iterating are deferred', () => {
         world.tick(); // ends it (tests/js/lifetime.test.ts has the details)
         expect(it.next().done).toBe(true);
         expect(snapshot(world, [e], [Position])).toEqual({ entities: [[e, { Position: { x: 3, y: 0 } }]], count: 1 });
-        world.query({ all: [Position] }).chunks().next();
+        world
+            .query({ all: [Position] })
+            .chunks()
+            .next();
         world.destroy();
         expect(world.destroyed).toBe(true);
     });

@@ -66,7 +66,10 @@ describe('definitions', () => {
     test('acyclic implies exclusive; contradictions and bad options are BAD_SCHEMA', () => {
         const Above = relation('Above', {}, { acyclic: true });
         expect([Above.exclusive, Above.acyclic]).toEqual([true, true]);
-        expectError(() => relation('Bad', {}, { acyclic: true, exclusive: false }), 'BAD_SCHEMA', { operation: 'relation', component: 'Bad' });
+        expectError(() => relation('Bad', {}, { acyclic: true, exclusive: false }), 'BAD_SCHEMA', {
+            operation: 'relation',
+            component: 'Bad',
+        });
         expectError(() => relation('Bad', {}, { exclusive: 1 as never }), 'BAD_SCHEMA', { component: 'Bad' });
         expectError(() => relation('Bad', {}, { cascading: true } as never), 'BAD_SCHEMA', { component: 'Bad' });
         expectError(() => relation('Bad', { exclusive: true } as never), 'BAD_SCHEMA', { component: 'Bad' });
@@ -101,7 +104,14 @@ describe('pairs', () => {
         expect(world.sources(Likes, bob!)).toEqual([alice!, dave!, carol!]);
         expect(world.sources(Likes, alice!)).toEqual([]);
         expect(sorted(world.pairs(Likes).map(([s, t]) => s * 1000 + t))).toEqual(
-            sorted([[alice!, bob!], [alice!, carol!], [dave!, bob!], [carol!, bob!]].map(([s, t]) => s! * 1000 + t!)),
+            sorted(
+                [
+                    [alice!, bob!],
+                    [alice!, carol!],
+                    [dave!, bob!],
+                    [carol!, bob!],
+                ].map(([s, t]) => s! * 1000 + t!),
+            ),
         );
         expect(world.pairs(Owns)).toEqual([]);
         world.removePair(dave!, Likes, bob!);
@@ -186,7 +196,11 @@ describe('pairs', () => {
         const [a, b, c] = world.spawnMany(3, Position);
         world.addPair(a!, Likes, b!, { amount: 1 });
         world.addPair(a!, Owns, b!);
-        expectError(() => world.getPair(a!, Likes, c!), 'MISSING_COMPONENT', { operation: 'world.getPair', entity: a!, component: 'Likes' });
+        expectError(() => world.getPair(a!, Likes, c!), 'MISSING_COMPONENT', {
+            operation: 'world.getPair',
+            entity: a!,
+            component: 'Likes',
+        });
         expectError(() => world.setPair(a!, Likes, c!, { amount: 1 }), 'MISSING_COMPONENT', { entity: a!, component: 'Likes' });
         expectError(() => world.setPair(a!, Likes, c!, {}), 'MISSING_COMPONENT', { entity: a!, component: 'Likes' });
         expectError(() => world.getPair(a!, Owns, b!), 'TAG_HAS_NO_DATA', { component: 'Owns' });
@@ -525,7 +539,10 @@ describe('errors', () => {
         // Not a relation, or a relation without a target.
         expectError(() => world.addPair(a!, Position as never, b!), 'NOT_A_RELATION', { entity: a!, component: 'Position' });
         expectError(() => world.targets(a!, Position as never), 'NOT_A_RELATION', { component: 'Position' });
-        expectError(() => world.spawn(Position, Position({ x: 1 }) as never, { relation: Position, target: b! } as never), 'INVALID_ARGUMENT');
+        expectError(
+            () => world.spawn(Position, Position({ x: 1 }) as never, { relation: Position, target: b! } as never),
+            'INVALID_ARGUMENT',
+        );
         expectError(() => world.spawn(Position, { relation: Position, target: b! } as never), 'NOT_A_RELATION', { component: 'Position' });
         expectError(() => world.spawn(Position, Likes as never), 'NEEDS_TARGET', { operation: 'world.spawn', component: 'Likes' });
         expectError(() => world.add(c!, Likes as never), 'NEEDS_TARGET', { entity: c!, component: 'Likes' });

@@ -16,7 +16,6 @@ const Weight = component('SnapWeight', { w: 'f64' }, { storage: 'sparse' });
 const Marked = tag('SnapMarked', { storage: 'sparse' });
 const Likes = relation('SnapLikes', { amount: 'f32' });
 
-
 const kinds = { Body, Vel, Frozen, Weight, Marked, Likes };
 
 /** A world after a random history; returns every handle it ever handed out. */

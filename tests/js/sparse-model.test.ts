@@ -175,7 +175,10 @@ const relCommand = fc.oneof(
             mp: fc.boolean(),
             s: fc.oneof(fc.constant(null), fc.constant('bare' as const), fc.record({ n: fc.integer({ min: -300, max: 300 }) })),
             m: fc.boolean(),
-            pairs: fc.array(fc.record({ rel: fc.constantFrom(...relNames), pick, w: fc.option(fc.integer({ min: -9, max: 9 }), { nil: undefined }) }), { maxLength: 2 }),
+            pairs: fc.array(
+                fc.record({ rel: fc.constantFrom(...relNames), pick, w: fc.option(fc.integer({ min: -9, max: 9 }), { nil: undefined }) }),
+                { maxLength: 2 },
+            ),
         }),
     },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('despawn' as const), pick }) },
@@ -185,7 +188,16 @@ const relCommand = fc.oneof(
             kind: fc.constant('addSparse' as const),
             pick,
             which: fc.constantFrom('S', 'M'),
-            values: fc.option(fc.record({ n: fc.integer({ min: -300, max: 300 }), arr: fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 2, maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
+            values: fc.option(
+                fc.record(
+                    {
+                        n: fc.integer({ min: -300, max: 300 }),
+                        arr: fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 2, maxLength: 2 }),
+                    },
+                    { requiredKeys: [] },
+                ),
+                { nil: undefined },
+            ),
         }),
     },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('removeSparse' as const), pick, which: fc.constantFrom('S', 'M') }) },
@@ -201,7 +213,16 @@ const relCommand = fc.oneof(
             viaAdd: fc.boolean(),
         }),
     },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant('unrelate' as const), pick, rel: fc.constantFrom(...relNames), which: fc.nat(), viaRemove: fc.boolean() }) },
+    {
+        weight: 4,
+        arbitrary: fc.record({
+            kind: fc.constant('unrelate' as const),
+            pick,
+            rel: fc.constantFrom(...relNames),
+            which: fc.nat(),
+            viaRemove: fc.boolean(),
+        }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('removeRel' as const), pick, rel: fc.constantFrom(...relNames) }) },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('setPair' as const), which: fc.nat(), w: fc.integer({ min: -9, max: 9 }) }) },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('drain' as const) }) },
@@ -326,7 +347,9 @@ function relStep({ world, model, subs }: RelRun, c: RelCommand): void {
         case 'drain': {
             const expected = model.drain();
             const pairs = subs[0].drain();
-            expect(sortedEvents(pairs.pairEvents.map((e) => [e.kind, e.source, e.target, e.relation.name])), 'pair events').toEqual(expected.events);
+            expect(sortedEvents(pairs.pairEvents.map((e) => [e.kind, e.source, e.target, e.relation.name])), 'pair events').toEqual(
+                expected.events,
+            );
             const changes = subs[1].drain();
             expect(sorted(changes.entities), 'added S').toEqual(expected.addedS);
             expect(sorted(changes.removedOf(S)), 'removed S').toEqual(expected.removedS);
@@ -372,14 +395,20 @@ function relStep({ world, model, subs }: RelRun, c: RelCommand): void {
 }
 
 /** Queries checked after every step, with what the model says they match. */
-const relQueries: [Parameters<World['query']>[0] | ((anchor: Entity) => Parameters<World['query']>[0]), (m: RelModel, e: Entity, d: RelEntity, anchor: Entity) => boolean][] = [
+const relQueries: [
+    Parameters<World['query']>[0] | ((anchor: Entity) => Parameters<World['query']>[0]),
+    (m: RelModel, e: Entity, d: RelEntity, anchor: Entity) => boolean,
+][] = [
     [{ all: [S] }, (_m, _e, d) => d.s !== undefined],
     [{ all: [MP], none: [S] }, (_m, _e, d) => d.mp && !d.s],
     [{ all: [L] }, (m, e) => m.hasRel(e, 'L')],
     [{ any: [M, X] }, (m, e, d) => d.m || m.hasRel(e, 'X')],
     [{ all: [MP], none: [ChildOf] }, (m, e, d) => d.mp && !m.hasRel(e, 'ChildOf')],
     [(anchor) => ({ all: [L(anchor)] }), (m, e, _d, anchor) => m.targets(e, 'L').includes(anchor)],
-    [(anchor) => ({ all: [S, K(0)], none: [X(anchor)] }), (m, e, d, anchor) => !!d.s && m.hasRel(e, 'K') && !m.targets(e, 'X').includes(anchor)],
+    [
+        (anchor) => ({ all: [S, K(0)], none: [X(anchor)] }),
+        (m, e, d, anchor) => !!d.s && m.hasRel(e, 'K') && !m.targets(e, 'X').includes(anchor),
+    ],
     [(anchor) => ({ any: [ChildOf(anchor), M] }), (m, e, d, anchor) => d.m || m.targets(e, 'ChildOf').includes(anchor)],
 ];
 

@@ -175,9 +175,15 @@ describe('queries', () => {
         expect(run({ all: [Position], none: [Selected] })).toEqual(sorted(everything.filter((e) => !selected.includes(e))));
         expect(run({ all: [Position, Frozen], none: [Selected] })).toEqual(sorted(frozen.slice(10)));
         expect(run({ all: [Position, Selected, Damage] })).toEqual(sorted(selected.filter(has(damaged))));
-        expect(run({ all: [Position], any: [Selected, Damage] })).toEqual(sorted(everything.filter((e) => selected.includes(e) || damaged.includes(e))));
-        expect(run({ all: [Position], any: [Frozen, Damage] })).toEqual(sorted(everything.filter((e) => frozen.includes(e) || damaged.includes(e))));
-        expect(run({ all: [Position], none: [Selected, Damage] })).toEqual(sorted(everything.filter((e) => !selected.includes(e) && !damaged.includes(e))));
+        expect(run({ all: [Position], any: [Selected, Damage] })).toEqual(
+            sorted(everything.filter((e) => selected.includes(e) || damaged.includes(e))),
+        );
+        expect(run({ all: [Position], any: [Frozen, Damage] })).toEqual(
+            sorted(everything.filter((e) => frozen.includes(e) || damaged.includes(e))),
+        );
+        expect(run({ all: [Position], none: [Selected, Damage] })).toEqual(
+            sorted(everything.filter((e) => !selected.includes(e) && !damaged.includes(e))),
+        );
         world.validate();
     });
 
@@ -202,7 +208,12 @@ describe('queries', () => {
         // writes marked the visited rows only.
         expect(sorted(sub.drain().entities)).toEqual(sorted(selected));
         for (const e of selected) expect(world.get(e, Position, 'x')).toBe(7);
-        expect(world.query({ all: [Position] }).entities().filter((e) => world.get(e, Position, 'x') === 7)).toHaveLength(selected.length);
+        expect(
+            world
+                .query({ all: [Position] })
+                .entities()
+                .filter((e) => world.get(e, Position, 'x') === 7),
+        ).toHaveLength(selected.length);
     });
 
     test('chunk-level calls refuse sparse components with SPARSE_COMPONENT naming them', async () => {
@@ -211,7 +222,11 @@ describe('queries', () => {
         let chunks = 0;
         for (const chunk of q) {
             chunks++;
-            expectError(() => chunk.column(Damage, 'amount'), 'SPARSE_COMPONENT', { operation: 'chunk.column', component: 'Damage', field: 'amount' });
+            expectError(() => chunk.column(Damage, 'amount'), 'SPARSE_COMPONENT', {
+                operation: 'chunk.column',
+                component: 'Damage',
+                field: 'amount',
+            });
             expectError(() => chunk.markChanged(Damage, chunk.slots[0]), 'SPARSE_COMPONENT', { component: 'Damage' });
             expect(chunk.column(Position, 'x')).toBeInstanceOf(Float32Array);
         }

@@ -65,31 +65,27 @@ export function expectError(fn: () => unknown, code: ErrorCode, expected: Expect
 }
 
 /** The same for a promise. */
-export async function expectRejection(
-    promise: Promise<unknown>,
-    code: ErrorCode,
-    expected: Expected = {},
-): Promise<TesseraError> {
+export async function expectRejection(promise: Promise<unknown>, code: ErrorCode, expected: Expected = {}): Promise<TesseraError> {
     let thrown: unknown;
     try {
         await promise;
     } catch (error) {
         thrown = error;
     }
-    return expectError(() => {
-        if (thrown !== undefined) throw thrown;
-    }, code, expected);
+    return expectError(
+        () => {
+            if (thrown !== undefined) throw thrown;
+        },
+        code,
+        expected,
+    );
 }
 
 /**
  * Everything observable about some entities: alive or not, and for each component whether the
  * entity has it and its values. Compare two snapshots with toEqual.
  */
-export function snapshot(
-    world: World,
-    entities: readonly Entity[],
-    components: readonly Component<any>[],
-): unknown {
+export function snapshot(world: World, entities: readonly Entity[], components: readonly Component<any>[]): unknown {
     const entries = entities.map((entity) => {
         if (!world.isAlive(entity)) return [entity, 'dead'] as const;
         const parts: Record<string, unknown> = {};
@@ -156,7 +152,8 @@ export function randomChanges(
         const f = live.length ? live[below(live.length)]! : 0;
         if (op < 3 || live.length < 4) {
             const entity = world.spawn(...spawned.filter(() => below(2) === 0));
-            if (world.has(entity, Body)) world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
+            if (world.has(entity, Body))
+                world.set(entity, Body, { x: step / 2, hp: -step % 300, tags: [step % 7, 1, 2], mass: step * 1.25 });
             if (world.has(entity, Weight)) world.set(entity, Weight, { w: step + 0.5 });
             all.push(entity);
             live.push(entity);

@@ -153,7 +153,7 @@ describe('tick rules', () => {
         expect(world.frame).toBe(1);
     });
 
-    test('tick() inside a system\'s loop is QUERY_IN_USE; outside, it ends the iteration left live', async () => {
+    test("tick() inside a system's loop is QUERY_IN_USE; outside, it ends the iteration left live", async () => {
         const world = await newWorld();
         world.spawn(Position);
         let inner: TesseraError | undefined;

@@ -67,9 +67,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
         // A private cache, and --offline: the package has no dependencies, so installing it must
         // not need the registry (and must not touch the user's cache).
         const common = ['--cache', path.join(temp, 'npm-cache'), '--no-update-notifier', '--loglevel=error'];
-        const [packed] = JSON.parse(
-            await npm(['pack', '--json', '--pack-destination', temp, ...common], repo),
-        ) as { filename: string; size: number; unpackedSize: number; files: PackedFile[] }[];
+        const [packed] = JSON.parse(await npm(['pack', '--json', '--pack-destination', temp, ...common], repo)) as {
+            filename: string;
+            size: number;
+            unpackedSize: number;
+            files: PackedFile[];
+        }[];
         if (!packed) throw new Error('npm pack reported no package');
 
         const projectDir = path.join(temp, 'project');
@@ -85,9 +88,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
             repo,
             temp,
             tarball,
-            files: packed.files
-                .map(({ path, size }) => ({ path, size }))
-                .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+            files: packed.files.map(({ path, size }) => ({ path, size })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
             size: packed.size,
             unpackedSize: packed.unpackedSize,
             project: projectDir,

@@ -39,9 +39,7 @@ function exportTargets(value: unknown, key: string): [string, string][] {
 
 describe('the tarball', () => {
     test('holds exactly package.json, README.md, LICENSE, tessera.wasm and the tsc output of bindings/', async () => {
-        const sources = (await walk(path.join(install.repo, 'bindings'))).filter(
-            (file) => file.endsWith('.ts') && !file.endsWith('.d.ts'),
-        );
+        const sources = (await walk(path.join(install.repo, 'bindings'))).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'));
         expect(sources).toContain('load.ts');
         const expected = [
             'LICENSE',
@@ -72,11 +70,7 @@ describe('the tarball', () => {
         };
         expect(manifest.type).toBe('module');
         expect(Object.keys(manifest.exports)).toEqual(['.', './raw', './tessera.wasm', './package.json']);
-        const targets = [
-            ...exportTargets(manifest.exports, ''),
-            ['main', manifest.main ?? ''],
-            ['types', manifest.types ?? ''],
-        ];
+        const targets = [...exportTargets(manifest.exports, ''), ['main', manifest.main ?? ''], ['types', manifest.types ?? '']];
         const installedFiles = new Set(await walk(install.installed));
         for (const [key, target] of targets) {
             expect(target, key).toMatch(/^\.\//);

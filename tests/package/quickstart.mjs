@@ -20,7 +20,8 @@ const moving = world.query({ all: [Position, Velocity], none: [Frozen], writes: 
 const changes = world.subscribe({ changed: [Position] });
 
 for (const chunk of moving) {
-    const px = chunk.column(Position, 'x'), vx = chunk.column(Velocity, 'x');
+    const px = chunk.column(Position, 'x'),
+        vx = chunk.column(Velocity, 'x');
     check(px instanceof Float32Array, 'chunk.column(Position, "x") is a Float32Array');
     for (let i = 0; i < chunk.count; i++) px[i] += vx[i];
 }

@@ -2,10 +2,28 @@
 // destroyed by dispose(). Hot loops follow the README: chunk.count and columns in locals.
 import { createWorld, component, tag } from '../../../dist/index.js';
 import {
-  assert, caseTable, doubled, simpleIterExpected, SIMPLE_ITER_SETS, LETTERS, RESPAWN, DT,
-  particleLife, initialLife, initialVelocity, SPAWN, OBS_SETS, OBS_TAGS,
-  observerSetIndex, xIndex, yIndex, SET_N, SET_STRIDE, CHURN_N, CHURN_K,
-  getHeavySum,
+    assert,
+    caseTable,
+    doubled,
+    simpleIterExpected,
+    SIMPLE_ITER_SETS,
+    LETTERS,
+    RESPAWN,
+    DT,
+    particleLife,
+    initialLife,
+    initialVelocity,
+    SPAWN,
+    OBS_SETS,
+    OBS_TAGS,
+    observerSetIndex,
+    xIndex,
+    yIndex,
+    SET_N,
+    SET_STRIDE,
+    CHURN_N,
+    CHURN_K,
+    getHeavySum,
 } from '../shared.js';
 
 const V = { value: 'i32' };
@@ -24,385 +42,447 @@ const T = tag('bench_T');
 const byLetter = { A, B, C, D, E };
 
 function packed5() {
-  return async () => {
-    const world = await createWorld();
-    world.spawnMany(1000, A({ value: 1 }), B({ value: 1 }), C({ value: 1 }), D({ value: 1 }), E({ value: 1 }));
-    const comps = [A, B, C, D, E];
-    const queries = comps.map((c) => world.query({ all: [c] }));
-    return {
-      op() {
-        for (let s = 0; s < 5; s++) {
-          const c = comps[s];
-          for (const chunk of queries[s]) {
-            const v = chunk.column(c, 'value');
-            for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
-          }
-        }
-      },
-      check(k) {
-        const ids = queries[0].entities();
-        assert(ids.length === 1000, 'packed_5 count');
-        for (const c of comps) assert(world.get(ids[0], c, 'value') === doubled(1, k) && world.get(ids[999], c, 'value') === doubled(1, k), 'packed_5 value');
-      },
-      dispose: () => world.destroy(),
+    return async () => {
+        const world = await createWorld();
+        world.spawnMany(1000, A({ value: 1 }), B({ value: 1 }), C({ value: 1 }), D({ value: 1 }), E({ value: 1 }));
+        const comps = [A, B, C, D, E];
+        const queries = comps.map((c) => world.query({ all: [c] }));
+        return {
+            op() {
+                for (let s = 0; s < 5; s++) {
+                    const c = comps[s];
+                    for (const chunk of queries[s]) {
+                        const v = chunk.column(c, 'value');
+                        for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
+                    }
+                }
+            },
+            check(k) {
+                const ids = queries[0].entities();
+                assert(ids.length === 1000, 'packed_5 count');
+                for (const c of comps)
+                    assert(
+                        world.get(ids[0], c, 'value') === doubled(1, k) && world.get(ids[999], c, 'value') === doubled(1, k),
+                        'packed_5 value',
+                    );
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 function simpleIter() {
-  return async () => {
-    const world = await createWorld();
-    const init = { A: 1, B: 2, C: 3, D: 4, E: 5 };
-    const groups = SIMPLE_ITER_SETS.map((has) => ({ has, ids: world.spawnMany(1000, ...[...has].map((l) => byLetter[l]({ value: init[l] }))) }));
-    const swapQuery = (q, c1, c2) => {
-      for (const chunk of q) {
-        const a = chunk.column(c1, 'value'), b = chunk.column(c2, 'value');
-        for (let i = 0, n = chunk.count; i < n; i++) { const t = a[i]; a[i] = b[i]; b[i] = t; }
-      }
+    return async () => {
+        const world = await createWorld();
+        const init = { A: 1, B: 2, C: 3, D: 4, E: 5 };
+        const groups = SIMPLE_ITER_SETS.map((has) => ({
+            has,
+            ids: world.spawnMany(1000, ...[...has].map((l) => byLetter[l]({ value: init[l] }))),
+        }));
+        const swapQuery = (q, c1, c2) => {
+            for (const chunk of q) {
+                const a = chunk.column(c1, 'value'),
+                    b = chunk.column(c2, 'value');
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    const t = a[i];
+                    a[i] = b[i];
+                    b[i] = t;
+                }
+            }
+        };
+        const qAB = world.query({ all: [A, B] }),
+            qCD = world.query({ all: [C, D] }),
+            qCE = world.query({ all: [C, E] });
+        return {
+            op() {
+                swapQuery(qAB, A, B);
+                swapQuery(qCD, C, D);
+                swapQuery(qCE, C, E);
+            },
+            check(k) {
+                for (const g of groups) {
+                    const want = simpleIterExpected(g.has, k);
+                    for (const l of g.has)
+                        assert(
+                            world.get(g.ids[0], byLetter[l], 'value') === want[l] &&
+                                world.get(g.ids[999], byLetter[l], 'value') === want[l],
+                            `simple_iter ${g.has}.${l}`,
+                        );
+                }
+            },
+            dispose: () => world.destroy(),
+        };
     };
-    const qAB = world.query({ all: [A, B] }), qCD = world.query({ all: [C, D] }), qCE = world.query({ all: [C, E] });
-    return {
-      op() {
-        swapQuery(qAB, A, B);
-        swapQuery(qCD, C, D);
-        swapQuery(qCE, C, E);
-      },
-      check(k) {
-        for (const g of groups) {
-          const want = simpleIterExpected(g.has, k);
-          for (const l of g.has) assert(world.get(g.ids[0], byLetter[l], 'value') === want[l] && world.get(g.ids[999], byLetter[l], 'value') === want[l], `simple_iter ${g.has}.${l}`);
-        }
-      },
-      dispose: () => world.destroy(),
-    };
-  };
 }
 
 function fragIter() {
-  return async () => {
-    const world = await createWorld();
-    const firsts = Letters.map((L) => world.spawnMany(100, L({ value: 1 }), Data({ value: 1 }))[0]);
-    const qData = world.query({ all: [Data] });
-    const Z = Letters[25];
-    const qZ = world.query({ all: [Z] });
-    return {
-      op() {
-        for (const chunk of qData) {
-          const v = chunk.column(Data, 'value');
-          for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
-        }
-        for (const chunk of qZ) {
-          const v = chunk.column(Z, 'value');
-          for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
-        }
-      },
-      check(k) {
-        assert(qData.count() === 2600, 'frag_iter count');
-        firsts.forEach((e, i) => {
-          assert(world.get(e, Data, 'value') === doubled(1, k), 'frag_iter Data');
-          assert(world.get(e, Letters[i], 'value') === (i === 25 ? doubled(1, k) : 1), 'frag_iter letter');
-        });
-      },
-      dispose: () => world.destroy(),
+    return async () => {
+        const world = await createWorld();
+        const firsts = Letters.map((L) => world.spawnMany(100, L({ value: 1 }), Data({ value: 1 }))[0]);
+        const qData = world.query({ all: [Data] });
+        const Z = Letters[25];
+        const qZ = world.query({ all: [Z] });
+        return {
+            op() {
+                for (const chunk of qData) {
+                    const v = chunk.column(Data, 'value');
+                    for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
+                }
+                for (const chunk of qZ) {
+                    const v = chunk.column(Z, 'value');
+                    for (let i = 0, n = chunk.count; i < n; i++) v[i] *= 2;
+                }
+            },
+            check(k) {
+                assert(qData.count() === 2600, 'frag_iter count');
+                firsts.forEach((e, i) => {
+                    assert(world.get(e, Data, 'value') === doubled(1, k), 'frag_iter Data');
+                    assert(world.get(e, Letters[i], 'value') === (i === 25 ? doubled(1, k) : 1), 'frag_iter letter');
+                });
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 // entity_cycle as defined: per entity, spawns and despawns inside query loops (deferred to the
 // end of the loop). batch: the same work with spawnMany + column copies + despawnAll.
 function entityCycle(batch) {
-  return async () => {
-    const world = await createWorld();
-    const as = world.spawnMany(1000, A);
-    as.forEach((e, i) => world.set(e, A, 'value', i));
-    const qA = world.query({ all: [A] }), qB = world.query({ all: [B] });
-    const buf = new Int32Array(1000);
-    let killed = 0, sum = 0;
-    const perEntity = () => {
-      for (const chunk of qA) {
-        let v = chunk.column(A, 'value');
-        for (let i = 0, n = chunk.count; i < n; i++) {
-          if (v.length === 0) v = chunk.column(A, 'value'); // memory grew while recording
-          world.spawn(B({ value: v[i] }));
-        }
-      }
-      killed = 0; sum = 0;
-      for (const chunk of qB) {
-        let ids = chunk.entities, v = chunk.column(B, 'value');
-        for (let i = 0, n = chunk.count; i < n; i++) {
-          if (ids.length === 0) { ids = chunk.entities; v = chunk.column(B, 'value'); }
-          sum += v[i];
-          world.despawn(ids[i]);
-          killed++;
-        }
-      }
+    return async () => {
+        const world = await createWorld();
+        const as = world.spawnMany(1000, A);
+        as.forEach((e, i) => world.set(e, A, 'value', i));
+        const qA = world.query({ all: [A] }),
+            qB = world.query({ all: [B] });
+        const buf = new Int32Array(1000);
+        let killed = 0,
+            sum = 0;
+        const perEntity = () => {
+            for (const chunk of qA) {
+                let v = chunk.column(A, 'value');
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    if (v.length === 0) v = chunk.column(A, 'value'); // memory grew while recording
+                    world.spawn(B({ value: v[i] }));
+                }
+            }
+            killed = 0;
+            sum = 0;
+            for (const chunk of qB) {
+                let ids = chunk.entities,
+                    v = chunk.column(B, 'value');
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    if (ids.length === 0) {
+                        ids = chunk.entities;
+                        v = chunk.column(B, 'value');
+                    }
+                    sum += v[i];
+                    world.despawn(ids[i]);
+                    killed++;
+                }
+            }
+        };
+        const batched = () => {
+            let m = 0;
+            for (const chunk of qA) {
+                const v = chunk.column(A, 'value');
+                const n = chunk.count;
+                buf.set(v.subarray(0, n), m);
+                m += n;
+            }
+            world.spawnMany(m, B);
+            let o = 0;
+            for (const chunk of qB) {
+                const v = chunk.column(B, 'value');
+                const n = chunk.count;
+                v.set(buf.subarray(o, o + n));
+                o += n;
+            }
+            killed = qB.count();
+            sum = 0;
+            for (const chunk of qB) {
+                const v = chunk.column(B, 'value');
+                for (let i = 0, n = chunk.count; i < n; i++) sum += v[i];
+            }
+            qB.despawnAll();
+        };
+        return {
+            op: batch ? batched : perEntity,
+            check() {
+                assert(killed === 1000 && sum === 499500, `entity_cycle killed ${killed} sum ${sum}`);
+                assert(qA.count() === 1000 && qB.count() === 0, 'entity_cycle counts');
+            },
+            dispose: () => world.destroy(),
+        };
     };
-    const batched = () => {
-      let m = 0;
-      for (const chunk of qA) { const v = chunk.column(A, 'value'); const n = chunk.count; buf.set(v.subarray(0, n), m); m += n; }
-      world.spawnMany(m, B);
-      let o = 0;
-      for (const chunk of qB) { const v = chunk.column(B, 'value'); const n = chunk.count; v.set(buf.subarray(o, o + n)); o += n; }
-      killed = qB.count();
-      sum = 0;
-      for (const chunk of qB) { const v = chunk.column(B, 'value'); for (let i = 0, n = chunk.count; i < n; i++) sum += v[i]; }
-      qB.despawnAll();
-    };
-    return {
-      op: batch ? batched : perEntity,
-      check() {
-        assert(killed === 1000 && sum === 499500, `entity_cycle killed ${killed} sum ${sum}`);
-        assert(qA.count() === 1000 && qB.count() === 0, 'entity_cycle counts');
-      },
-      dispose: () => world.destroy(),
-    };
-  };
 }
 
 function addRemove(batch) {
-  return async () => {
-    const world = await createWorld();
-    world.spawnMany(1000, A);
-    const qA = world.query({ all: [A] }), qB = world.query({ all: [Btag] });
-    let removed = 0;
-    const perEntity = () => {
-      for (const chunk of qA) {
-        let ids = chunk.entities;
-        for (let i = 0, n = chunk.count; i < n; i++) {
-          if (ids.length === 0) ids = chunk.entities;
-          world.add(ids[i], Btag);
-        }
-      }
-      removed = 0;
-      for (const chunk of qB) {
-        let ids = chunk.entities;
-        for (let i = 0, n = chunk.count; i < n; i++) {
-          if (ids.length === 0) ids = chunk.entities;
-          world.remove(ids[i], Btag);
-          removed++;
-        }
-      }
+    return async () => {
+        const world = await createWorld();
+        world.spawnMany(1000, A);
+        const qA = world.query({ all: [A] }),
+            qB = world.query({ all: [Btag] });
+        let removed = 0;
+        const perEntity = () => {
+            for (const chunk of qA) {
+                let ids = chunk.entities;
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    if (ids.length === 0) ids = chunk.entities;
+                    world.add(ids[i], Btag);
+                }
+            }
+            removed = 0;
+            for (const chunk of qB) {
+                let ids = chunk.entities;
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    if (ids.length === 0) ids = chunk.entities;
+                    world.remove(ids[i], Btag);
+                    removed++;
+                }
+            }
+        };
+        const batched = () => {
+            qA.addAll(Btag);
+            removed = qB.count();
+            qB.removeAll(Btag);
+        };
+        return {
+            op: batch ? batched : perEntity,
+            check() {
+                assert(removed === 1000, `add_remove removed ${removed}`);
+                assert(qA.count() === 1000 && qB.count() === 0, 'add_remove counts');
+            },
+            dispose: () => world.destroy(),
+        };
     };
-    const batched = () => {
-      qA.addAll(Btag);
-      removed = qB.count();
-      qB.removeAll(Btag);
-    };
-    return {
-      op: batch ? batched : perEntity,
-      check() {
-        assert(removed === 1000, `add_remove removed ${removed}`);
-        assert(qA.count() === 1000 && qB.count() === 0, 'add_remove counts');
-      },
-      dispose: () => world.destroy(),
-    };
-  };
 }
 
 function particles(n, kernels) {
-  return async () => {
-    const world = await createWorld();
-    const ids = world.spawnMany(n, Position, Velocity, Lifetime, Color({ rgba: SPAWN.rgba }));
-    const L = particleLife(n);
-    const q = world.query({ all: [Position, Velocity, Lifetime] });
-    let p = 0; // setup writes through views (world.set per entity is slow for 1M)
-    for (const chunk of q) {
-      const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y'), life = chunk.column(Lifetime, 't');
-      for (let i = 0, c = chunk.count; i < c; i++, p++) {
-        const v = initialVelocity(p);
-        vx[i] = v.vx; vy[i] = v.vy; life[i] = initialLife(p, n);
-      }
-    }
-    assert(p === ids.length, 'particles setup');
-    const expired = new Uint32Array(n);
-    let lastExpired = -1, spawned = 0;
-    const spawnItems = [Position({ x: SPAWN.x, y: SPAWN.y }), Velocity({ x: SPAWN.vx, y: SPAWN.vy }), Lifetime({ t: L }), Color({ rgba: SPAWN.rgba })];
-    const jsTick = () => {
-      let m = 0;
-      for (const chunk of q) {
-        const x = chunk.column(Position, 'x'), y = chunk.column(Position, 'y');
-        const vx = chunk.column(Velocity, 'x'), vy = chunk.column(Velocity, 'y');
-        const life = chunk.column(Lifetime, 't'), ents = chunk.entities;
-        for (let i = 0, c = chunk.count; i < c; i++) {
-          x[i] += vx[i] * DT;
-          y[i] += vy[i] * DT;
-          if ((life[i] -= 1) <= 0) expired[m++] = ents[i];
+    return async () => {
+        const world = await createWorld();
+        const ids = world.spawnMany(n, Position, Velocity, Lifetime, Color({ rgba: SPAWN.rgba }));
+        const L = particleLife(n);
+        const q = world.query({ all: [Position, Velocity, Lifetime] });
+        let p = 0; // setup writes through views (world.set per entity is slow for 1M)
+        for (const chunk of q) {
+            const vx = chunk.column(Velocity, 'x'),
+                vy = chunk.column(Velocity, 'y'),
+                life = chunk.column(Lifetime, 't');
+            for (let i = 0, c = chunk.count; i < c; i++, p++) {
+                const v = initialVelocity(p);
+                vx[i] = v.vx;
+                vy[i] = v.vy;
+                life[i] = initialLife(p, n);
+            }
         }
-      }
-      world.despawnMany(expired.subarray(0, m));
-      world.spawnMany(RESPAWN, ...spawnItems);
-      spawned += RESPAWN;
-      lastExpired = m;
+        assert(p === ids.length, 'particles setup');
+        const expired = new Uint32Array(n);
+        let lastExpired = -1,
+            spawned = 0;
+        const spawnItems = [
+            Position({ x: SPAWN.x, y: SPAWN.y }),
+            Velocity({ x: SPAWN.vx, y: SPAWN.vy }),
+            Lifetime({ t: L }),
+            Color({ rgba: SPAWN.rgba }),
+        ];
+        const jsTick = () => {
+            let m = 0;
+            for (const chunk of q) {
+                const x = chunk.column(Position, 'x'),
+                    y = chunk.column(Position, 'y');
+                const vx = chunk.column(Velocity, 'x'),
+                    vy = chunk.column(Velocity, 'y');
+                const life = chunk.column(Lifetime, 't'),
+                    ents = chunk.entities;
+                for (let i = 0, c = chunk.count; i < c; i++) {
+                    x[i] += vx[i] * DT;
+                    y[i] += vy[i] * DT;
+                    if ((life[i] -= 1) <= 0) expired[m++] = ents[i];
+                }
+            }
+            world.despawnMany(expired.subarray(0, m));
+            world.spawnMany(RESPAWN, ...spawnItems);
+            spawned += RESPAWN;
+            lastExpired = m;
+        };
+        const kernelTick = () => {
+            q.addScaled(Position, 'x', Velocity, 'x', DT);
+            q.addScaled(Position, 'y', Velocity, 'y', DT);
+            const gone = q.countdown(Lifetime, 't', 1);
+            world.despawnMany(gone);
+            world.spawnMany(RESPAWN, ...spawnItems);
+            spawned += RESPAWN;
+            lastExpired = gone.length;
+        };
+        return {
+            world, // for bench/js/footprint.mjs (what the world holds)
+            op: kernels ? kernelTick : jsTick,
+            check(k) {
+                assert(q.count() === n, `particles population ${q.count()}`);
+                assert(lastExpired === RESPAWN, `particles expired ${lastExpired} per tick`);
+                assert(spawned === RESPAWN * k, 'particles spawned');
+            },
+            dispose: () => world.destroy(),
+        };
     };
-    const kernelTick = () => {
-      q.addScaled(Position, 'x', Velocity, 'x', DT);
-      q.addScaled(Position, 'y', Velocity, 'y', DT);
-      const gone = q.countdown(Lifetime, 't', 1);
-      world.despawnMany(gone);
-      world.spawnMany(RESPAWN, ...spawnItems);
-      spawned += RESPAWN;
-      lastExpired = gone.length;
-    };
-    return {
-      world, // for bench/js/footprint.mjs (what the world holds)
-      op: kernels ? kernelTick : jsTick,
-      check(k) {
-        assert(q.count() === n, `particles population ${q.count()}`);
-        assert(lastExpired === RESPAWN, `particles expired ${lastExpired} per tick`);
-        assert(spawned === RESPAWN * k, 'particles spawned');
-      },
-      dispose: () => world.destroy(),
-    };
-  };
 }
 
 function observers(n) {
-  return async () => {
-    const world = await createWorld();
-    const ids = world.spawnMany(n, Health({ value: 100 }), Position, Velocity);
-    for (let j = 0; j < OBS_TAGS; j++) { world.add(ids[xIndex(0, j, n)], X); world.add(ids[yIndex(0, j, n)], Y); }
-    const changed = world.subscribe({ changed: [Health] });
-    const addedX = world.subscribe({ added: [X] });
-    const removedY = world.subscribe({ removed: [Y] });
-    world.tick();
-    let t = 0, seen = null;
-    return {
-      op() {
-        t++;
-        for (let j = 0; j < OBS_SETS; j++) world.set(ids[observerSetIndex(t, j, n)], Health, 'value', t);
+    return async () => {
+        const world = await createWorld();
+        const ids = world.spawnMany(n, Health({ value: 100 }), Position, Velocity);
         for (let j = 0; j < OBS_TAGS; j++) {
-          world.add(ids[xIndex(t, j, n)], X);
-          world.remove(ids[xIndex(t - 1, j, n)], X);
-          world.add(ids[yIndex(t, j, n)], Y);
-          world.remove(ids[yIndex(t - 1, j, n)], Y);
+            world.add(ids[xIndex(0, j, n)], X);
+            world.add(ids[yIndex(0, j, n)], Y);
         }
-        const c = changed.drain().entities;
-        let sum = 0;
-        for (let i = 0; i < c.length; i++) sum += world.get(c[i], Health, 'value');
-        const ax = addedX.drain().entities;
-        let sumX = 0;
-        for (let i = 0; i < ax.length; i++) sumX += world.get(ax[i], Health, 'value');
-        const ry = removedY.drain().removed;
+        const changed = world.subscribe({ changed: [Health] });
+        const addedX = world.subscribe({ added: [X] });
+        const removedY = world.subscribe({ removed: [Y] });
         world.tick();
-        seen = { changed: c.length, sum, added: ax.length, removed: ry.length, sumX };
-      },
-      check(k) {
-        assert(t === k, 'observer ticks');
-        assert(seen.changed === OBS_SETS && seen.sum === OBS_SETS * t, `changed ${seen.changed} sum ${seen.sum}`);
-        assert(seen.added === OBS_TAGS && seen.removed === OBS_TAGS, `added ${seen.added} removed ${seen.removed}`);
-      },
-      dispose: () => world.destroy(),
+        let t = 0,
+            seen = null;
+        return {
+            op() {
+                t++;
+                for (let j = 0; j < OBS_SETS; j++) world.set(ids[observerSetIndex(t, j, n)], Health, 'value', t);
+                for (let j = 0; j < OBS_TAGS; j++) {
+                    world.add(ids[xIndex(t, j, n)], X);
+                    world.remove(ids[xIndex(t - 1, j, n)], X);
+                    world.add(ids[yIndex(t, j, n)], Y);
+                    world.remove(ids[yIndex(t - 1, j, n)], Y);
+                }
+                const c = changed.drain().entities;
+                let sum = 0;
+                for (let i = 0; i < c.length; i++) sum += world.get(c[i], Health, 'value');
+                const ax = addedX.drain().entities;
+                let sumX = 0;
+                for (let i = 0; i < ax.length; i++) sumX += world.get(ax[i], Health, 'value');
+                const ry = removedY.drain().removed;
+                world.tick();
+                seen = { changed: c.length, sum, added: ax.length, removed: ry.length, sumX };
+            },
+            check(k) {
+                assert(t === k, 'observer ticks');
+                assert(seen.changed === OBS_SETS && seen.sum === OBS_SETS * t, `changed ${seen.changed} sum ${seen.sum}`);
+                assert(seen.added === OBS_TAGS && seen.removed === OBS_TAGS, `added ${seen.added} removed ${seen.removed}`);
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 // way: 'set' (world.set, as the README teaches), 'field' (a world.field handle made once), or
 // 'tracked' (world.set on a component a changed subscription watches, drained each tick).
 function setHeavy(way) {
-  return async () => {
-    const world = await createWorld();
-    const ids = world.spawnMany(SET_N, Position, Velocity);
-    const x = world.field(Position, 'x');
-    const changes = way === 'tracked' ? world.subscribe({ changed: [Position] }) : undefined;
-    let t = 0, changed = 0;
-    return {
-      op() {
-        t++;
-        if (way === 'field') {
-          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) x.set(ids[i], t);
-        } else {
-          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
-        }
-        if (changes) changed = changes.drain().entities.length;
-      },
-      check(k) {
-        assert(t === k && world.get(ids[(k % SET_STRIDE) + SET_STRIDE * 7], Position, 'x') === k, 'set_heavy value');
-        assert(!changes || changed === SET_N / SET_STRIDE, `set_heavy changes ${changed}`);
-      },
-      dispose: () => world.destroy(),
+    return async () => {
+        const world = await createWorld();
+        const ids = world.spawnMany(SET_N, Position, Velocity);
+        const x = world.field(Position, 'x');
+        const changes = way === 'tracked' ? world.subscribe({ changed: [Position] }) : undefined;
+        let t = 0,
+            changed = 0;
+        return {
+            op() {
+                t++;
+                if (way === 'field') {
+                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) x.set(ids[i], t);
+                } else {
+                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
+                }
+                if (changes) changed = changes.drain().entities.length;
+            },
+            check(k) {
+                assert(t === k && world.get(ids[(k % SET_STRIDE) + SET_STRIDE * 7], Position, 'x') === k, 'set_heavy value');
+                assert(!changes || changed === SET_N / SET_STRIDE, `set_heavy changes ${changed}`);
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 // way: 'get' (world.get(e, C, field)) or 'field' (a world.field handle made once).
 function getHeavy(way) {
-  return async () => {
-    const world = await createWorld();
-    const ids = world.spawnMany(SET_N, Position, Velocity);
-    for (let i = 0; i < SET_N; i++) world.set(ids[i], Position, 'x', i % 1000);
-    const x = world.field(Position, 'x');
-    let t = 0, sum = 0;
-    return {
-      op() {
-        t++;
-        sum = 0;
-        if (way === 'field') {
-          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x.get(ids[i]);
-        } else {
-          for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += world.get(ids[i], Position, 'x');
-        }
-      },
-      check(k) {
-        assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
-      },
-      dispose: () => world.destroy(),
+    return async () => {
+        const world = await createWorld();
+        const ids = world.spawnMany(SET_N, Position, Velocity);
+        for (let i = 0; i < SET_N; i++) world.set(ids[i], Position, 'x', i % 1000);
+        const x = world.field(Position, 'x');
+        let t = 0,
+            sum = 0;
+        return {
+            op() {
+                t++;
+                sum = 0;
+                if (way === 'field') {
+                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x.get(ids[i]);
+                } else {
+                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += world.get(ids[i], Position, 'x');
+                }
+            },
+            check(k) {
+                assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 // batch: spawnMany/despawnMany for the 1% spawned/despawned; tags are per entity either way.
 function churn(batch) {
-  return async () => {
-    const world = await createWorld();
-    const N = CHURN_N, K = CHURN_K, half = N / 2;
-    const ring = world.spawnMany(N, Position, Velocity);
-    for (let j = 0; j < K; j++) world.add(ring[(half - K + j) % N], T);
-    const qT = world.query({ all: [T] }), qAll = world.query({ all: [Position] });
-    let h = 0;
-    return {
-      op() {
-        for (let j = 0; j < K; j++) {
-          world.add(ring[(h + half + j) % N], T);
-          world.remove(ring[(h + half - K + j) % N], T);
-        }
-        if (batch) {
-          const old = ring.subarray(h, h + K);
-          world.despawnMany(old);
-          old.set(world.spawnMany(K, Position, Velocity));
-        } else {
-          for (let j = h; j < h + K; j++) {
-            world.despawn(ring[j]);
-            ring[j] = world.spawn(Position, Velocity);
-          }
-        }
-        h = (h + K) % N;
-      },
-      check() {
-        assert(qT.count() === K && qAll.count() === N, `churn T ${qT.count()} all ${qAll.count()}`);
-      },
-      dispose: () => world.destroy(),
+    return async () => {
+        const world = await createWorld();
+        const N = CHURN_N,
+            K = CHURN_K,
+            half = N / 2;
+        const ring = world.spawnMany(N, Position, Velocity);
+        for (let j = 0; j < K; j++) world.add(ring[(half - K + j) % N], T);
+        const qT = world.query({ all: [T] }),
+            qAll = world.query({ all: [Position] });
+        let h = 0;
+        return {
+            op() {
+                for (let j = 0; j < K; j++) {
+                    world.add(ring[(h + half + j) % N], T);
+                    world.remove(ring[(h + half - K + j) % N], T);
+                }
+                if (batch) {
+                    const old = ring.subarray(h, h + K);
+                    world.despawnMany(old);
+                    old.set(world.spawnMany(K, Position, Velocity));
+                } else {
+                    for (let j = h; j < h + K; j++) {
+                        world.despawn(ring[j]);
+                        ring[j] = world.spawn(Position, Velocity);
+                    }
+                }
+                h = (h + K) % N;
+            },
+            check() {
+                assert(qT.count() === K && qAll.count() === N, `churn T ${qT.count()} all ${qAll.count()}`);
+            },
+            dispose: () => world.destroy(),
+        };
     };
-  };
 }
 
 const cases = caseTable({
-  packed_5: packed5(),
-  simple_iter: simpleIter(),
-  frag_iter: fragIter(),
-  entity_cycle: entityCycle(false),
-  'entity_cycle (batch API)': entityCycle(true),
-  add_remove: addRemove(false),
-  'add_remove (batch API)': addRemove(true),
-  particles: (n) => particles(n, false),
-  'particles (kernels)': (n) => particles(n, true),
-  observers,
-  set_heavy: setHeavy('set'),
-  'set_heavy (field)': setHeavy('field'),
-  'set_heavy (tracked)': setHeavy('tracked'),
-  get_heavy: getHeavy('get'),
-  'get_heavy (field)': getHeavy('field'),
-  churn: churn(false),
-  'churn (batch API)': churn(true),
+    packed_5: packed5(),
+    simple_iter: simpleIter(),
+    frag_iter: fragIter(),
+    entity_cycle: entityCycle(false),
+    'entity_cycle (batch API)': entityCycle(true),
+    add_remove: addRemove(false),
+    'add_remove (batch API)': addRemove(true),
+    particles: (n) => particles(n, false),
+    'particles (kernels)': (n) => particles(n, true),
+    observers,
+    set_heavy: setHeavy('set'),
+    'set_heavy (field)': setHeavy('field'),
+    'set_heavy (tracked)': setHeavy('tracked'),
+    get_heavy: getHeavy('get'),
+    'get_heavy (field)': getHeavy('field'),
+    churn: churn(false),
+    'churn (batch API)': churn(true),
 });
 
 export default { name: 'tessera', version: '0.1.0', kind: 'self', cases };

@@ -16,9 +16,7 @@ export async function runPage(tessera, createWorker) {
     const mode = new URLSearchParams(location.search).get('mode') ?? 'main';
     let outcome;
     try {
-        outcome = mode === 'worker'
-            ? await fromWorker(createWorker())
-            : { ok: true, where: 'main', result: await scenario(tessera) };
+        outcome = mode === 'worker' ? await fromWorker(createWorker()) : { ok: true, where: 'main', result: await scenario(tessera) };
     } catch (error) {
         outcome = { ok: false, where: mode, error: String(error?.stack ?? error) };
     }

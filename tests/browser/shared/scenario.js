@@ -15,8 +15,10 @@ export async function scenario(tessera) {
     let columnType = '';
     const frame = () => {
         for (const chunk of moving) {
-            const px = chunk.column(Position, 'x'), vx = chunk.column(Velocity, 'x');
-            const py = chunk.column(Position, 'y'), vy = chunk.column(Velocity, 'y');
+            const px = chunk.column(Position, 'x'),
+                vx = chunk.column(Velocity, 'x');
+            const py = chunk.column(Position, 'y'),
+                vy = chunk.column(Velocity, 'y');
             columnType = px.constructor.name;
             for (let i = 0; i < chunk.count; i++) {
                 px[i] += vx[i];
@@ -35,7 +37,8 @@ export async function scenario(tessera) {
     frame();
     frame();
     const second = changes.drain();
-    let bulkX = 0, bulkY = 0;
+    let bulkX = 0,
+        bulkY = 0;
     for (const entity of bulk) {
         bulkX += world.get(entity, Position, 'x');
         bulkY += world.get(entity, Position, 'y');

@@ -1,0 +1,88 @@
+/**
+ * Kernels: column math over every chunk a query matches, run inside wasm by `tes_query_apply`
+ * (SIMD for floats; integer results saturate at the type's range), marking what they write.
+ * `query.fill`, `offset`, `scale`, `addScaled`, `clamp` and `countdown` are the public forms.
+ *
+ * @module
+ */
+import { OP, OP_KIND } from './abi.js';
+import { fieldName } from './chunk.js';
+import { TesseraError, describeValue } from './errors.js';
+import { fieldOf } from './definitions.js';
+import type { Query } from './query.js';
+import type { Component } from './schema.js';
+
+/** `tes_op_kind_t`: what a kernel does. */
+export type KernelKind = (typeof OP_KIND)[keyof typeof OP_KIND];
+
+/**
+ * Runs a kernel over every chunk the query matches. Every number is the caller's, checked here
+ * (none has a default: a left-out `max` must not clamp to 0): `scalar` is the kernel's k with
+ * its name, `range` clamp's bounds, `source` addScaled's other field.
+ */
+export function runKernel(
+    query: Query,
+    operation: string,
+    kind: KernelKind,
+    component: Component<any>,
+    field: string,
+    scalar: readonly [name: string, value: number] | undefined,
+    range?: readonly [min: number, max: number],
+    source?: { readonly source: Component<any>; readonly sourceField: string },
+): Uint32Array {
+    const world = query.live(operation);
+    if (query.runs > 0) {
+        throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
+    }
+    const heap = query.world.heap;
+    // The field before the id: a misspelt field must not register the component.
+    const meta = fieldOf(component, fieldName(field, operation, component), operation);
+    const id = query.world.idOf(component, operation);
+    let sourceId = 0;
+    let sourceIndex = 0;
+    if (source !== undefined) {
+        sourceIndex = fieldOf(source.source, fieldName(source.sourceField, operation, source.source), operation).index;
+        sourceId = query.world.idOf(source.source, operation);
+    }
+    const numbers: [string, unknown][] = [];
+    if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
+    if (range !== undefined) numbers.push(['min', range[0]], ['max', range[1]]);
+    for (const [name, value] of numbers) {
+        if (typeof value !== 'number') {
+            throw new TesseraError('BAD_VALUE', operation, `${name} must be a number, got ${describeValue(value)}`, {
+                component: component.name,
+                field,
+            });
+        }
+    }
+    const op = heap.tempBlock(OP.size, operation);
+    const f64 = heap.f64;
+    f64[(op + OP.k) >>> 3] = scalar?.[1] ?? 0;
+    f64[(op + OP.lo) >>> 3] = range?.[0] ?? 0;
+    f64[(op + OP.hi) >>> 3] = range?.[1] ?? 0;
+    const u32 = heap.u32;
+    u32[(op + OP.kind) >>> 2] = kind;
+    u32[(op + OP.component) >>> 2] = id;
+    u32[(op + OP.field) >>> 2] = meta.index;
+    u32[(op + OP.src_component) >>> 2] = sourceId;
+    u32[(op + OP.src_field) >>> 2] = sourceIndex;
+    const out = heap.scratch;
+    const result = heap.exports.tes_query_apply(world, query.pointer, op, out, out + 4);
+    if (result === heap.results.BAD_VALUE) {
+        // The operands the core refused, named: only C says what a type may hold.
+        const given = numbers.map(([name, value]) => `${name} ${String(value)}`).join(', ');
+        throw new TesseraError(
+            'BAD_VALUE',
+            operation,
+            `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`,
+            {
+                component: component.name,
+                field,
+            },
+        );
+    }
+    query.world.check(result, operation, undefined, component.name, field);
+    const count = heap.u32At(out + 4);
+    const entities = heap.u32At(out);
+    return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
+}
