@@ -60,7 +60,7 @@ export type FieldInput<F extends FieldSpec> = F extends FieldType ? number : Arr
 export type Values<S extends Schema> = { -readonly [K in FieldName<S>]: FieldValue<S[K]> };
 
 /** Some fields of a component, as `world.set` and initial values take them. */
-export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> };
+export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> | undefined };
 
 /**
  * One field's values for many entities (`spawnMany`): a column of `count × length` numbers,
