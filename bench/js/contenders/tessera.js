@@ -159,22 +159,15 @@ function entityCycle(batch) {
             sum = 0;
         const perEntity = () => {
             for (const chunk of qA) {
-                let v = chunk.column(A, 'value');
-                for (let i = 0, n = chunk.count; i < n; i++) {
-                    if (v.length === 0) v = chunk.column(A, 'value'); // memory grew while recording
-                    world.spawn(B({ value: v[i] }));
-                }
+                const v = chunk.column(A, 'value'); // valid for the whole run, spawns and all
+                for (let i = 0, n = chunk.count; i < n; i++) world.spawn(B({ value: v[i] }));
             }
             killed = 0;
             sum = 0;
             for (const chunk of qB) {
-                let ids = chunk.entities,
+                const ids = chunk.entities,
                     v = chunk.column(B, 'value');
                 for (let i = 0, n = chunk.count; i < n; i++) {
-                    if (ids.length === 0) {
-                        ids = chunk.entities;
-                        v = chunk.column(B, 'value');
-                    }
                     sum += v[i];
                     world.despawn(ids[i]);
                     killed++;
@@ -189,14 +182,7 @@ function entityCycle(batch) {
                 buf.set(v.subarray(0, n), m);
                 m += n;
             }
-            world.spawnMany(m, B);
-            let o = 0;
-            for (const chunk of qB) {
-                const v = chunk.column(B, 'value');
-                const n = chunk.count;
-                v.set(buf.subarray(o, o + n));
-                o += n;
-            }
+            world.spawnMany(m, B.columns({ value: buf.subarray(0, m) }));
             killed = qB.count();
             sum = 0;
             for (const chunk of qB) {
@@ -225,17 +211,13 @@ function addRemove(batch) {
         let removed = 0;
         const perEntity = () => {
             for (const chunk of qA) {
-                let ids = chunk.entities;
-                for (let i = 0, n = chunk.count; i < n; i++) {
-                    if (ids.length === 0) ids = chunk.entities;
-                    world.add(ids[i], Btag);
-                }
+                const ids = chunk.entities;
+                for (let i = 0, n = chunk.count; i < n; i++) world.add(ids[i], Btag);
             }
             removed = 0;
             for (const chunk of qB) {
-                let ids = chunk.entities;
+                const ids = chunk.entities;
                 for (let i = 0, n = chunk.count; i < n; i++) {
-                    if (ids.length === 0) ids = chunk.entities;
                     world.remove(ids[i], Btag);
                     removed++;
                 }
