@@ -41,7 +41,7 @@ export interface WorldOptions {
 /** The options a world knows (createWorld's `wasm` is the module's, passed along whole). */
 const WORLD_OPTIONS = ['chunkBytes', 'minFreeIndices', 'debug', 'snapshot', 'wasm'] as const;
 
-/** A misspelt option must not pass silently: every key must be one the world knows. */
+/** A misspelt option must not pass silently: every key must be one the world knows. @internal */
 export function checkWorldOptions(options: unknown, operation: string): void {
     checkKeys(operation, 'world options', options, WORLD_OPTIONS);
     const debug = (options as WorldOptions).debug;
@@ -53,6 +53,7 @@ export function checkWorldOptions(options: unknown, operation: string): void {
 /**
  * The C world of checked options: `tes_world_desc_t` written into the scratch block, then
  * tes_world_create, or tes_world_restore with the snapshot bytes. Throws when C refuses.
+ * @internal
  */
 export function createCWorld(heap: Heap, options: WorldOptions, operation: string): Pointer {
     const desc = heap.scratch;
