@@ -941,10 +941,15 @@ static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t ki
             for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
                 result = tesi_archetype_move_reserve(world, e->plans[p].from, e->plans[p].to);
             if (result != TES_OK) unreserve_rows(&call);
+            /* Removals are logged per entity only when someone reads a removed component's
+             * log: otherwise chunks change owner and no entity is visited (O(chunks)). */
+            bool logging = false;
+            for (uint32_t k = 0; k < call.table_count && kind == EDIT_REMOVE; k++)
+                logging |= world->components[call.table[k]].removal_consumers != 0;
             for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
                 tesi_plan_t *plan = &e->plans[p];
                 if (plan->to == plan->from) continue;
-                for (uint32_t c = 0; kind == EDIT_REMOVE && c < plan->from->chunk_count; c++) {
+                for (uint32_t c = 0; logging && c < plan->from->chunk_count; c++) {
                     const tesi_chunk_t *chunk = plan->from->chunks[c];
                     for (uint32_t row = 0; row < chunk->count; row++) {
                         tes_entity_t entity = tesi_chunk_entities(chunk)[row];
