@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { COMPONENT_FLAGS as FLAGS, LOCATION } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
 import type { Component, Definition, Pair, Relation } from './schema.js';
@@ -99,4 +100,41 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
         seen.add(entity);
     }
     return undefined;
+}
+
+/**
+ * The archetype of the latest spawn of bare components (no values, no pairs, no sparse
+ * storage), so that the same list again is one call (`tes_archetype_spawn`) without an item
+ * list: `spawn(Bullet, Position, Velocity)` in a loop resolves its set once. The list is
+ * compared by identity, in order; the plan is dropped when a registration is given or taken
+ * back (the ids it was resolved with may have changed). Archetypes are never reclaimed, so an
+ * archetype id stays what it was.
+ */
+export class SpawnPlan {
+    private readonly definitions: unknown[] = [];
+    private archetype = -1;
+    private registrations = -1;
+
+    /** The archetype for these items, or -1 when they are not the planned list. */
+    archetypeFor(items: readonly unknown[], registrations: number): number {
+        const definitions = this.definitions;
+        if (this.archetype < 0 || registrations !== this.registrations || items.length !== definitions.length) return -1;
+        for (let i = 0; i < items.length; i++) if (items[i] !== definitions[i]) return -1;
+        return this.archetype;
+    }
+
+    /** Plans these items after a spawn that placed `entity` (left unplanned unless all are bare). */
+    learn(world: World, items: readonly unknown[], entity: Entity): void {
+        this.archetype = -1;
+        for (const item of items) {
+            if (typeof item !== 'function' || ((item as Definition).flags & (FLAGS.sparse | FLAGS.relation)) !== 0) return;
+        }
+        const heap = world.heap;
+        // A pending entity (spawned inside a loop) has no archetype to read yet: planned next time.
+        if (heap.exports.tes_location(world.pointer, entity, heap.scratch) !== 0) return;
+        this.definitions.length = 0;
+        for (const item of items) this.definitions.push(item);
+        this.archetype = heap.u32At(heap.scratch + LOCATION.archetype);
+        this.registrations = world.registry.generation;
+    }
 }

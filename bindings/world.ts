@@ -9,7 +9,7 @@
  */
 import { Field, WorldFields } from './access.js';
 import { ChildOf, fieldOf, isRelation } from './definitions.js';
-import { checkCount, despawnMany, handle, hasComponent, isPending, removeItems, requireAlive } from './entities.js';
+import { checkCount, despawnMany, handle, hasComponent, isPending, removeItems, requireAlive, SpawnPlan } from './entities.js';
 import { TesseraError, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { walk, walkList, setParent } from './hierarchy.js';
@@ -93,6 +93,8 @@ export class World {
     readonly fields: WorldFields;
     /** @internal Spawn, add, set and remove calls of several items (item-calls.ts). */
     readonly items: ItemCalls;
+    /** The latest spawn of bare components, resolved to its archetype (entities.ts). */
+    private readonly spawnPlan = new SpawnPlan();
     private readonly scheduler: Scheduler;
 
     /** @internal Use `createWorld()`. */
@@ -201,11 +203,19 @@ export class World {
     spawn(...items: ComponentItem[]): Entity {
         const operation = 'world.spawn';
         const world = this.live(operation);
+        const heap = this.heap;
+        // The same bare components as the latest spawn: one call, no item list (entities.ts).
+        const archetype = this.spawnPlan.archetypeFor(items, this.registry.generation);
+        if (archetype >= 0 && heap.exports.tes_archetype_spawn(world, archetype, 1, heap.scratch) === 0) {
+            return heap.u32At(heap.scratch);
+        }
         const list = this.items.listOf(items, operation, undefined, false);
         const written = this.items.call(list, 1, operation, undefined, (x, fault, entities) =>
-            this.heap.exports.tes_spawn_items(world, x, 1, entities, fault),
+            heap.exports.tes_spawn_items(world, x, 1, entities, fault),
         );
-        return this.heap.u32At(written.entities);
+        const entity = heap.u32At(written.entities);
+        this.spawnPlan.learn(this, items, entity);
+        return entity;
     }
 
     /**

@@ -535,3 +535,68 @@ describe('stale handles', () => {
         world.validate();
     });
 });
+
+describe('spawn plans (the latest list of bare components, resolved once)', () => {
+    const Marked = tag('PlanMarked', { storage: 'sparse' });
+    /** The components an entity has, by asking for each of a list. */
+    const membership = (world: Awaited<ReturnType<typeof newWorld>>, e: number) =>
+        [Position, Health, Frozen, Marked].map((c) => world.has(e, c));
+
+    test('the same list again, another list, the first again: each entity has exactly its list', async () => {
+        const world = await newWorld();
+        const spawned: [number, boolean[]][] = [];
+        // Neighbours of the same length with other members: a plan matched by length alone would fail.
+        const lists = [
+            [Position, Health],
+            [Position, Health],
+            [Health],
+            [Frozen],
+            [Position, Frozen],
+            [Position, Health],
+            [Health, Position],
+            [],
+            [Position, Marked],
+            [Position, Health],
+        ] as const;
+        for (let round = 0; round < 3; round++) {
+            for (const list of lists) {
+                const e = world.spawn(...list);
+                spawned.push([e, [Position, Health, Frozen, Marked].map((c) => (list as readonly unknown[]).includes(c))]);
+            }
+        }
+        for (const [e, expected] of spawned) expect(membership(world, e)).toEqual(expected);
+        expect(world.query({ all: [Position, Health] }).count()).toBe(15);
+        world.validate();
+    });
+
+    test('a registration taken back, then another component in its id: the plan is not reused', async () => {
+        const world = await newWorld();
+        const Fresh = component('PlanFresh', { v: 'f64' });
+        const Other = component('PlanOther', { w: 'f64' });
+        world.spawn(Position);
+        // Registers Fresh, fails, takes it back; Other then gets the id Fresh had.
+        expectError(() => world.spawn(Position, Fresh({ v: 'x' as never })), 'BAD_VALUE');
+        world.spawn(Other);
+        const e = world.spawn(Other);
+        expect(world.has(e, Other)).toBe(true);
+        expect(world.has(e, Position)).toBe(false);
+        const f = world.spawn(Position);
+        expect(world.has(f, Position)).toBe(true);
+        expect(world.has(f, Other)).toBe(false);
+        world.validate();
+    });
+
+    test('inside a loop the planned spawn is recorded like any other, and placed when the loop ends', async () => {
+        const world = await newWorld();
+        world.spawn(Position, Health); // planned
+        const pending: number[] = [];
+        for (const _ of world.query({ all: [Position] })) {
+            for (let i = 0; i < 3; i++) pending.push(world.spawn(Position, Health));
+            expectError(() => world.get(pending[0]!, Health, 'value'), 'PENDING_ENTITY');
+            world.set(pending[1]!, Health, 'value', 7);
+        }
+        for (const e of pending) expect(membership(world, e)).toEqual([true, true, false, false]);
+        expect(world.get(pending[1]!, Health, 'value')).toBe(7);
+        world.validate();
+    });
+});
