@@ -54,8 +54,10 @@ uint32_t tesi_type_search(const tesi_archetype_t *archetype, tes_component_t com
     uint32_t lo = 0, hi = archetype->component_count;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (set[mid] < component) lo = mid + 1;
-        else hi = mid;
+        if (set[mid] < component)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < archetype->component_count && set[lo] == component ? lo : TESI_NO_TYPE;
 }
@@ -87,7 +89,8 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
     if (count) {
         a->components = tesi_alloc(world, count * sizeof *a->components);
         a->first_column = tesi_alloc(world, count * sizeof *a->first_column);
-        a->type_index = a->lookup_length ? tesi_alloc(world, a->lookup_length * sizeof *a->type_index) : NULL;
+        a->type_index =
+            a->lookup_length ? tesi_alloc(world, a->lookup_length * sizeof *a->type_index) : NULL;
         ok = a->components && a->first_column && (a->type_index || !a->lookup_length);
     }
     if (ok && a->column_count) {

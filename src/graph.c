@@ -183,14 +183,16 @@ void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *a) {
         tesi_move_plan_free(world, a->edges[c].plan);
     tesi_free(world, a->edges, (size_t)a->edge_slots * sizeof *a->edges);
     for (uint32_t i = 0; i < a->far_slots; i++) {
-        if (a->far_edges[i].component != TESI_FAR_EMPTY) tesi_move_plan_free(world, a->far_edges[i].edge.plan);
+        if (a->far_edges[i].component != TESI_FAR_EMPTY)
+            tesi_move_plan_free(world, a->far_edges[i].edge.plan);
     }
     tesi_free(world, a->far_edges, (size_t)a->far_slots * sizeof *a->far_edges);
 }
 
 /* Checks one cached edge from --c--> to: "+c" leads to a superset with one more member, "-c"
  * to a subset with one fewer. */
-static bool edge_valid(const tesi_archetype_t *from, tes_component_t c, const tesi_archetype_t *to) {
+static bool edge_valid(const tesi_archetype_t *from, tes_component_t c,
+                       const tesi_archetype_t *to) {
     bool removing = tesi_type_index(from, c) != TESI_NO_TYPE;
     bool to_has = tesi_type_index(to, c) != TESI_NO_TYPE;
     uint32_t expected = removing ? from->component_count - 1 : from->component_count + 1;

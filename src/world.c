@@ -90,8 +90,8 @@ static void *default_alloc(size_t size, void *user) {
 tes_result_t tes_run_reserve(size_t bytes) {
     if (!bytes || reserve.held) return TES_ERR_INVALID_ARGUMENT;
     if (bytes > SIZE_MAX - TESI_ALIGN) return TES_ERR_OUT_OF_MEMORY;
-    /* Taken and given back at once: the heap then has that much room in one piece (a freed
-     * block is never returned to the system: wasm memory does not shrink). */
+        /* Taken and given back at once: the heap then has that much room in one piece (a freed
+         * block is never returned to the system: wasm memory does not shrink). */
 #ifdef __EMSCRIPTEN__
     /* dlmalloc would give a large free block at the top back to the system (its footprint
      * shrinks, memory does not: wasm memory never shrinks), taking the room away again. */

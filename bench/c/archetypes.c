@@ -65,7 +65,8 @@ static run_t run(uint32_t types) {
         while (k < 3) {
             tes_component_t c = ids[next(&seed) % types];
             int seen = 0;
-            for (uint32_t j = 0; j < k; j++) seen |= set[j] == c;
+            for (uint32_t j = 0; j < k; j++)
+                seen |= set[j] == c;
             if (!seen) set[k++] = c;
         }
         tes_component_t fourth;
@@ -99,7 +100,8 @@ int main(void) {
     run_t runs[3];
     for (int i = 0; i < 3; i++)
         runs[i] = run(types[i]);
-    printf("| component types | rounds | time (ms) | vs 100 types | archetypes left | bytes left | bytes per archetype |\n");
+    printf("| component types | rounds | time (ms) | vs 100 types | archetypes left | bytes left | "
+           "bytes per archetype |\n");
     printf("|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < 3; i++) {
         printf("| %u | %u | %.1f | %.2fx | %u | %llu | %.0f |\n", types[i], ROUNDS, runs[i].ms,

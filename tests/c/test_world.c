@@ -292,7 +292,7 @@ TEST(the_run_reserve_refuses_what_would_outgrow_it_and_memory_never_grows_under_
         if (result == TES_OK) spawned += 64;
     }
     CHECK_ERR(result, TES_ERR_OUT_OF_MEMORY);
-    CHECK(spawned > 1000); /* the room was there for a while */
+    CHECK(spawned > 1000);                               /* the room was there for a while */
     CHECK_EQ(fx_stats(world).entity_count, spawned + 1); /* the failed batch spawned none */
     CHECK_OK(tes_world_validate(world));
     CHECK_EQ(memory_pages(), pages); /* nothing grew under the reserve */
