@@ -105,21 +105,6 @@ export class Heap {
     get f64(): Float64Array {
         return this.fresh.typed.f64;
     }
-    get f32(): Float32Array {
-        return this.fresh.typed.f32;
-    }
-    get i32(): Int32Array {
-        return this.fresh.typed.i32;
-    }
-    get u16(): Uint16Array {
-        return this.fresh.typed.u16;
-    }
-    get i16(): Int16Array {
-        return this.fresh.typed.i16;
-    }
-    get i8(): Int8Array {
-        return this.fresh.typed.i8;
-    }
     /** The whole memory as the typed array of a field type (index = address / element size). */
     typed<T extends FieldType>(type: T): TypedArrayOf[T] {
         return this.fresh.typed[type];

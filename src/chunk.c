@@ -63,8 +63,7 @@ bool tesi_chunk_add_pooled(tes_world_t *world, tesi_archetype_t *a) {
     return true;
 }
 
-tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *a, uint32_t rows) {
-    if ((uint64_t)a->chunk_count * a->capacity - a->entity_count >= rows) return TES_OK;
+tes_result_t tesi_chunks_grow(tes_world_t *world, tesi_archetype_t *a, uint32_t rows) {
     uint64_t needed = ((uint64_t)a->entity_count + rows + a->capacity - 1) / a->capacity;
     if (needed <= a->chunk_count) return TES_OK;
     if (needed > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;

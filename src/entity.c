@@ -217,10 +217,7 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
                 (uint64_t)tesi_indices_in_use(world) + n <= tesi_max_entities(world)
             ? TES_OK
             : tesi_entities_reserve(world, n);
-    /* Room in the last chunk: the common single spawn, without a call. */
-    if (result == TES_OK && (uint64_t)a->chunk_count * a->capacity - a->entity_count < n) {
-        result = tesi_chunks_reserve(world, a, n);
-    }
+    if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
     if (result != TES_OK) return result;
     for (uint32_t done = 0; done < n;) {
         tesi_chunk_t *chunk;

@@ -86,6 +86,15 @@ tesi_edge_t *tesi_far_edge(const tesi_archetype_t *a, tes_component_t component)
     }
 }
 
+/* The free slot `component` goes to in a table of `slots` (at most half full). */
+static tesi_far_edge_t *far_free(tesi_far_edge_t *table, uint32_t slots,
+                                 tes_component_t component) {
+    uint32_t i = far_home(component, slots);
+    while (table[i].component != TESI_FAR_EMPTY)
+        i = (i + 1) & (slots - 1);
+    return &table[i];
+}
+
 /* A free slot for `component` in the far table (grown to stay at most half full); NULL when the
  * memory cannot be had. */
 static tesi_edge_t *far_slot(tes_world_t *world, tesi_archetype_t *a, tes_component_t component) {
@@ -97,22 +106,16 @@ static tesi_edge_t *far_slot(tes_world_t *world, tesi_archetype_t *a, tes_compon
             table[i].component = TESI_FAR_EMPTY;
         for (uint32_t i = 0; i < a->far_slots; i++) {
             const tesi_far_edge_t *old = &a->far_edges[i];
-            if (old->component == TESI_FAR_EMPTY) continue;
-            uint32_t j = far_home(old->component, slots);
-            while (table[j].component != TESI_FAR_EMPTY)
-                j = (j + 1) & (slots - 1);
-            table[j] = *old;
+            if (old->component != TESI_FAR_EMPTY) *far_free(table, slots, old->component) = *old;
         }
         tesi_free(world, a->far_edges, (size_t)a->far_slots * sizeof *a->far_edges);
         a->far_edges = table;
         a->far_slots = slots;
     }
-    uint32_t i = far_home(component, a->far_slots);
-    while (a->far_edges[i].component != TESI_FAR_EMPTY)
-        i = (i + 1) & (a->far_slots - 1);
-    a->far_edges[i] = (tesi_far_edge_t){.component = component};
+    tesi_far_edge_t *slot = far_free(a->far_edges, a->far_slots, component);
+    *slot = (tesi_far_edge_t){.component = component};
     a->far_count++;
-    return &a->far_edges[i].edge;
+    return &slot->edge;
 }
 
 /* Room for from's edge by `c`: the flat array grown to cover a low id (zeroing the new slots),

@@ -715,7 +715,16 @@ static inline uint8_t *tesi_cell(const tesi_chunk_t *chunk, const tesi_column_t 
 bool tesi_chunk_add_pooled(tes_world_t *world, tesi_archetype_t *archetype);
 /* Makes room for `rows` more entities in the archetype: allocates (or takes from the pool)
  * every chunk needed and appends the empty ones to its list. All or nothing. */
-tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *archetype, uint32_t rows);
+tes_result_t tesi_chunks_grow(tes_world_t *world, tesi_archetype_t *archetype, uint32_t rows);
+/* Room for `rows` more rows in the archetype's chunks: inline when its chunks have it already
+ * (the common single spawn or move, without a call), else tesi_chunks_grow (chunk.c). */
+static inline tes_result_t tesi_chunks_reserve(tes_world_t *world, tesi_archetype_t *archetype,
+                                               uint32_t rows) {
+    if ((uint64_t)archetype->chunk_count * archetype->capacity - archetype->entity_count >= rows) {
+        return TES_OK;
+    }
+    return tesi_chunks_grow(world, archetype, rows);
+}
 /* Takes up to `want` consecutive free rows of the first non-full chunk (after
  * tesi_chunks_reserve made room) and returns how many it took (at least 1). The caller fills
  * them. */
