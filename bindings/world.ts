@@ -325,14 +325,14 @@ export class World {
         return false;
     }
 
-    // ---- values (access.ts for one field in one crossing, values.ts for the rest) ----------
+    // ---- values (access.ts for one field, found in JS; values.ts for the rest) ---------------
 
     /** All fields of an entity's component, copied into a fresh object. */
     get<S extends Schema>(entity: Entity, component: Component<S>): Values<S>;
     /** One field of an entity's component: a number, or a fresh array for array fields. */
     get<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
-        // One call into wasm (access.ts); the checked path for the rest and for errors.
+        // Found and read in JS (access.ts); the checked path for the rest and for errors.
         if (field !== undefined) {
             const value = this.fields.of(component)?.named(field)?.read(entity);
             if (value !== undefined) return value;
@@ -368,7 +368,7 @@ export class World {
     /** Writes one field of an entity's component and marks it changed. */
     set<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K, value: FieldInput<S[K]>): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
-        // One call into wasm (access.ts); the checked path for the rest and for errors.
+        // Found and written in JS, or one call (access.ts); the checked path for the rest and for errors.
         if (typeof fieldOrValues === 'string' && this.fields.of(component)?.named(fieldOrValues)?.write(entity, value)) return;
         setChecked(this, entity, component, fieldOrValues, value, 'world.set');
     }

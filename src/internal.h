@@ -470,6 +470,9 @@ struct tes_world_t {
     uint32_t component_count;
     uint32_t component_slots;
 
+    /* Each archetype lives as long as its world, at one address, with one layout: JS keeps a
+     * field's column offset by archetype address (bindings/access.ts). Reclaiming archetypes
+     * would have to tell it. */
     tesi_archetype_t **archetypes;
     uint32_t archetype_count;
     uint32_t archetype_slots;

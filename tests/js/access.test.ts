@@ -335,6 +335,49 @@ describe('world.field', () => {
         expect(world.get(e, Other, 'w')).toBe(42);
     });
 
+    test('an untracked read or write makes no call into wasm, after memory grew too; a tracked write makes one', async () => {
+        const world = await newWorld();
+        const heap = (world as unknown as { heap: { exports: Record<string, unknown>; memory: WebAssembly.Memory } }).heap;
+        const real = heap.exports;
+        const calls: string[] = [];
+        // The module's exports are frozen: a copy whose functions note their calls.
+        const counted: Record<string, unknown> = {};
+        for (const [name, value] of Object.entries(real)) {
+            counted[name] =
+                typeof value !== 'function'
+                    ? value
+                    : (...args: unknown[]) => {
+                          calls.push(name);
+                          return (value as (...a: unknown[]) => unknown)(...args);
+                      };
+        }
+        heap.exports = counted;
+        try {
+            const x = world.field(Position, 'x');
+            const e = world.spawn(Position({ x: 8 }), Velocity);
+            calls.length = 0;
+            x.set(e, 3);
+            world.set(e, Position, 'x', x.get(e) + 1);
+            expect(world.get(e, Position, 'x')).toBe(4);
+            expect(calls).toEqual([]);
+            const before = heap.memory.buffer;
+            heap.memory.grow(16); // what an allocation does when memory is full: the old buffer is detached
+            expect(before.byteLength).toBe(0);
+            calls.length = 0;
+            x.set(e, 9);
+            expect(x.get(e)).toBe(9);
+            expect(calls).toEqual([]);
+            const changes = world.subscribe({ changed: [Position] });
+            changes.drain();
+            calls.length = 0;
+            x.set(e, 10);
+            expect(calls).toEqual(['tes_set_number']);
+            expect([...changes.drain().entities]).toEqual([e]);
+        } finally {
+            heap.exports = real;
+        }
+    });
+
     test('memory growth between calls: the field reads through fresh views', async () => {
         const world = await newWorld();
         const x = world.field(Position, 'x');
