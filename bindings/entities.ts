@@ -6,9 +6,10 @@
  *
  * @module
  */
-import { COMPONENT_FLAGS as FLAGS, LOCATION } from './abi.js';
+import { COMPONENT_FLAGS as FLAGS } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
+import { SCRATCH_BYTES } from './heap.js';
 import type { Component, Definition, Pair, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
@@ -103,38 +104,148 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
 }
 
 /**
- * The archetype of the latest spawn of bare components (no values, no pairs, no sparse
- * storage), so that the same list again is one call (`tes_archetype_spawn`) without an item
- * list: `spawn(Bullet, Position, Velocity)` in a loop resolves its set once. The list is
- * compared by identity, in order; the plan is dropped when a registration is given or taken
- * back (the ids it was resolved with may have changed). Archetypes are never reclaimed, so an
- * archetype id stays what it was.
+ * The plan of the latest spawn's argument shape, so that the same shape again costs one call
+ * and no list building: `spawn(Bullet, Position, Velocity)` or `spawn(B({ value: v }))` in a
+ * loop resolves its components and fields once. A shape is the items in order, each a
+ * component compared by identity, or a component called with values whose own keys (in their
+ * order) are the same names; no pairs, no sparse storage, scalar fields only. The plan is
+ * dropped when a registration is given or taken back (the ids it was made with may have
+ * changed). Bare components spawn through `tes_archetype_spawn` (archetypes are never
+ * reclaimed, so an archetype id stays what it was); with values, through `tes_spawn_items` with
+ * the plan's own item list, only its numbers written per call. Each value is read once: when a
+ * value read is not a number, the call goes on down the general path with the values read.
  */
 export class SpawnPlan {
+    /** Per item: its definition. */
     private readonly definitions: unknown[] = [];
+    /** Per item: the field names given, in order, or undefined for a bare component. */
+    private readonly names: (string[] | undefined)[] = [];
+    /** The values read by the latest call, in order. */
+    private readonly read: unknown[] = [];
+    /** The item list of a plan with values (its numbers change per call). */
+    private readonly list = new ItemList();
     private archetype = -1;
+    private withValues = false;
+    private planned = false;
     private registrations = -1;
 
-    /** The archetype for these items, or -1 when they are not the planned list. */
-    archetypeFor(items: readonly unknown[], registrations: number): number {
+    /**
+     * Spawns these items as planned: the entity; or, when a value read is not a number, the
+     * world's item list filled with the values read (the general path goes on with it and
+     * throws the error it finds); or undefined when the items are not the planned shape (then
+     * nothing was read).
+     */
+    spawn(world: World, items: readonly unknown[], operation: string): Entity | ItemList | undefined {
+        if (!this.planned || world.registry.generation !== this.registrations) return undefined;
         const definitions = this.definitions;
-        if (this.archetype < 0 || registrations !== this.registrations || items.length !== definitions.length) return -1;
-        for (let i = 0; i < items.length; i++) if (items[i] !== definitions[i]) return -1;
-        return this.archetype;
+        if (items.length !== definitions.length) return undefined;
+        const heap = world.heap;
+        if (!this.withValues) {
+            for (let i = 0; i < items.length; i++) if (items[i] !== definitions[i]) return undefined;
+            // A refusal (out of memory) goes down the general path, which says why.
+            if (heap.exports.tes_archetype_spawn(world.pointer, this.archetype, 1, heap.scratch) !== 0) return undefined;
+            return heap.u32At(heap.scratch);
+        }
+        // The shape first, from keys alone (no value is read).
+        for (let i = 0; i < items.length; i++) {
+            const item = items[i];
+            const names = this.names[i];
+            if (names === undefined) {
+                if (item !== definitions[i]) return undefined;
+                continue;
+            }
+            if (typeof item !== 'object' || item === null || (item as { component?: unknown }).component !== definitions[i])
+                return undefined;
+            const values: unknown = (item as { values?: unknown }).values;
+            if (typeof values !== 'object' || values === null) return undefined;
+            let k = 0;
+            for (const key in values) {
+                if (key !== names[k++] || !Object.hasOwn(values, key)) return undefined;
+            }
+            if (k !== names.length) return undefined;
+        }
+        // Then each value, read once.
+        const list = this.list,
+            read = this.read;
+        let v = 0,
+            numbers = true;
+        for (let i = 0; i < items.length; i++) {
+            const names = this.names[i];
+            if (names === undefined) continue;
+            const values = (items[i] as { values: Record<string, unknown> }).values;
+            for (let k = 0; k < names.length; k++, v++) {
+                const value = values[names[k]!];
+                read[v] = value;
+                if (typeof value === 'number') list.setNumber(v, value);
+                else numbers = false;
+            }
+        }
+        if (!numbers) return this.general(world, operation);
+        const written = list.write(heap, 1, operation);
+        const result = heap.exports.tes_spawn_items(world.pointer, written.items, 1, written.entities, written.fault);
+        if (result !== 0) throw list.error(heap, result, written.fault, operation);
+        return heap.u32At(written.entities);
     }
 
-    /** Plans these items after a spawn that placed `entity` (left unplanned unless all are bare). */
-    learn(world: World, items: readonly unknown[], entity: Entity): void {
-        this.archetype = -1;
-        for (const item of items) {
-            if (typeof item !== 'function' || ((item as Definition).flags & (FLAGS.sparse | FLAGS.relation)) !== 0) return;
+    /**
+     * The world's list for a planned shape whose values were read but are not all numbers: the
+     * items, and each value read (undefined ones left out), checked as the general path checks.
+     */
+    private general(world: World, operation: string): ItemList {
+        const list = world.items.empty();
+        const planned = this.list;
+        for (let i = 0; i < this.definitions.length; i++) list.add(this.definitions[i] as Definition, 0, undefined, operation);
+        for (let v = 0; v < planned.valueCount; v++) {
+            const value = this.read[v];
+            if (value !== undefined) list.addValue(planned.valueItem(v), planned.valueMeta(v), value, operation);
         }
-        const heap = world.heap;
-        // A pending entity (spawned inside a loop) has no archetype to read yet: planned next time.
-        if (heap.exports.tes_location(world.pointer, entity, heap.scratch) !== 0) return;
+        return list;
+    }
+
+    /**
+     * Plans these items after a spawn of them succeeded with `list` (the world's list, ids
+     * resolved); left unplanned unless every item is a bare component or one with values of
+     * scalar fields. A bare plan's archetype comes from the core (tes_archetype_find), so a
+     * spawn inside a loop, whose entity is still pending, plans the next ones too.
+     */
+    learn(world: World, items: readonly unknown[], list: ItemList): void {
+        this.planned = false;
+        const names = this.names;
+        names.length = 0;
+        for (const item of items) {
+            const definition = typeof item === 'function' ? item : (item as { component?: unknown } | null)?.component;
+            if (typeof definition !== 'function' || ((definition as Definition).flags & (FLAGS.sparse | FLAGS.relation)) !== 0) return;
+            if (definition === item) {
+                names.push(undefined);
+                continue;
+            }
+            if ((item as { columns?: unknown }).columns !== undefined) return;
+            names.push([]);
+        }
+        for (let v = 0; v < list.valueCount; v++) {
+            const meta = list.valueMeta(v);
+            if (meta.length !== 1) return;
+            names[list.valueItem(v)]!.push(meta.name);
+        }
+        this.withValues = names.some((given) => given !== undefined);
+        if (this.withValues) {
+            this.list.copyShape(list);
+        } else {
+            const heap = world.heap;
+            const at = heap.scratch;
+            // The ids after the answer's slot, in the scratch block (a longer list stays unplanned).
+            if ((items.length + 1) * 4 > SCRATCH_BYTES) return;
+            const u32 = heap.u32;
+            for (let i = 0; i < items.length; i++) u32[(at >>> 2) + 1 + i] = list.ids[i]!;
+            if (heap.exports.tes_archetype_find(world.pointer, at + 4, items.length, at) !== 0) return;
+            this.archetype = heap.u32At(at);
+        }
         this.definitions.length = 0;
-        for (const item of items) this.definitions.push(item);
-        this.archetype = heap.u32At(heap.scratch + LOCATION.archetype);
+        for (let i = 0; i < items.length; i++) {
+            const item = items[i];
+            this.definitions.push(typeof item === 'function' ? item : (item as { component: unknown }).component);
+        }
         this.registrations = world.registry.generation;
+        this.planned = true;
     }
 }

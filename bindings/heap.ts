@@ -19,7 +19,7 @@ import { arrayTypes, type FieldType, type TypedArrayOf } from './schema.js';
 export const MAX_BLOCK_BYTES = 0xffff_0000;
 
 /** Bytes of the scratch block: room for every out-parameter struct of the API. */
-const SCRATCH_BYTES = 256;
+export const SCRATCH_BYTES = 256;
 
 /**
  * The room the first run reserves (tes_run_reserve) for what its loop body allocates: a

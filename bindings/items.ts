@@ -320,6 +320,39 @@ export class ItemList {
         this.pushValue(item, meta, start, meta.length);
     }
 
+    /**
+     * Makes this list the same items and values as `other` (ids included), numbers aside: a
+     * plan made once, whose numbers `setNumber` changes call after call (entities.ts).
+     */
+    copyShape(other: ItemList): void {
+        this.clear();
+        for (let i = 0; i < other.itemCount; i++) {
+            this.definitions[i] = other.definitions[i]!;
+            this.targets[i] = other.targets[i]!;
+            this.ids[i] = other.ids[i]!;
+        }
+        this.itemCount = other.itemCount;
+        for (let v = 0; v < other.valueCount; v++) {
+            const ref = other.values[v]!;
+            this.pushValue(ref.item, ref.meta, ref.number, ref.stride);
+        }
+        this.reserveNumbers(other.numberCount);
+        this.numberCount = other.numberCount;
+    }
+
+    /** Value `v`'s item and field. */
+    valueItem(v: number): number {
+        return this.values[v]!.item;
+    }
+    valueMeta(v: number): FieldMeta {
+        return this.values[v]!.meta;
+    }
+
+    /** Sets number `index` (of a list whose shape is planned). */
+    setNumber(index: number, value: number): void {
+        this.numberList[index] = value;
+    }
+
     /** Notes a value (a reused record: none is allocated per call once the list has grown). */
     private pushValue(item: number, meta: FieldMeta, number: number, stride: number): void {
         const ref = this.values[this.valueCount];

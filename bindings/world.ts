@@ -204,17 +204,15 @@ export class World {
         const operation = 'world.spawn';
         const world = this.live(operation);
         const heap = this.heap;
-        // The same bare components as the latest spawn: one call, no item list (entities.ts).
-        const archetype = this.spawnPlan.archetypeFor(items, this.registry.generation);
-        if (archetype >= 0 && heap.exports.tes_archetype_spawn(world, archetype, 1, heap.scratch) === 0) {
-            return heap.u32At(heap.scratch);
-        }
-        const list = this.items.listOf(items, operation, undefined, false);
+        // The same shape as the latest spawn: one call, no list building (entities.ts).
+        const planned = this.spawnPlan.spawn(this, items, operation);
+        if (typeof planned === 'number') return planned;
+        const list = planned ?? this.items.listOf(items, operation, undefined, false);
         const written = this.items.call(list, 1, operation, undefined, (x, fault, entities) =>
             heap.exports.tes_spawn_items(world, x, 1, entities, fault),
         );
         const entity = heap.u32At(written.entities);
-        this.spawnPlan.learn(this, items, entity);
+        this.spawnPlan.learn(this, items, list);
         return entity;
     }
 

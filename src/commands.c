@@ -116,7 +116,12 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
     case TESI_CMD_SPAWN: {
         tesi_record_t *record = tesi_pending_record(world, cmd->entity);
         if (!record) return TES_ERR_STALE_ENTITY;
-        return tesi_spawn_reserved(world, cmd->entity & TESI_INDEX_MASK, world->archetypes[cmd->a]);
+        tes_result_t result =
+            tesi_spawn_reserved(world, cmd->entity & TESI_INDEX_MASK, world->archetypes[cmd->a]);
+        if (result == TES_OK && cmd->data_size) {
+            tesi_items_init(world, cmd->entity, cmd->b, world->command_data + cmd->data_offset);
+        }
+        return result;
     }
     case TESI_CMD_DESPAWN:
         return tes_despawn(world, cmd->entity);

@@ -457,6 +457,11 @@ int tesi_items_effect(uint32_t kind);
  * entity at `position` of the recorded call's list (values with a stride take its numbers). */
 tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
                               uint32_t position, const tes_items_t *items);
+/* Writes a recorded spawn's initial values (its command data, items of chunk components only,
+ * checked when recorded) to the entity its spawn command has just placed, at `position` of the
+ * recorded call's list. */
+void tesi_items_init(tes_world_t *world, tes_entity_t entity, uint32_t position,
+                     const uint8_t *blob);
 
 /* ---- world ----------------------------------------------------------------------------- */
 
@@ -906,7 +911,8 @@ static inline uint32_t tesi_indices_in_use(const tes_world_t *world) {
 }
 
 enum tesi_command_kind {
-    TESI_CMD_SPAWN,            /* entity (reserved), a = archetype */
+    TESI_CMD_SPAWN,            /* entity (reserved), a = archetype; b = its position in the
+                                * recorded call and data = initial values, when it has some */
     TESI_CMD_DESPAWN,          /* entity */
     TESI_CMD_ADD,              /* entity, a = component */
     TESI_CMD_REMOVE,           /* entity, a = component */

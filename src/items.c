@@ -705,6 +705,23 @@ static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entitie
     return TES_OK;
 }
 
+/* Copies the call's items and values into the command data (room was reserved): the offset. */
+static uint32_t store_blob(tes_world_t *world, const tes_items_t *x, uint32_t bytes) {
+    uint32_t offset = (world->command_data_size + 7u) & ~7u;
+    uint8_t *blob = world->command_data + offset;
+    blob_t head = {x->item_count, x->value_count, x->number_count, 0};
+    memcpy(blob, &head, sizeof head);
+    tes_items_t view;
+    tesi_items_view(blob, &view);
+    if (x->item_count) memcpy((void *)view.items, x->items, x->item_count * sizeof *x->items);
+    if (x->value_count) memcpy((void *)view.values, x->values, x->value_count * sizeof *x->values);
+    if (x->number_count) {
+        memcpy((void *)view.numbers, x->numbers, x->number_count * sizeof *x->numbers);
+    }
+    world->command_data_size = offset + bytes;
+    return offset;
+}
+
 /* Records the call for the flush: one command per entity, sharing one copy of the items. */
 static tes_result_t record_call(const call_t *call, const tes_entity_t *entities, uint32_t n) {
     tes_world_t *world = call->world;
@@ -715,19 +732,7 @@ static tes_result_t record_call(const call_t *call, const tes_entity_t *entities
     if (result == TES_OK) result = tesi_commands_reserve(world, n, (uint32_t)bytes + 8);
     if (result != TES_OK) return result;
     plan_pending(call, entities, n, true);
-    uint32_t offset = (world->command_data_size + 7u) & ~7u;
-    uint8_t *blob = world->command_data + offset;
-    const tes_items_t *x = call->x;
-    blob_t head = {x->item_count, x->value_count, x->number_count, 0};
-    memcpy(blob, &head, sizeof head);
-    tes_items_t view;
-    tesi_items_view(blob, &view);
-    if (x->item_count) memcpy((void *)view.items, x->items, x->item_count * sizeof *x->items);
-    if (x->value_count) memcpy((void *)view.values, x->values, x->value_count * sizeof *x->values);
-    if (x->number_count) {
-        memcpy((void *)view.numbers, x->numbers, x->number_count * sizeof *x->numbers);
-    }
-    world->command_data_size = offset + (uint32_t)bytes;
+    uint32_t offset = store_blob(world, call->x, (uint32_t)bytes);
     for (uint32_t i = 0; i < n; i++) {
         world->commands[world->command_count++] = (tesi_command_t){
             .kind = TESI_CMD_ITEMS,
@@ -739,6 +744,14 @@ static tes_result_t record_call(const call_t *call, const tes_entity_t *entities
         };
     }
     return TES_OK;
+}
+
+void tesi_items_init(tes_world_t *world, tes_entity_t entity, uint32_t position,
+                     const uint8_t *blob) {
+    tes_items_t x;
+    tesi_items_view(blob, &x);
+    const call_t call = {.world = world, .kind = EDIT_INIT, .x = &x};
+    write_values(&call, entity, position, NULL);
 }
 
 /* ---- the calls ------------------------------------------------------------------------------ */
@@ -832,12 +845,26 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
         handles = e->entities;
     }
     if (call.deferring) {
-        /* Pending entities, placed by their spawn commands; the rest follows each of them. */
+        /* Pending entities, placed by their spawn commands. Initial values of chunk components
+         * ride on the spawn commands (written as the row is placed, checked now); sparse
+         * components and pairs follow each spawn as a recorded item call. */
+        bool along = rest && !call.sparse_count && !call.pair_count;
         uint64_t bytes = blob_bytes(items);
         if (rest && bytes + 8 > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
-        result = tesi_commands_reserve(world, rest ? 2 * n : n, rest ? (uint32_t)bytes + 8 : 0);
+        result = tesi_commands_reserve(world, rest && !along ? 2 * n : n,
+                                       rest ? (uint32_t)bytes + 8 : 0);
         if (result == TES_OK) result = tesi_defer_spawn(world, a, n, handles);
         if (result != TES_OK || !rest) return result;
+        if (along) {
+            uint32_t offset = store_blob(world, items, (uint32_t)bytes);
+            tesi_command_t *spawns = world->commands + world->command_count - n;
+            for (uint32_t i = 0; i < n; i++) {
+                spawns[i].b = i;
+                spawns[i].data_offset = offset;
+                spawns[i].data_size = (uint32_t)bytes;
+            }
+            return TES_OK;
+        }
         call.kind = EDIT_INIT;
         return record_call(&call, handles, n); /* cannot fail: room was reserved */
     }

@@ -144,6 +144,39 @@ static void loop_archetype_spawn_despawn(bench_state *s, uint64_t iters) {
     sink += acc;
 }
 
+/* What a JS loop body does (the entity_cycle case of the JS benchmark): inside a run, spawn
+ * 1,000 entities with Health given a value each (recorded, applied when the run ends), then in
+ * another run despawn them (recorded likewise). One op: one spawn with a value + one despawn. */
+enum { CYCLE = 1000 };
+
+static void setup_deferred_cycle(bench_state *s) {
+    world_make(s);
+    spawn_population(s, SMALL_POPULATION, &s->position, 1);
+    s->batch = malloc(CYCLE * sizeof *s->batch);
+    EXPECT(s->batch != NULL);
+    s->ops_per_iter = CYCLE;
+}
+
+static void loop_deferred_cycle(bench_state *s, uint64_t iters) {
+    tes_world_t *w = s->world;
+    const tes_item_t item = {s->health, 0};
+    const tes_value_t value = {0, 0, 0, 0};
+    for (uint64_t i = 0; i < iters; i++) {
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++) {
+            double number = k;
+            const tes_items_t items = {&item, 1, &value, 1, &number, 1};
+            tes_fault_t fault;
+            CHECK(tes_spawn_items(w, &items, 1, &s->batch[k], &fault));
+        }
+        CHECK(tes_defer_end(w));
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++)
+            CHECK(tes_despawn(w, s->batch[k]));
+        CHECK(tes_defer_end(w));
+    }
+}
+
 static void check_population(bench_state *s) {
     expect_population_intact(s);
 }
@@ -457,6 +490,8 @@ static const bench_case cases[] = {
      CHUNK_16K, setup_spawn_despawn, loop_spawn_despawn, check_population},
     {"archetype_spawn_despawn", "tes_archetype_spawn(1) + despawn, 1 data component",
      "spawn+despawn", 0, setup_spawn_despawn, loop_archetype_spawn_despawn, check_population},
+    {"deferred_cycle", "1k recorded spawns with a value, then 1k recorded despawns",
+     "spawn+despawn", 0, setup_deferred_cycle, loop_deferred_cycle, check_population},
     {"add_remove_tag", "add + remove tag on a 3-component entity", "add+remove", 0,
      setup_add_remove_tag, loop_add_remove, check_add_remove},
     {"add_remove_component", "add + remove Velocity on a 3-component entity", "add+remove", 0,

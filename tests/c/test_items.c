@@ -813,6 +813,54 @@ TEST(recorded_strided_calls_give_each_entity_its_numbers_in_order_at_the_flush) 
     CHECK_OK(tes_world_validate(s.world));
 }
 
+/* A recorded spawn of chunk components only carries its values on its spawn commands (issue 18):
+ * placed with them at the flush, as initial values (not a change), before what was recorded
+ * after it; scalar, per-entity and array values alike. */
+TEST(a_recorded_spawn_of_chunk_components_is_placed_with_its_values_in_order) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *tracked = track(&s, (tes_component_t[]){s.a}, 1);
+    fx_spawn(s.world, NULL, 0); /* something for the loop to visit */
+    loop_t loop;
+    loop_begin(&s, &loop);
+    wide_t *w = wide_new();
+    wide_item(w, s.a, 0);
+    wide_value(w, 0, 1, 4, 10, 1);
+    wide_item(w, s.bytes, 0);
+    wide_value(w, 0, 0, 1, 7, 0);
+    wide_value(w, 1, 3, 12, 100, 1);
+    wide_item(w, s.tag, 0);
+    tes_entity_t e[4];
+    CHECK_OK(tes_spawn_items(s.world, &w->x, 4, e, NULL));
+    bool has;
+    CHECK_ERR(tes_has(s.world, e[0], s.a, &has), TES_ERR_PENDING_ENTITY);
+    /* Checked against what it will have, and applied after its spawn. */
+    CHECK_OK(tes_set_number(s.world, e[1], s.a, 0, 0, -1));
+    CHECK_ERR(tes_set_number(s.world, e[1], s.b, 0, 0, 1), TES_ERR_MISSING_COMPONENT);
+    CHECK_OK(tes_despawn(s.world, e[3]));
+    /* One spawn alone, with one value. */
+    list_t *one = value1(item(list_new(), s.a, 0), 0, 55);
+    tes_entity_t lone;
+    CHECK_OK(tes_spawn_items(s.world, &one->x, 1, &lone, NULL));
+    uint64_t tick = fx_stats(s.world).change_tick;
+    loop_end(&loop);
+    for (uint32_t i = 0; i < 3; i++) {
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.a, 0, 0), i == 1 ? -1.0 : 10.0 + i);
+        CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.bytes, 0, 0), 7);
+        for (uint32_t k = 0; k < 3; k++)
+            CHECK_NUM_EQ(fx_get_number(s.world, e[i], s.bytes, 1, k), 100 + 3 * i + k);
+        CHECK(fx_has(s.world, e[i], s.tag));
+        CHECK_EQ(added_tick(s.world, e[i], s.a), tick);
+        /* Initial values are part of the spawn; only the recorded set is a change. */
+        CHECK_EQ(changed_tick(s.world, e[i], s.a), i == 1 ? tick : 0);
+    }
+    CHECK(!tes_is_alive(s.world, e[3]));
+    CHECK_NUM_EQ(fx_get_number(s.world, lone, s.a, 0, 0), 55);
+    CHECK_EQ(changed_tick(s.world, lone, s.a), 0);
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 0);
+    CHECK_OK(tes_world_validate(s.world));
+    (void)tracked;
+}
+
 TEST(query_items_refuse_numbers_per_entity) {
     scene_t s = make_scene(NULL);
     fx_spawn(s.world, FX_IDS(s.a));

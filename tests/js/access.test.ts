@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { component, relation, tag, type Entity } from '../../dist/index.js';
-import { expectError, worldPerTest } from './support.js';
+import { countCalls, expectError, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -337,21 +337,8 @@ describe('world.field', () => {
 
     test('an untracked read or write makes no call into wasm, after memory grew too; a tracked write makes one', async () => {
         const world = await newWorld();
-        const heap = (world as unknown as { heap: { exports: Record<string, unknown>; memory: WebAssembly.Memory } }).heap;
-        const real = heap.exports;
-        const calls: string[] = [];
-        // The module's exports are frozen: a copy whose functions note their calls.
-        const counted: Record<string, unknown> = {};
-        for (const [name, value] of Object.entries(real)) {
-            counted[name] =
-                typeof value !== 'function'
-                    ? value
-                    : (...args: unknown[]) => {
-                          calls.push(name);
-                          return (value as (...a: unknown[]) => unknown)(...args);
-                      };
-        }
-        heap.exports = counted;
+        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory } }).heap;
+        const { calls, restore } = countCalls(world);
         try {
             const x = world.field(Position, 'x');
             const e = world.spawn(Position({ x: 8 }), Velocity);
@@ -374,7 +361,7 @@ describe('world.field', () => {
             expect(calls).toEqual(['tes_set_number']);
             expect([...changes.drain().entities]).toEqual([e]);
         } finally {
-            heap.exports = real;
+            restore();
         }
     });
 

@@ -1,8 +1,8 @@
 // Entities: spawn, despawn, isAlive, add/remove/has, get/set, the batch forms, stale handles.
 import { describe, expect, test } from 'vitest';
 
-import { component, tag } from '../../dist/index.js';
-import { expectError, snapshot, sorted, worldPerTest } from './support.js';
+import { component, tag, type ErrorCode } from '../../dist/index.js';
+import { countCalls, expectError, snapshot, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -536,7 +536,7 @@ describe('stale handles', () => {
     });
 });
 
-describe('spawn plans (the latest list of bare components, resolved once)', () => {
+describe('spawn plans (the latest argument shape, resolved once)', () => {
     const Marked = tag('PlanMarked', { storage: 'sparse' });
     /** The components an entity has, by asking for each of a list. */
     const membership = (world: Awaited<ReturnType<typeof newWorld>>, e: number) =>
@@ -584,6 +584,107 @@ describe('spawn plans (the latest list of bare components, resolved once)', () =
         expect(world.has(f, Position)).toBe(true);
         expect(world.has(f, Other)).toBe(false);
         world.validate();
+    });
+
+    test('a planned spawn is one call into wasm, inside a loop from its first spawn on, with values too', async () => {
+        const world = await newWorld();
+        const anchor = world.spawn(Frozen);
+        const { calls, restore } = countCalls(world);
+        try {
+            for (const _ of world.query({ all: [Frozen] })) {
+                world.spawn(Position, Health); // pending: planned all the same
+                calls.length = 0;
+                world.spawn(Position, Health);
+                expect(calls).toEqual(['tes_archetype_spawn']);
+                world.spawn(Position({ x: 1, y: 2 }), Health({ value: 3 }), Frozen);
+                calls.length = 0;
+                world.spawn(Position({ x: 4, y: 5 }), Health({ value: 6 }), Frozen);
+                expect(calls).toEqual(['tes_spawn_items']);
+            }
+            calls.length = 0;
+            const e = world.spawn(Position({ x: 7, y: 8 }), Health({ value: 9 }), Frozen);
+            expect(calls).toEqual(['tes_spawn_items']);
+            expect(world.get(e, Position)).toEqual({ x: 7, y: 8 });
+            expect(world.get(e, Health, 'value')).toBe(9);
+        } finally {
+            restore();
+        }
+        expect(world.query({ all: [Position, Health, Frozen] }).count()).toBe(3);
+        expect(world.query({ all: [Position, Health] }).count()).toBe(5);
+        expect(world.isAlive(anchor)).toBe(true);
+        world.validate();
+    });
+
+    test('with values: each entity its own, whatever shape comes next, as the general path gives them', async () => {
+        const world = await newWorld();
+        const spawned: [number, unknown, unknown][] = [];
+        const spawn = (position: Record<string, unknown> | undefined, health: number | undefined) => {
+            const items = [
+                position === undefined ? Position : Position(position as never),
+                health === undefined ? Health : Health({ value: health }),
+            ];
+            const given = Object.fromEntries(Object.entries(position ?? {}).filter(([, v]) => v !== undefined));
+            spawned.push([world.spawn(...items), { x: 0, y: 0, ...given }, health ?? 0]);
+        };
+        for (let i = 0; i < 4; i++) {
+            spawn({ x: i, y: -i }, i); // the plan
+            spawn({ y: i, x: 2 * i }, i); // other key order
+            spawn({ x: i }, i); // a key fewer
+            spawn({ x: i, y: undefined }, i); // a value left out
+            spawn({ x: i, y: 1 }, undefined); // a bare component in its place
+            spawn(undefined, i);
+        }
+        for (const [e, position, health] of spawned) {
+            expect(world.get(e, Position)).toEqual(position);
+            expect(world.get(e, Health, 'value')).toBe(health);
+        }
+        world.validate();
+    });
+
+    test('with values: errors are those of the general path, and a refused spawn spawns nothing', async () => {
+        const planned = await newWorld();
+        const fresh = await newWorld();
+        planned.spawn(Position({ x: 1, y: 2 }), Health({ value: 3 }));
+        planned.spawn(Position({ x: 1, y: 2 }), Health({ value: 3 }));
+        const before = planned.stats().entityCount;
+        const bad: [() => unknown[], ErrorCode][] = [
+            [() => [Position({ x: 1, y: 2 }), Health({ value: 2.5 })], 'BAD_VALUE'],
+            [() => [Position({ x: 1, y: 2 }), Health({ value: 2 ** 40 })], 'BAD_VALUE'],
+            [() => [Position({ x: 1, y: '2' as never }), Health({ value: 3 })], 'BAD_VALUE'],
+            [() => [Position({ x: 1, y: [2] as never }), Health({ value: 3 })], 'BAD_VALUE'],
+            [() => [Position({ x: 1, z: 2 } as never), Health({ value: 3 })], 'UNKNOWN_FIELD'],
+        ];
+        for (const [items, code] of bad) {
+            const general = expectError(() => fresh.spawn(...(items() as [])), code);
+            const viaPlan = expectError(() => planned.spawn(...(items() as [])), code);
+            expect(viaPlan.message).toBe(general.message);
+            expect(viaPlan.component).toBe(general.component);
+            expect(viaPlan.field).toBe(general.field);
+        }
+        expect(planned.stats().entityCount).toBe(before);
+        planned.validate();
+    });
+
+    test('with values: each value is read once, planned or not', async () => {
+        const world = await newWorld();
+        world.spawn(Health({ value: 1 }));
+        let reads = 0;
+        const counting = (answer: unknown) => ({
+            get value() {
+                reads++;
+                return answer;
+            },
+        });
+        const e = world.spawn(Health(counting(5) as never));
+        expect(reads).toBe(1);
+        expect(world.get(e, Health, 'value')).toBe(5);
+        reads = 0;
+        expectError(() => world.spawn(Health(counting('5') as never)), 'BAD_VALUE');
+        expect(reads).toBe(1);
+        reads = 0;
+        const f = world.spawn(Health(counting(undefined) as never)); // left out, as in the general path
+        expect(reads).toBe(1);
+        expect(world.get(f, Health, 'value')).toBe(0);
     });
 
     test('inside a loop the planned spawn is recorded like any other, and placed when the loop ends', async () => {

@@ -200,3 +200,31 @@ export function observeMixed(world: World, kinds: MixedKinds, handles: readonly 
         ),
     };
 }
+
+/**
+ * Notes every call a world makes into wasm, by export name, until `restore()`: the module's
+ * exports are frozen, so the world's heap gets a copy whose functions note their calls. For
+ * tests of what a call costs in crossings (a design property no result shows).
+ */
+export function countCalls(world: World): { calls: string[]; restore(): void } {
+    const heap = (world as unknown as { heap: { exports: Record<string, unknown> } }).heap;
+    const real = heap.exports;
+    const calls: string[] = [];
+    const counted: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(real)) {
+        counted[name] =
+            typeof value !== 'function'
+                ? value
+                : (...args: unknown[]) => {
+                      calls.push(name);
+                      return (value as (...a: unknown[]) => unknown)(...args);
+                  };
+    }
+    heap.exports = counted;
+    return {
+        calls,
+        restore: () => {
+            heap.exports = real;
+        },
+    };
+}
