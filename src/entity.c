@@ -327,24 +327,14 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     /* More than the table can ever hold: refused before anything is sized by n. */
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
-    tesi_archetype_t *a = world->spawn_cache.archetype;
-    if (a && count == world->spawn_cache.count && (!count || components)) {
-        /* A few ids compared inline: a memcmp call cost more than the compares. */
-        uint32_t same = 0;
-        while (same < count && components[same] == world->spawn_cache.ids[same])
-            same++;
-        if (same == count) return tesi_spawn_rows(world, a, n, out_entities);
-    }
+    tesi_archetype_t *a = tesi_spawn_cached(world, components, count);
+    if (a) return tesi_spawn_rows(world, a, n, out_entities);
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
     if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
     if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
-    if (table == count && count <= TESI_SPAWN_CACHE_IDS) {
-        if (count) memcpy(world->spawn_cache.ids, components, count * sizeof *components);
-        world->spawn_cache.count = count;
-        world->spawn_cache.archetype = a;
-    }
+    if (table == count) tesi_spawn_remember(world, components, count, a);
     if (table == count) return tesi_spawn_rows(world, a, n, out_entities);
     /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
      * table, chunks, trackers, sparse sets, command buffer) builds sets. */

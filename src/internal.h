@@ -501,8 +501,9 @@ struct tes_world_t {
 
     tes_component_t *scratch; /* a sorted component set being built */
     uint32_t scratch_slots;
-    /* The last component list spawned by tes_spawn / tes_spawn_batch, as the caller wrote it,
-     * and its archetype (chunk components only): a game spawns a few lists over and over, and
+    /* The last component list spawned by tes_spawn / tes_spawn_batch as the caller wrote it,
+     * or by tes_spawn_items (its chunk components, sorted), and its archetype (chunk components
+     * only): a game spawns a few lists over and over, and
      * a hit skips sorting, checking, hashing and probing. Archetypes are never freed and the
      * ids of a set in use are never taken back, so it cannot go stale. */
     struct {
@@ -580,10 +581,35 @@ struct tes_world_t {
 
 void *tesi_alloc(tes_world_t *world, size_t size);
 void tesi_free(tes_world_t *world, void *ptr, size_t size);
+/* The spawn cache's archetype for this list of chunk components as written, or NULL. */
+static inline tesi_archetype_t *
+tesi_spawn_cached(const tes_world_t *world, const tes_component_t *components, uint32_t count) {
+    tesi_archetype_t *a = world->spawn_cache.archetype;
+    if (!a || count != world->spawn_cache.count || (count && !components)) return NULL;
+    /* A few ids compared inline: a memcmp call cost more than the compares. */
+    for (uint32_t i = 0; i < count; i++) {
+        if (components[i] != world->spawn_cache.ids[i]) return NULL;
+    }
+    return a;
+}
+/* Notes a list of chunk components (as written) and its archetype in the spawn cache. */
+static inline void tesi_spawn_remember(tes_world_t *world, const tes_component_t *components,
+                                       uint32_t count, tesi_archetype_t *a) {
+    if (count > TESI_SPAWN_CACHE_IDS) return;
+    if (count) memcpy(world->spawn_cache.ids, components, count * sizeof *components);
+    world->spawn_cache.count = count;
+    world->spawn_cache.archetype = a;
+}
+/* tesi_reserve's growth, when the array is too small. */
+tes_result_t tesi_reserve_grow(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                               size_t elem, uint32_t minimum);
 /* Makes `*array` hold at least `needed` elements of `elem` bytes (doubling, from `minimum`).
- * On failure nothing changes. */
-tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
-                          size_t elem, uint32_t minimum);
+ * On failure nothing changes. Inline: nearly every call finds room, and answers in a compare. */
+static inline tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots,
+                                        uint32_t needed, size_t elem, uint32_t minimum) {
+    if (needed <= *slots) return TES_OK;
+    return tesi_reserve_grow(world, array, slots, needed, elem, minimum);
+}
 
 /* ---- component.c ----------------------------------------------------------------------- */
 

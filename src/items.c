@@ -73,7 +73,8 @@ static tes_result_t reserve_scratch(tes_world_t *world, uint32_t items) {
                                        world->component_count + 1, sizeof *e->seen, 64);
     if (result != TES_OK) return result;
     /* Fresh slots must not look seen in this epoch. */
-    memset(e->seen + old, 0, (size_t)(e->seen_slots - old) * sizeof *e->seen);
+    if (e->seen_slots != old)
+        memset(e->seen + old, 0, (size_t)(e->seen_slots - old) * sizeof *e->seen);
     result =
         tesi_reserve(world, (void **)&e->table, &e->table_slots, items + 1, sizeof *e->table, 16);
     /* Pairs are sorted with a merge sort that needs as much room again. */
@@ -831,10 +832,13 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
     if (result != TES_OK) return result;
     /* More than the table can ever hold: refused before anything is sized by n. */
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
-    tesi_archetype_t *a;
-    result = tesi_sort_set(world, call.table, call.table_count);
-    if (result == TES_OK) result = tesi_archetype_ensure(world, call.table_count, &a);
-    if (result != TES_OK) return result;
+    tesi_archetype_t *a = tesi_spawn_cached(world, call.table, call.table_count);
+    if (!a) {
+        result = tesi_sort_set(world, call.table, call.table_count);
+        if (result == TES_OK) result = tesi_archetype_ensure(world, call.table_count, &a);
+        if (result != TES_OK) return result;
+        tesi_spawn_remember(world, call.table, call.table_count, a);
+    }
     bool rest = call.sparse_count || call.pair_count || items->value_count;
     tesi_edit_t *e = &world->edit;
     tes_entity_t *handles = out_entities;

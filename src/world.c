@@ -132,9 +132,8 @@ void tesi_free(tes_world_t *world, void *ptr, size_t size) {
     world->bytes_allocated -= size;
 }
 
-tes_result_t tesi_reserve(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
-                          size_t elem, uint32_t minimum) {
-    if (needed <= *slots) return TES_OK;
+tes_result_t tesi_reserve_grow(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                               size_t elem, uint32_t minimum) {
     uint64_t grown = *slots ? (uint64_t)*slots * 2u : minimum;
     while (grown < needed)
         grown *= 2u;

@@ -177,6 +177,29 @@ static void loop_deferred_cycle(bench_state *s, uint64_t iters) {
     }
 }
 
+/* The JS add_remove case: inside a run, a tag added to each of 1,000 entities (recorded,
+ * applied when the run ends), then removed from each in another run. One op: an add + a remove. */
+static void setup_deferred_add_remove(bench_state *s) {
+    world_make(s);
+    spawn_population(s, CYCLE, &s->position, 1);
+    s->moved = s->frozen;
+    s->ops_per_iter = CYCLE;
+}
+
+static void loop_deferred_add_remove(bench_state *s, uint64_t iters) {
+    tes_world_t *w = s->world;
+    for (uint64_t i = 0; i < iters; i++) {
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++)
+            CHECK(tes_add(w, s->entities[k], s->moved));
+        CHECK(tes_defer_end(w));
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++)
+            CHECK(tes_remove(w, s->entities[k], s->moved));
+        CHECK(tes_defer_end(w));
+    }
+}
+
 static void check_population(bench_state *s) {
     expect_population_intact(s);
 }
@@ -492,6 +515,8 @@ static const bench_case cases[] = {
      "spawn+despawn", 0, setup_spawn_despawn, loop_archetype_spawn_despawn, check_population},
     {"deferred_cycle", "1k recorded spawns with a value, then 1k recorded despawns",
      "spawn+despawn", 0, setup_deferred_cycle, loop_deferred_cycle, check_population},
+    {"deferred_add_remove", "1k recorded tag adds, then 1k recorded removes", "add+remove", 0,
+     setup_deferred_add_remove, loop_deferred_add_remove, check_add_remove},
     {"add_remove_tag", "add + remove tag on a 3-component entity", "add+remove", 0,
      setup_add_remove_tag, loop_add_remove, check_add_remove},
     {"add_remove_component", "add + remove Velocity on a 3-component entity", "add+remove", 0,

@@ -30,7 +30,9 @@ const V = { value: 'i32' };
 const [A, B, C, D, E] = ['A', 'B', 'C', 'D', 'E'].map((l) => component('bench_' + l, V));
 const Letters = LETTERS.map((l) => (l <= 'E' ? [A, B, C, D, E]['ABCDE'.indexOf(l)] : component('bench_' + l, V)));
 const Data = component('bench_Data', V);
-const Btag = tag('bench_Btag');
+const BtagTable = tag('bench_Btag');
+// The README's advice for what comes and goes: sparse storage, so adding and removing moves no row.
+const BtagSparse = tag('bench_BtagSparse', { storage: 'sparse' });
 const Position = component('bench_Position', { x: 'f32', y: 'f32' });
 const Velocity = component('bench_Velocity', { x: 'f32', y: 'f32' });
 const Lifetime = component('bench_Lifetime', { t: 'f32' });
@@ -202,7 +204,11 @@ function entityCycle(batch) {
     };
 }
 
-function addRemove(batch) {
+// way: 'entity' (world.add / world.remove per entity), 'batch' (addAll / removeAll), or 'sparse'
+// (per entity, of a tag with sparse storage).
+function addRemove(way) {
+    const batch = way === 'batch';
+    const Btag = way === 'sparse' ? BtagSparse : BtagTable;
     return async () => {
         const world = await createWorld();
         world.spawnMany(1000, A);
@@ -453,8 +459,9 @@ const cases = caseTable({
     frag_iter: fragIter(),
     entity_cycle: entityCycle(false),
     'entity_cycle (batch API)': entityCycle(true),
-    add_remove: addRemove(false),
-    'add_remove (batch API)': addRemove(true),
+    add_remove: addRemove('entity'),
+    'add_remove (batch API)': addRemove('batch'),
+    'add_remove (sparse tag)': addRemove('sparse'),
     particles: (n) => particles(n, false),
     'particles (kernels)': (n) => particles(n, true),
     observers,
