@@ -526,6 +526,8 @@ static void write_values(const call_t *call, tes_entity_t entity, uint32_t posit
                          const uint8_t *had) {
     tes_world_t *world = call->world;
     const tes_items_t *x = call->x;
+    /* Writing values moves no row: the entity's record is found once. */
+    const tesi_record_t *record = tesi_record_of(world, entity);
     for (uint32_t v = 0; v < x->value_count; v++) {
         const tes_value_t *value = &x->values[v];
         /* In range for every position: check_items saw each. */
@@ -535,7 +537,6 @@ static void write_values(const call_t *call, tes_entity_t entity, uint32_t posit
         tesi_component_t *c = &world->components[item->component];
         const tesi_field_t *f = &c->fields[value->field];
         bool change = call->kind == EDIT_SET || (call->kind == EDIT_ADD && had[value->item]);
-        const tesi_record_t *record = tesi_record_of(world, entity);
         uint8_t *cell;
         uint32_t pair = 0, slot = 0, type = 0;
         if (tesi_is_relation(c)) {
