@@ -171,13 +171,9 @@ export class Chunk {
         let offset = world.columnOffsets.get(offsetKey);
         if (offset === undefined) {
             const out = heap.scratch;
-            world.check(
-                heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out),
-                operation,
-                undefined,
-                component.name,
-                field,
-            );
+            const result = heap.exports.tes_chunk_column(world.pointer, this.archetype, this.index, id, meta.index, out);
+            if (result === heap.results.MISSING_COMPONENT) throw missingFromChunk(world, this.archetype, operation, component, field);
+            world.check(result, operation, undefined, component.name, field);
             offset = heap.u32At(out) - this.entitiesPointer;
             world.columnOffsets.set(offsetKey, offset);
         }
@@ -218,8 +214,8 @@ export class Chunk {
             // No column to write through: world.set marks as it writes (world.markChanged for one entity).
             throw world.error('SPARSE_COMPONENT', operation, undefined, component.name);
         }
-        if (!this.query.required.has(component) && !archetypeHas(world, this.archetype, id)) {
-            throw world.error('MISSING_COMPONENT', operation, undefined, component.name);
+        if (!this.query.required.has(component) && !archetypeComponents(world, this.archetype).includes(id)) {
+            throw missingFromChunk(world, this.archetype, operation, component, undefined);
         }
         let marks = this.marks.get(id);
         if (marks === undefined) {
@@ -285,11 +281,32 @@ export function fieldName(field: unknown, operation: string, component: unknown)
     return field;
 }
 
-/** True when the archetype's component set contains the C id (tes_archetype_info). */
-function archetypeHas(world: World, archetype: number, id: number): boolean {
+/** The C ids of the archetype's components (tes_archetype_info), a view of wasm memory. */
+function archetypeComponents(world: World, archetype: number): Uint32Array {
     const heap = world.heap;
     const out = heap.scratch;
     world.check(heap.exports.tes_archetype_info(world.pointer, archetype, out), 'archetype');
     const components = heap.u32At(out + ARCHETYPE_INFO.components) >>> 2;
-    return heap.u32.subarray(components, components + heap.u32At(out + ARCHETYPE_INFO.component_count)).includes(id);
+    return heap.u32.subarray(components, components + heap.u32At(out + ARCHETYPE_INFO.component_count));
+}
+
+/**
+ * The MISSING_COMPONENT of a chunk whose archetype lacks the component: it is about the chunk
+ * (no entity is named), and says which components the chunk does have.
+ */
+function missingFromChunk(
+    world: World,
+    archetype: number,
+    operation: string,
+    component: Definition,
+    field: string | undefined,
+): TesseraError {
+    const names = Array.from(archetypeComponents(world, archetype), (id) => world.componentById(id)?.name ?? `#${id}`);
+    return new TesseraError(
+        'MISSING_COMPONENT',
+        operation,
+        `this chunk's archetype has no ${component.name} (its components: ${names.join(', ') || 'none'}); ` +
+            `every chunk of a query has the components of its all, added and changed terms, others only where its archetype has them`,
+        { component: component.name, field },
+    );
 }

@@ -279,8 +279,23 @@ function define(
  * world.add(e, Frozen);
  */
 export function tag(name: string, options: Omit<ComponentOptions, 'changeDetection'> = {}): Tag {
+    const operation = 'tag';
     // A tag has no values to compare: changeDetection is not one of its options.
-    checkOptions('tag', name, options, { storage: ['table', 'sparse'], replicate: 'boolean' });
+    const known = { storage: ['table', 'sparse'], replicate: 'boolean' } as const;
+    if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
+        // tag('T', { a: 'f32' }): a schema where the options go, from someone who wanted data.
+        const field = Object.entries(options).find(([key, spec]) => !(key in known) && (isFieldType(spec) || Array.isArray(spec)));
+        if (field !== undefined) {
+            throw new TesseraError(
+                'BAD_SCHEMA',
+                operation,
+                `a tag has no fields, and ${JSON.stringify(field[0])} is not an option (a tag's options: ${Object.keys(known).join(', ')}); ` +
+                    `for a component with data, use component(${JSON.stringify(name)}, { ${field[0]}: ${JSON.stringify(field[1])} })`,
+                { component: String(name), field: field[0] },
+            );
+        }
+    }
+    checkOptions(operation, name, options, known);
     return component(name, {}, options);
 }
 

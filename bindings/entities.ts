@@ -17,12 +17,14 @@ import type { Entity, World } from './world.js';
  * Checks that a value is an entity handle (a uint32) before it reaches wasm: an i32 parameter
  * would truncate 1.5 into another entity's handle.
  */
-export function handle(entity: unknown, operation: string): Entity {
+export function handle(entity: unknown, operation: string, argument?: string): Entity {
     if (typeof entity !== 'number' || entity >>> 0 !== entity) {
+        // Calls that take several handles (a pair's source and target) say which one is wrong.
+        const which = argument === undefined ? '' : `${argument}: `;
         throw new TesseraError(
             'INVALID_ARGUMENT',
             operation,
-            `expected an entity handle (a non-negative integer), got ${describeValue(entity)}`,
+            `${which}expected an entity handle (a non-negative integer), got ${describeValue(entity)}`,
         );
     }
     return entity;
@@ -37,9 +39,9 @@ export function checkCount(value: unknown, operation: string, name: string): num
 }
 
 /** Throws `STALE_ENTITY` unless the handle names a live or pending entity. */
-export function requireAlive(world: World, entity: Entity, operation: string): void {
+export function requireAlive(world: World, entity: Entity, operation: string, component?: string): void {
     if (!world.isAlive(handle(entity, operation))) {
-        throw world.error('STALE_ENTITY', operation, entity);
+        throw world.error('STALE_ENTITY', operation, entity, component);
     }
 }
 

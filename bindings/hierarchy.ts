@@ -17,7 +17,7 @@ import type { Entity, World } from './world.js';
 export function setParent(world: World, child: Entity, parent: Entity | undefined, before?: Entity): void {
     const operation = 'world.setParent';
     const pointer = world.live(operation);
-    handle(child, operation);
+    handle(child, operation, 'child');
     if (parent === undefined || parent === 0) {
         if (before !== undefined) {
             throw new TesseraError('INVALID_ARGUMENT', operation, '`before` needs a parent', { entity: child, component: ChildOf.name });
@@ -43,7 +43,7 @@ export function setParent(world: World, child: Entity, parent: Entity | undefine
 export function walkList(world: World, root: Entity, relation: Relation<any>, operation: string): [Entity[], number[]] {
     const id = world.idOf(relation, operation);
     const pointer = world.live(operation);
-    handle(root, operation);
+    handle(root, operation, 'root');
     const exports = world.heap.exports;
     const call = (out: Pointer, capacity: number, count: Pointer) =>
         exports.tes_relation_walk(pointer, id, root, out, out + capacity * 4, capacity, count);
@@ -74,10 +74,10 @@ export function walk(
 function placeChild(world: World, child: Entity, id: number, parent: Entity, before: Entity | undefined, operation: string): void {
     const pointer = world.live(operation);
     const exports = world.heap.exports;
-    handle(parent, operation);
+    handle(parent, operation, 'parent');
     if (before !== undefined) {
         // `before` must be a child of parent already (the child itself included: then it stays).
-        handle(before, operation);
+        handle(before, operation, 'before');
         requireAlive(world, child, operation); // the child's mistakes are reported first
         if (!pairHas(world, before, ChildOf, parent, operation)) {
             throw new TesseraError(

@@ -228,7 +228,10 @@ export class ItemList {
         // A fault about an entity alone still names the item when there is only one.
         const definition = item !== NO_FAULT ? this.definitions[item] : this.itemCount === 1 ? this.definitions[0] : undefined;
         const target = item !== NO_FAULT ? (this.targets[item] ?? 0) : 0;
-        const meta = value !== NO_FAULT ? this.values[value]?.meta : undefined;
+        // The field only where a value is at fault: a missing component or a dead entity is
+        // about the component and the entity, whatever values the call carried.
+        const valueFault = code !== 'MISSING_COMPONENT' && code !== 'STALE_ENTITY' && code !== 'PENDING_ENTITY';
+        const meta = value !== NO_FAULT && valueFault ? this.values[value]?.meta : undefined;
         const context = { entity: faultEntity || subject, component: definition?.name, field: meta?.name };
         const isTarget = faultEntity !== 0 && faultEntity === target && faultEntity !== subject;
         switch (code) {

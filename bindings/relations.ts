@@ -30,9 +30,9 @@ export function addPair<S extends Schema>(
 ): void {
     const operation = 'world.addPair';
     const pointer = world.live(operation);
-    handle(source, operation);
+    handle(source, operation, 'source');
     const list = world.items.empty();
-    list.add(relation, handle(target, operation), values, operation, source);
+    list.add(relation, handle(target, operation, 'target'), values, operation, source);
     world.items.entityCall(list, source, operation, (x, fault, entities) =>
         world.heap.exports.tes_add_items(pointer, entities, 1, x, fault),
     );
@@ -45,7 +45,12 @@ export function removePair(world: World, source: Entity, relation: Relation<any>
     if (id === undefined) return;
     pairCheck(
         world,
-        world.heap.exports.tes_pair_remove(world.live(operation), handle(source, operation), id, handle(target, operation)),
+        world.heap.exports.tes_pair_remove(
+            world.live(operation),
+            handle(source, operation, 'source'),
+            id,
+            handle(target, operation, 'target'),
+        ),
         operation,
         source,
         relation,
@@ -56,8 +61,8 @@ export function removePair(world: World, source: Entity, relation: Relation<any>
 /** world.getPair: the pair's data, or one field of it. */
 export function getPair(world: World, source: Entity, relation: Relation<any>, target: Entity, field?: string): unknown {
     const operation = 'world.getPair';
-    handle(source, operation);
-    handle(target, operation);
+    handle(source, operation, 'source');
+    handle(target, operation, 'target');
     if (field !== undefined) fieldOf(relation, field, operation, source);
     const id = readRelation(world, relation, operation, source, target);
     if (id === undefined) throw pairError(world, 'MISSING_COMPONENT', operation, source, relation, target);
@@ -87,8 +92,8 @@ export function setPair(
 ): void {
     const operation = 'world.setPair';
     const pointer = world.live(operation);
-    handle(source, operation);
-    handle(target, operation);
+    handle(source, operation, 'source');
+    handle(target, operation, 'target');
     const list = world.items.empty();
     if (typeof fieldOrValues === 'string') {
         list.add(relation, target, undefined, operation, source);
@@ -112,7 +117,7 @@ export function setPair(
 export function targets(world: World, source: Entity, relation: Relation<any>): Entity[] {
     const operation = 'world.targets';
     const pointer = world.live(operation);
-    handle(source, operation);
+    handle(source, operation, 'source');
     const id = readRelation(world, relation, operation, source);
     if (id === undefined) return [];
     const exports = world.heap.exports;
@@ -121,23 +126,26 @@ export function targets(world: World, source: Entity, relation: Relation<any>): 
 }
 
 /** world.target: a source's first target of a relation, or undefined. */
-export function target(world: World, source: Entity, relation: Relation<any>): Entity | undefined {
-    const operation = 'world.target';
-    handle(source, operation);
+export function target(world: World, source: Entity, relation: Relation<any>, operation = 'world.target'): Entity | undefined {
+    handle(source, operation, 'source');
     const id = readRelation(world, relation, operation, source);
     if (id === undefined) return undefined;
     const heap = world.heap;
     const out = heap.scratch;
-    world.check(heap.exports.tes_pair_target(world.live(operation), handle(source, operation), id, out), operation, source, relation.name);
+    world.check(
+        heap.exports.tes_pair_target(world.live(operation), handle(source, operation, 'source'), id, out),
+        operation,
+        source,
+        relation.name,
+    );
     const found = heap.u32At(out);
     return found === 0 ? undefined : found;
 }
 
 /** world.sources: the sources of a relation's pairs to a target, in their order. */
-export function sources(world: World, relation: Relation<any>, target: Entity): Entity[] {
-    const operation = 'world.sources';
+export function sources(world: World, relation: Relation<any>, target: Entity, operation = 'world.sources'): Entity[] {
     const pointer = world.live(operation);
-    handle(target, operation);
+    handle(target, operation, 'target');
     const id = readRelation(world, relation, operation, target);
     if (id === undefined) return [];
     const exports = world.heap.exports;
@@ -161,9 +169,9 @@ export function pairs(world: World, relation: Relation<any>): Array<[Entity, Ent
 /** world.placePair: moves a pair in its target's list of sources. */
 export function placePair(world: World, source: Entity, relation: Relation<any>, target: Entity, before?: Entity): void {
     const operation = 'world.placePair';
-    handle(source, operation);
-    handle(target, operation);
-    if (before !== undefined) handle(before, operation);
+    handle(source, operation, 'source');
+    handle(target, operation, 'target');
+    if (before !== undefined) handle(before, operation, 'before');
     const id = readRelation(world, relation, operation, source, target, ...(before === undefined ? [] : [before]));
     if (id === undefined) throw pairError(world, 'MISSING_COMPONENT', operation, source, relation, target);
     const result = world.heap.exports.tes_pair_place(world.live(operation), source, id, target, before ?? 0);
@@ -199,7 +207,7 @@ export function pairHas(world: World, source: Entity, relation: Relation<any>, t
     const out = heap.scratch;
     pairCheck(
         world,
-        heap.exports.tes_pair_has(world.live(operation), handle(source, operation), id, handle(target, operation), out),
+        heap.exports.tes_pair_has(world.live(operation), handle(source, operation, 'source'), id, handle(target, operation, 'target'), out),
         operation,
         source,
         relation,

@@ -20,18 +20,19 @@ export function getChecked(world: World, entity: Entity, component: Component<an
     const id = componentId(world, entity, component, field, operation);
     if (field !== undefined) {
         const meta = fieldOf(component, field, operation, entity);
-        return readField(world, fieldPointer(world, entity, component, id, meta, operation), meta);
+        return readField(world, fieldPointer(world, entity, component, id, meta, operation, meta.name), meta);
     }
     if (component.isTag) {
-        requireAlive(world, entity, operation);
+        requireAlive(world, entity, operation, component.name);
         throw new TesseraError('TAG_HAS_NO_DATA', operation, `${component.name} is a tag`, {
             entity,
             component: component.name,
         });
     }
     const values: Record<string, unknown> = {};
+    // A whole-component read: an error names the component, not the field it was reading.
     for (const meta of fieldsOf(component)) {
-        values[meta.name] = readField(world, fieldPointer(world, entity, component, id, meta, operation), meta);
+        values[meta.name] = readField(world, fieldPointer(world, entity, component, id, meta, operation, undefined), meta);
     }
     return values;
 }
@@ -103,11 +104,11 @@ function setList(world: World, list: ItemList, entity: Entity, component: Compon
     const pointer = world.live(operation);
     if (isRelation(component)) throw needsTarget(operation, entity, component);
     if (world.registry.known(component, operation) === undefined) {
-        requireAlive(world, entity, operation);
+        requireAlive(world, entity, operation, component.name);
         throw world.error('MISSING_COMPONENT', operation, entity, component.name);
     }
     // Nothing to write still checks the handle.
-    if (list.valueCount === 0) return requireAlive(world, entity, operation);
+    if (list.valueCount === 0) return requireAlive(world, entity, operation, component.name);
     world.items.entityCall(list, entity, operation, (x, fault, entities) =>
         world.heap.exports.tes_set_items(pointer, entities, 1, x, fault),
     );
@@ -123,7 +124,7 @@ function componentId(world: World, entity: Entity, component: Component<any>, fi
     if (id !== undefined && !isRelation(component)) return id;
     if (isRelation(component)) throw needsTarget(operation, entity, component);
     if (field !== undefined) fieldOf(component, field, operation, entity);
-    requireAlive(world, entity, operation);
+    requireAlive(world, entity, operation, component.name);
     throw world.error('MISSING_COMPONENT', operation, entity, component.name, field);
 }
 
@@ -147,8 +148,19 @@ function valueError(
     return world.error(result, operation, entity, component.name, meta.name);
 }
 
-/** Where the entity's field is in wasm memory (tes_field_ptr), errors naming all three. */
-function fieldPointer(world: World, entity: Entity, component: Component<any>, id: number, meta: FieldMeta, operation: string): Pointer {
+/**
+ * Where the entity's field is in wasm memory (tes_field_ptr). Errors name the entity and the
+ * component, and `named`: the field the caller asked for (none for a whole-component read).
+ */
+function fieldPointer(
+    world: World,
+    entity: Entity,
+    component: Component<any>,
+    id: number,
+    meta: FieldMeta,
+    operation: string,
+    named: string | undefined,
+): Pointer {
     const heap = world.heap;
     const out = heap.scratch;
     world.check(
@@ -156,7 +168,7 @@ function fieldPointer(world: World, entity: Entity, component: Component<any>, i
         operation,
         entity,
         component.name,
-        meta.name,
+        named,
     );
     return heap.u32At(out);
 }

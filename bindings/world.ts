@@ -233,7 +233,13 @@ export class World {
         const world = this.live(operation);
         checkCount(count, operation, 'count');
         // More than a world can ever hold: refused before the handles' room is sized by it.
-        if (count > LIMITS.max_entities) throw this.error('TOO_MANY_ENTITIES', operation);
+        if (count > LIMITS.max_entities) {
+            throw new TesseraError(
+                'TOO_MANY_ENTITIES',
+                operation,
+                `count ${count} is more than a world can hold (at most ${LIMITS.max_entities} − minFreeIndices live entities)`,
+            );
+        }
         const list = this.items.listOf(items, operation, undefined, false, count);
         const written = this.items.call(list, count, operation, undefined, (x, fault, entities) =>
             this.heap.exports.tes_spawn_items(world, x, count, entities, fault),
@@ -319,7 +325,7 @@ export class World {
         if (pair !== undefined) return relations.pairHas(this, entity, pair.relation, pair.target, operation);
         const id = this.registry.known(component as Definition, operation);
         if (id !== undefined) return hasComponent(this, entity, id, component as Definition, operation);
-        requireAlive(this, entity, operation); // no entity of this world has it
+        requireAlive(this, entity, operation, (component as Definition).name); // no entity of this world has it
         return false;
     }
 
@@ -484,12 +490,12 @@ export class World {
 
     /** The parent of `child`, or undefined for a root. */
     parentOf(child: Entity): Entity | undefined {
-        return relations.target(this, child, ChildOf);
+        return relations.target(this, child, ChildOf, 'world.parentOf');
     }
 
     /** The children of `parent`, in order (see {@link World.setParent}). */
     childrenOf(parent: Entity): Entity[] {
-        return relations.sources(this, ChildOf, parent);
+        return relations.sources(this, ChildOf, parent, 'world.childrenOf');
     }
 
     /**

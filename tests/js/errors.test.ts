@@ -2,7 +2,7 @@
 // was by every failed call (every entity's components and values, the entity count, validate()).
 import { describe, expect, test } from 'vitest';
 
-import { component, describeEntity, tag, TesseraError, type Entity, type World } from '../../dist/index.js';
+import { ChildOf, component, describeEntity, relation, tag, TesseraError, type Entity, type World } from '../../dist/index.js';
 import { expectError, snapshot, worldPerTest, type Expected } from './support.js';
 import type { ErrorCode } from '../../dist/index.js';
 
@@ -186,6 +186,92 @@ describe('failed calls change nothing', () => {
     test('duplicate entities in a batch', async () => {
         const { world, entities, live } = await populated();
         expectNoChange(world, entities, () => world.despawnMany([live, entities[1]!, live]), 'DUPLICATE_ENTITY', { entity: live });
+    });
+});
+
+describe('messages name what the call named, and say what would be right', () => {
+    test('a whole-component read or write names the component, not a field it did not ask for', async () => {
+        const { world, entities, live, dead } = await populated();
+        const other = entities[1]!;
+        const stale = expectError(() => world.get(dead, Position), 'STALE_ENTITY', {
+            operation: 'world.get',
+            entity: dead,
+            component: 'Position',
+            field: undefined,
+        });
+        expect(stale.message).toBe(
+            `tessera: world.get failed for ${describeEntity(dead)}, Position: entity is not alive (despawned, or never spawned)`,
+        );
+        // One field asked for: that field is named.
+        expectError(() => world.get(dead, Position, 'x'), 'STALE_ENTITY', { component: 'Position', field: 'x' });
+        const missing = expectError(() => world.get(other, Stats), 'MISSING_COMPONENT', {
+            entity: other,
+            component: 'Stats',
+            field: undefined,
+        });
+        expect(missing.message).not.toContain('Stats.hp');
+        // set with values: the component is missing, not a field of the values at fault.
+        const set = expectError(() => world.set(other, Stats, { level: 1 }), 'MISSING_COMPONENT', { component: 'Stats', field: undefined });
+        expect(set.message).not.toContain('Stats.level');
+        // A tag read on a dead entity names the tag, as every other component read does.
+        expectError(() => world.get(dead, Frozen), 'STALE_ENTITY', { component: 'Frozen' });
+        expectError(() => world.has(dead, Unused), 'STALE_ENTITY', { component: 'Unused' });
+        expect(live).toBeTypeOf('number');
+    });
+
+    test("chunk.column / chunk.markChanged of a component the chunk lacks: the chunk's archetype, named, not an entity", async () => {
+        const { world } = await populated();
+        const Velocity = component('Velocity', { x: 'f32', y: 'f32' });
+        world.spawn(Velocity); // registered, on no Position entity
+        const q = world.query({ all: [Position] });
+        let chunks = 0;
+        for (const chunk of q) {
+            if (world.has(chunk.entities[0]!, Frozen)) continue;
+            chunks++;
+            for (const call of [() => chunk.column(Velocity, 'x'), () => chunk.markChanged(Velocity)]) {
+                const error = expectError(call, 'MISSING_COMPONENT', { component: 'Velocity', entity: undefined });
+                expect(error.message).not.toContain('the entity');
+                expect(error.message).toContain("this chunk's archetype has no Velocity");
+                expect(error.message).toMatch(/its components: Position\b/);
+            }
+            expect(chunk.column(Position, 'x')).toBeInstanceOf(Float32Array);
+        }
+        expect(chunks).toBeGreaterThan(0);
+        q.close();
+    });
+
+    test('tag() given fields: a tag has no fields, and component() is for data', () => {
+        const loose = tag as unknown as (name: string, options: unknown) => unknown;
+        const error = expectError(() => loose('T', { a: 'f32' }), 'BAD_SCHEMA', { operation: 'tag', component: 'T', field: 'a' });
+        expect(error.message).not.toContain('unknown option');
+        expect(error.message).toContain('a tag has no fields');
+        expect(error.message).toContain('component("T", { a: "f32" })');
+        expectError(() => loose('T', { items: ['u8', 4] }), 'BAD_SCHEMA', { field: 'items' });
+        // A misspelt option is still an unknown option.
+        const option = expectError(() => loose('T', { storge: 'sparse' }), 'BAD_SCHEMA', { component: 'T' });
+        expect(option.message).toContain('unknown option "storge" (expected storage, replicate)');
+        expect(loose('T', { storage: 'sparse' })).toBeTypeOf('function');
+    });
+
+    test('calls taking several handles say which is wrong; hierarchy calls name themselves', async () => {
+        const { world, live, dead } = await populated();
+        const Likes = relation('Likes');
+        const loose = world as unknown as Record<string, (...args: unknown[]) => unknown>;
+        const target = expectError(() => loose.getPair!(live, Likes), 'INVALID_ARGUMENT', { operation: 'world.getPair' });
+        expect(target.message).toContain('target: expected an entity handle');
+        const source = expectError(() => loose.addPair!('a', Likes, live), 'INVALID_ARGUMENT');
+        expect(source.message).toContain('source: expected an entity handle');
+        expect(expectError(() => loose.setParent!(live, -1), 'INVALID_ARGUMENT').message).toContain('parent: expected');
+        expectError(() => world.childrenOf(dead), 'STALE_ENTITY', { operation: 'world.childrenOf', entity: dead });
+        expectError(() => world.parentOf(dead), 'STALE_ENTITY', { operation: 'world.parentOf', entity: dead });
+        expect(world.childrenOf(live)).toEqual([]);
+        expect(ChildOf.name).toBe('ChildOf');
+    });
+
+    test('spawnMany of more than a world can hold says so, not that the table is full', async () => {
+        const { world } = await populated();
+        const error = expectError(() => world.spawnMany(2 ** 30, Position), 'TOO_MANY_ENTITIES', { operation: 'world.spawnMany' });
+        expect(error.message).toContain(`count ${2 ** 30} is more than a world can hold`);
     });
 });
 

@@ -37,13 +37,13 @@ export function worldPerTest(): (options?: CreateWorldOptions) => Promise<World>
     };
 }
 
-/** What a TesseraError should say, beyond its code. */
+/** What a TesseraError should say, beyond its code (a key given as undefined: it must name none). */
 export interface Expected {
     readonly operation?: string;
-    readonly entity?: number;
-    readonly component?: string;
-    readonly field?: string;
-    readonly position?: number;
+    readonly entity?: number | undefined;
+    readonly component?: string | undefined;
+    readonly field?: string | undefined;
+    readonly position?: number | undefined;
 }
 
 /** Runs `fn`, which must throw a TesseraError with `code` (and the given context); returns it. */
