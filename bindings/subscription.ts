@@ -60,7 +60,9 @@ const NO_EVENTS: readonly PairEvent[] = Object.freeze([]);
 export class Changes {
     /**
      * Entities whose `added` / `changed` components were added / changed since the previous
-     * drain, each once, chunk by chunk. Empty for a removed-only subscription.
+     * drain, each once, chunk by chunk. Empty for a removed-only subscription. Each is alive
+     * and has the component at the drain: one changed and then despawned (or stripped of the
+     * component) since the previous drain is in `removed` only, never here as a stale handle.
      */
     readonly entities: Uint32Array;
     /** Entities that lost any of the `removed` components, term by term (may be dead now). */

@@ -99,6 +99,43 @@ describe('drain', () => {
         expect([...changes.removed]).toEqual([a!]);
     });
 
+    // The decision (README, "Filtered queries and subscriptions"): added and changed report
+    // what is there at the drain, so every handle in `entities` is alive and has the component;
+    // an entity changed and then despawned (or stripped of the component) in the same frame is
+    // reported by `removed` only. bitECS and koota also list it as changed: a stale handle there.
+    test('added and changed report only live entities that still have the component: readable handles', async () => {
+        const world = await newWorld();
+        const [a, b, c, d] = world.spawnMany(4, Health);
+        const both = world.subscribe({ changed: [Health], removed: [Health] });
+        const changedOnly = world.subscribe({ changed: [Health] });
+        const byChunks = world.subscribe({ changed: [Health] });
+        const added = world.subscribe({ added: [Health], removed: [Health] });
+        added.drain(); // the entities already there
+        world.set(a!, Health, { value: 1 });
+        world.despawn(a!); // changed, then despawned
+        world.set(b!, Health, { value: 2 });
+        world.remove(b!, Health); // changed, then lost the component
+        world.set(c!, Health, { value: 3 });
+        const brief = world.spawn(Health({ value: 4 }));
+        world.set(brief, Health, { value: 5 });
+        world.despawn(brief); // added, changed, despawned
+        const reused = world.spawn(Health({ value: 6 })); // may take a freed index, never a handle
+        world.set(reused, Health, { value: 7 });
+        const changes = both.drain();
+        expect(sorted(changes.entities)).toEqual(sorted([c!, reused]));
+        expect(sorted(changes.removed)).toEqual(sorted([a!, b!, brief]));
+        for (const e of changes.entities) expect(world.get(e, Health).value).toBeGreaterThan(0); // each one readable
+        const quiet = changedOnly.drain(); // no removed term: the despawned ones are not heard of
+        expect(sorted(quiet.entities)).toEqual(sorted([c!, reused]));
+        const rows: number[] = [];
+        for (const chunk of byChunks) for (const row of chunk.slots) rows.push(chunk.entities[row]!);
+        expect(sorted(rows)).toEqual(sorted([c!, reused])); // the chunk form agrees: dead rows have no chunk
+        const arrivals = added.drain();
+        expect([...arrivals.entities]).toEqual([reused]); // brief came and went: removed only
+        expect(sorted(arrivals.removed)).toEqual(sorted([a!, b!, brief]));
+        expect(world.isAlive(d!)).toBe(true);
+    });
+
     test('all / none / any narrow added and changed reports', async () => {
         const world = await newWorld();
         const plain = world.spawn(Health);
