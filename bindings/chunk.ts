@@ -1,6 +1,6 @@
 /**
  * `Chunk`: one chunk of a run, handed to the loop body. Its views (`column`, `entities`,
- * `slots`) point straight into wasm memory; writes through them are marked here (`markChanged`,
+ * `rows`) point straight into wasm memory; writes through them are marked here (`markChanged`,
  * deduplicated in JS) and flushed by the iterator when it moves past the chunk.
  *
  * @module
@@ -14,7 +14,7 @@ import type { Query } from './query.js';
 import { arrayTypes, type ColumnArray, type ColumnOf, type Component, type Definition, type FieldName, type Schema } from './schema.js';
 import type { World } from './world.js';
 
-/** Identity rows 0..n-1, shared: `chunk.slots` of unfiltered chunks is a subarray of it. */
+/** Identity rows 0..n-1, shared: `chunk.rows` of unfiltered chunks is a subarray of it. */
 let identity = new Uint32Array(0);
 function identityRows(count: number): Uint32Array {
     if (identity.length < count) {
@@ -52,7 +52,7 @@ export class MarkList {
  * One chunk of an iteration: up to a few thousand entities of one archetype, stored as
  * parallel columns. Valid until the iteration moves on.
  *
- * Views (`column`, `entities`, `slots`) point straight into wasm memory. They stay valid for
+ * Views (`column`, `entities`, `rows`) point straight into wasm memory. They stay valid for
  * this chunk until a call that may allocate: structural calls inside the loop (spawn, despawn,
  * add, remove, their batch forms) are deferred and may grow memory, which detaches every view.
  * After such a call, ask the chunk again; it is cheap and always answers with live views. In a
@@ -69,7 +69,7 @@ export class Chunk {
     readonly count: number;
     /** Rows this iteration visits: `count`, or the dirty rows' number when filtered. */
     readonly rowCount: number;
-    /** True when only some rows are visited (`slots` lists them). */
+    /** True when only some rows are visited (`rows` lists them). */
     readonly filtered: boolean;
 
     /** @internal The iteration's row list (`tes_iter_t.rows`), 0 when every row is visited. */
@@ -83,13 +83,13 @@ export class Chunk {
      */
     private readonly views: { component: Definition; field: string; raw: ColumnArray; view: ColumnArray }[] = [];
     /**
-     * `entities` and `slots`, made once per chunk (loops read them per row): the typed array,
+     * `entities` and `rows`, made once per chunk (loops read them per row): the typed array,
      * and what the caller got (the same array, or a guard in debug worlds).
      */
     private entitiesRaw: Uint32Array | undefined;
     private entitiesView: Uint32Array | undefined;
-    private slotsRaw: Uint32Array | undefined;
-    private slotsView: Uint32Array | undefined;
+    private rowsRaw: Uint32Array | undefined;
+    private rowsView: Uint32Array | undefined;
     private readonly marks: Map<number, MarkList>;
     private expired = false;
     /** The component of the latest markChanged and its list: the per-row fast path. */
@@ -125,19 +125,28 @@ export class Chunk {
     }
 
     /**
-     * The rows to visit: the dirty rows (each once) for a filtered query, else `0..count-1`.
-     * `for (const i of chunk.slots)` works for both.
+     * The rows to visit, as row numbers into `entities` and the columns: the dirty rows (each
+     * once) of a filtered chunk, else `0..count-1`. `for (const row of chunk.rows)` works for
+     * both. (Rows, not entity slots: an entity handle's index is another number.)
      */
-    get slots(): Uint32Array {
-        this.alive('chunk.slots');
-        if (this.slotsRaw === undefined || this.slotsRaw.length === 0) {
+    get rows(): Uint32Array {
+        this.alive('chunk.rows');
+        if (this.rowsRaw === undefined || this.rowsRaw.length === 0) {
             const start = this.rowsPointer >>> 2;
             // Unfiltered: rows 0..count-1 from a shared JS array, which growth cannot detach.
             const raw = this.filtered ? this.query.world.heap.u32.subarray(start, start + this.rowCount) : identityRows(this.count);
-            this.slotsRaw = raw;
-            this.slotsView = this.guard(raw, 'slots view', 'read chunk.slots again');
+            this.rowsRaw = raw;
+            this.rowsView = this.guard(raw, 'rows view', 'read chunk.rows again');
         }
-        return this.slotsView!;
+        return this.rowsView!;
+    }
+
+    /**
+     * The same array as {@link Chunk.rows}, under its former name.
+     * @deprecated Use `chunk.rows`: "slot" also means an entity's index, which this is not.
+     */
+    get slots(): Uint32Array {
+        return this.rows;
     }
 
     /**

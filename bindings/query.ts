@@ -281,7 +281,7 @@ export class Query {
         const parts: Uint32Array[] = [];
         let total = 0;
         for (const chunk of this.reads('query.entities')) {
-            const part = chunk.filtered ? selectRows(chunk.entities, chunk.slots) : chunk.entities.slice();
+            const part = chunk.filtered ? selectRows(chunk.entities, chunk.rows) : chunk.entities.slice();
             parts.push(part);
             total += part.length;
         }

@@ -140,7 +140,7 @@ export class Changes {
  * const damaged = world.subscribe({ changed: [Health] });
  * for (const chunk of damaged) {
  *     const hp = chunk.column(Health, 'value');
- *     for (const row of chunk.slots) showDamage(chunk.entities[row], hp[row]);
+ *     for (const row of chunk.rows) showDamage(chunk.entities[row], hp[row]);
  * }
  */
 export class Subscription {
@@ -214,7 +214,7 @@ export class Subscription {
 
     /**
      * The same run as {@link Subscription.drain}, chunk by chunk, with column views: each
-     * chunk's `slots` are the added / changed rows only. Not for subscriptions with `removed`
+     * chunk's `rows` are the added / changed rows only. Not for subscriptions with `removed`
      * or `pairs` terms (the loop could not report them, and would consume them).
      */
     chunks(): ChunkIterator {

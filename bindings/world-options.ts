@@ -22,7 +22,7 @@ export interface WorldOptions {
      */
     readonly minFreeIndices?: number;
     /**
-     * Debug mode: every view handed out (columns, `chunk.entities`, `chunk.slots`,
+     * Debug mode: every view handed out (columns, `chunk.entities`, `chunk.rows`,
      * `delta.bytes`) is wrapped so that touching one after memory growth detached it throws
      * `VIEW_DETACHED`, and after the world was destroyed `DESTROYED`, instead of reading
      * `undefined` or freed memory. Slow; for development and tests.

@@ -398,7 +398,7 @@ export class Scenario {
             const colors = chunk.column(Color, 'rgba');
             const xs = chunk.column(Position, 'x'),
                 ys = chunk.column(Position, 'y');
-            const rows = chunk.slots;
+            const rows = chunk.rows;
             const needed = 2 * (changed + rows.length);
             if (sparks.length < needed) sparks = grow(sparks, needed);
             for (let j = 0; j < rows.length; j++) {
@@ -462,7 +462,7 @@ export class Scenario {
                 vy = chunk.column(Velocity, 'y');
             const life = chunk.column(Lifetime, 'seconds');
             const colors = chunk.column(Color, 'rgba');
-            const rows = chunk.slots;
+            const rows = chunk.rows;
             for (let j = 0; j < rows.length; j++) {
                 const row = rows[j];
                 const angle = random() * 2 * Math.PI;

@@ -14,7 +14,7 @@
 // - iter P%: 100,000 entities with Position {x,y: f32} and Velocity {x,y: f32}; P% of them
 //   (a seeded random choice, M added in random order) also have the tag M. One op: one run of
 //   { all: [Position, Velocity, M] }, x[i] += vx[i] * dt over the rows the chunk gives (every row
-//   of an unfiltered chunk; chunk.slots when filtered, as a sparse term makes it). Rows: M an
+//   of an unfiltered chunk; chunk.rows when filtered, as a sparse term makes it). Rows: M an
 //   archetype tag, M sparse, the baseline { all: [Position, Velocity] } over all 100,000, M sparse
 //   added in spawn order (the sparse set already in chunk order), and M sparse queried as
 //   { all: [Position, Velocity], any: [M] } (the same entities, found by checking every row).
@@ -63,7 +63,7 @@ const vxOf = (i) => 1 + (i % 4);
 
 // ---------------------------------------------------------------------------------------------
 // add_remove: the suite's case (bench/js/contenders/tessera.js), with B of either storage.
-// The removal loop visits the rows the chunk gives: chunk.slots when filtered (a sparse term
+// The removal loop visits the rows the chunk gives: chunk.rows when filtered (a sparse term
 // makes the run collect its rows), else 0..count-1, as the existing case does.
 
 // mode: 'loops' (the suite case), 'handles' (world.add / world.remove over the spawned handles,
@@ -87,11 +87,11 @@ function addRemove(Bc, mode) {
             for (const chunk of qB) {
                 let ids = chunk.entities;
                 if (chunk.filtered) {
-                    let rows = chunk.slots;
+                    let rows = chunk.rows;
                     for (let k = 0, n = rows.length; k < n; k++) {
                         if (ids.length === 0 || rows.length === 0) {
                             ids = chunk.entities;
-                            rows = chunk.slots;
+                            rows = chunk.rows;
                         }
                         world.remove(ids[rows[k]], Bc);
                         removed++;
@@ -162,7 +162,7 @@ function integrate(q) {
         const x = chunk.column(Position, 'x'),
             vx = chunk.column(Velocity, 'x');
         if (chunk.filtered) {
-            const rows = chunk.slots;
+            const rows = chunk.rows;
             const n = rows.length;
             for (let k = 0; k < n; k++) {
                 const i = rows[k];
@@ -546,7 +546,7 @@ function markdown() {
     L.push(
         `BENCHMARKS.md §1 add_remove: ${ADD_N.toLocaleString('en-US')} entities with A (i32); one op adds B to every A, then removes B from every B. ` +
             "Per entity: world.add / world.remove inside the query loops (deferred to each loop's end), as the suite's tessera case; " +
-            'the removal loop visits `chunk.slots` when the chunk is filtered (the sparse B query) and 0..count-1 otherwise. ' +
+            'the removal loop visits `chunk.rows` when the chunk is filtered (the sparse B query) and 0..count-1 otherwise. ' +
             '"over the handles, no loop": the same adds and removes over the array spawnMany returned, outside any query loop, so nothing is deferred. ' +
             'Batch: `qA.addAll(B)`, `qB.count()`, `qB.removeAll(B)`. Data B is added zeroed (`world.add(e, B)`). ' +
             'Checked: 1,000 removed, counts of both queries, no entity left with B, and (data) a value written is read back. ' +
@@ -559,7 +559,7 @@ function markdown() {
         `${ITER_N.toLocaleString('en-US')} entities with Position {x, y: f32} and Velocity {x, y: f32}; M, a tag, on a seeded random ` +
             `choice of them, added in random order (one world per row: M an archetype tag, M sparse, and a world without M for the baseline). ` +
             'One op: one run of the query, `x[i] += vx[i] * dt` over the rows each chunk gives (0..count-1 for an unfiltered chunk, ' +
-            '`chunk.slots` for a filtered one: a sparse term makes every chunk filtered), column views and count in locals, no `writes`. ' +
+            '`chunk.rows` for a filtered one: a sparse term makes every chunk filtered), column views and count in locals, no `writes`. ' +
             'The baseline is `{ all: [Position, Velocity] }` over all 100,000 rows (one archetype), measured in the same process as the pair. ' +
             "Checked: rows visited per run, and every entity's x (exactly runs × vx × dt for the visited ones, 0 for the others). " +
             'ms per run, lower is better; ns/row = per visited row; "sparse/archetype (time)" > 1: sparse is slower; ' +
@@ -581,7 +581,7 @@ function markdown() {
     L.push(
         '- A query whose `all` holds a sparse term is driven by the smallest such sparse set when that set holds fewer than a quarter of ' +
             "the rows the query's archetypes hold: each member's record gives its chunk and row, and the survivors are grouped by chunk in one " +
-            'counting pass, so each chunk is visited once with its row list (`chunk.slots`). Otherwise (the 50% and 100% rows) it walks every row ' +
+            'counting pass, so each chunk is visited once with its row list (`chunk.rows`). Otherwise (the 50% and 100% rows) it walks every row ' +
             'of the matching chunks and checks membership, as for `any`. Such a query is never replayed (its visits change without rows moving), ' +
             'so every run calls into wasm per chunk.',
     );

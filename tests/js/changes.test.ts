@@ -17,10 +17,10 @@ function run(query: Query): number[] {
     const visited: number[] = [];
     for (const chunk of query) {
         expect(chunk.filtered).toBe(query.filtered);
-        const slots = chunk.slots;
-        expect(slots).toHaveLength(chunk.rowCount);
-        expect(new Set(slots).size).toBe(slots.length); // each row once
-        for (const row of slots) {
+        const rows = chunk.rows;
+        expect(rows).toHaveLength(chunk.rowCount);
+        expect(new Set(rows).size).toBe(rows.length); // each row once
+        for (const row of rows) {
             expect(row).toBeLessThan(chunk.count);
             visited.push(chunk.entities[row]!);
         }
@@ -99,7 +99,7 @@ describe('filters visit only what changed', () => {
         world.set(handles[299]!, Health, { value: 1 });
         const first: number[] = [];
         for (const chunk of q) {
-            for (const row of chunk.slots) first.push(chunk.entities[row]!);
+            for (const row of chunk.rows) first.push(chunk.entities[row]!);
             world.set(handles[299]!, Health, { value: 2 });
         }
         expect(sorted(first)).toEqual(sorted([handles[0]!, handles[299]!]));
@@ -140,7 +140,7 @@ describe('marking writes made through views', () => {
         for (const chunk of follower) {
             const x = chunk.column(Position, 'x');
             const vx = chunk.column(Velocity, 'x');
-            for (const i of chunk.slots) x[i]! += vx[i]!;
+            for (const i of chunk.rows) x[i]! += vx[i]!;
         }
         expect(run(watcher)).toEqual(sorted(pushed));
         for (const e of pushed) expect(world.get(e, Position, 'x')).toBe(1);

@@ -280,7 +280,7 @@ describe('with loops, queries and subscriptions', () => {
         const [p, q] = world.spawnMany(2, Position, Frozen);
         const kids = [...world.spawnMany(4, Position, ChildOf(p!))];
         for (const chunk of world.query({ all: [Position], none: [Frozen] })) {
-            for (const row of chunk.slots) world.setParent(chunk.entities[row]!, q!);
+            for (const row of chunk.rows) world.setParent(chunk.entities[row]!, q!);
             expect(world.childrenOf(q!)).toHaveLength(chunk.rowCount);
         }
         expect(world.childrenOf(q!)).toEqual(kids);

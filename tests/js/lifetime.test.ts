@@ -107,7 +107,7 @@ describe('after world.destroy()', () => {
         for (const chunk of [current, finished!]) {
             expectError(() => chunk.column(Position, 'x'), 'DESTROYED', { operation: 'chunk.column' });
             expectError(() => chunk.entities, 'DESTROYED', { operation: 'chunk.entities' });
-            expectError(() => chunk.slots, 'DESTROYED', { operation: 'chunk.slots' });
+            expectError(() => chunk.rows, 'DESTROYED', { operation: 'chunk.rows' });
             expectError(() => chunk.markChanged(Position, 0), 'DESTROYED', { operation: 'chunk.markChanged' });
             expectError(() => chunk.markChanged(Position), 'DESTROYED');
         }
@@ -471,7 +471,7 @@ describe('inputs that are views of wasm memory', () => {
 });
 
 describe('debug worlds guard every view', () => {
-    test('entities and slots of a filtered chunk: VIEW_DETACHED after growth, fresh ones work', async () => {
+    test('entities and rows of a filtered chunk: VIEW_DETACHED after growth, fresh ones work', async () => {
         const { memory } = await init();
         const world = await newWorld({ debug: true });
         const handles = world.spawnMany(4, Position, Health);
@@ -481,13 +481,13 @@ describe('debug worlds guard every view', () => {
         let checked = false;
         for (const chunk of dirty) {
             const entities = chunk.entities;
-            const slots = chunk.slots;
-            expect([entities[slots[0]!]]).toEqual([handles[2]]);
+            const rows = chunk.rows;
+            expect([entities[rows[0]!]]).toEqual([handles[2]]);
             memory.grow(1); // growth no loop body causes any more: the host's own
             expectError(() => entities[0], 'VIEW_DETACHED', { operation: 'entities view' });
-            expectError(() => slots[0], 'VIEW_DETACHED', { operation: 'slots view' });
+            expectError(() => rows[0], 'VIEW_DETACHED', { operation: 'rows view' });
             expectError(() => entities.length, 'VIEW_DETACHED');
-            expect(chunk.entities[chunk.slots[0]!]).toBe(handles[2]);
+            expect(chunk.entities[chunk.rows[0]!]).toBe(handles[2]);
             checked = true;
         }
         expect(checked).toBe(true);
@@ -528,9 +528,9 @@ describe('debug worlds guard every view', () => {
         world.set(e, Health, { value: 2 });
         const views: [string, ArrayLike<number>][] = [];
         for (const chunk of world.query({ all: [Position] })) {
-            views.push(['column view', chunk.column(Position, 'x')], ['entities view', chunk.entities], ['slots view', chunk.slots]);
+            views.push(['column view', chunk.column(Position, 'x')], ['entities view', chunk.entities], ['rows view', chunk.rows]);
         }
-        for (const chunk of dirty) views.push(['slots view', chunk.slots]);
+        for (const chunk of dirty) views.push(['rows view', chunk.rows]);
         for (const [, view] of views) expect(view[0]).toBeDefined();
         world.destroy();
         for (const [operation, view] of views) {

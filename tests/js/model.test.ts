@@ -527,7 +527,7 @@ function step({ world, model, subs }: Run, c: Command): void {
             for (let k = 0; k < c.chunks; k++) {
                 const next = iterator.next();
                 if (next.done) break;
-                for (const row of next.value.slots) visited.push(next.value.entities[row]!);
+                for (const row of next.value.rows) visited.push(next.value.entities[row]!);
             }
             if (c.viaTick) world.tick();
             else iterator.return();

@@ -64,7 +64,31 @@ describe('matching', () => {
 });
 
 describe('iteration', () => {
-    test('chunk by chunk: count, entities, slots, typed column views', async () => {
+    test('chunk.slots is the deprecated name of chunk.rows: the same array, filtered or not, debug guards too', async () => {
+        for (const debug of [false, true]) {
+            const world = await newWorld({ debug });
+            const [a, b, c] = world.spawnMany(3, Position, Stats);
+            const plain = world.query({ all: [Position] });
+            const dirty = world.query({ all: [Stats], changed: [Stats] });
+            dirty.entities(); // consumes the spawns
+            world.set(b!, Stats, { hp: 1 });
+            const visits: [boolean, number[]][] = [];
+            for (const query of [plain, dirty]) {
+                for (const chunk of query) {
+                    expect(chunk.slots).toBe(chunk.rows);
+                    visits.push([chunk.filtered, [...chunk.rows].map((row) => chunk.entities[row]!)]);
+                }
+            }
+            expect(visits).toEqual([
+                [false, [a, b, c]],
+                [true, [b]],
+            ]);
+            plain.close();
+            dirty.close();
+        }
+    });
+
+    test('chunk by chunk: count, entities, rows, typed column views', async () => {
         const world = await newWorld({ chunkBytes: 2048 });
         const n = 500;
         const handles = world.spawnMany(n, Position, Stats, Inventory);
@@ -78,7 +102,7 @@ describe('iteration', () => {
             expect(chunk.filtered).toBe(false);
             expect(chunk.rowCount).toBe(chunk.count);
             expect(chunk.count).toBeGreaterThan(0);
-            expect([...chunk.slots]).toEqual([...Array(chunk.count).keys()]);
+            expect([...chunk.rows]).toEqual([...Array(chunk.count).keys()]);
             const entities = chunk.entities;
             expect(entities).toBeInstanceOf(Uint32Array);
             expect(entities).toHaveLength(chunk.count);
@@ -150,7 +174,7 @@ describe('iteration', () => {
             }
             expectError(() => first!.column(Position, 'x'), 'CHUNK_EXPIRED', { operation: 'chunk.column' });
             expectError(() => first!.entities, 'CHUNK_EXPIRED');
-            expectError(() => first!.slots, 'CHUNK_EXPIRED');
+            expectError(() => first!.rows, 'CHUNK_EXPIRED');
             expectError(() => first!.markChanged(Position), 'CHUNK_EXPIRED');
             break;
         }
@@ -481,7 +505,7 @@ describe('ending a run', () => {
         for (const e of handles) world.set(e, Position, { x: 1 });
         const seen: number[] = [];
         for (const chunk of changed) {
-            seen.push(...chunk.slots.map((row) => chunk.entities[row]!));
+            seen.push(...chunk.rows.map((row) => chunk.entities[row]!));
             break; // the chunk handed out counts as seen, whatever part of it the loop read
         }
         expect(seen.length).toBeGreaterThan(0);

@@ -32,7 +32,7 @@ const Sparse = tag('SparseMark', { storage: 'sparse' });
 /** The entities a run visits, sorted. */
 function visit(query: Query): number[] {
     const out: Entity[] = [];
-    for (const chunk of query) for (const row of chunk.slots) out.push(chunk.entities[row]!);
+    for (const chunk of query) for (const row of chunk.rows) out.push(chunk.entities[row]!);
     return sorted(out);
 }
 
@@ -341,7 +341,7 @@ describe('queries with relations and pairs', () => {
         const q = world.query({ all: [Position, Likes(bob)] });
         for (const chunk of q) {
             expect(chunk.filtered).toBe(true);
-            for (const row of chunk.slots) expect(world.hasPair(chunk.entities[row]!, Likes, bob)).toBe(true);
+            for (const row of chunk.rows) expect(world.hasPair(chunk.entities[row]!, Likes, bob)).toBe(true);
         }
         expect(visit(q)).toEqual(sorted(likesBob));
         world.addPair(fans[5]!, Likes, bob); // moves no row

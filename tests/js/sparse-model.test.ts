@@ -369,7 +369,7 @@ function relStep({ world, model, subs }: RelRun, c: RelCommand): void {
             let child: Entity | undefined;
             const q = world.query({ all: [MP] });
             for (const chunk of q) {
-                for (const row of chunk.slots) {
+                for (const row of chunk.rows) {
                     const e = chunk.entities[row]!;
                     visited.push(e);
                     if (child === undefined) {

@@ -26,7 +26,7 @@ function locations(world: World, entities: readonly Entity[]): string[] {
 /** The entities a run visits (rows of `slots`), in visit order. */
 function visited(query: Query): Entity[] {
     const out: Entity[] = [];
-    for (const chunk of query) for (const row of chunk.slots) out.push(chunk.entities[row]!);
+    for (const chunk of query) for (const row of chunk.rows) out.push(chunk.entities[row]!);
     return out;
 }
 
@@ -195,10 +195,10 @@ describe('queries', () => {
         let rows = 0;
         for (const chunk of q) {
             expect(chunk.filtered).toBe(true);
-            expect(chunk.rowCount).toBe(chunk.slots.length);
+            expect(chunk.rowCount).toBe(chunk.rows.length);
             expect(chunk.rowCount).toBeLessThanOrEqual(chunk.count);
             const x = chunk.column(Position, 'x');
-            for (const row of chunk.slots) {
+            for (const row of chunk.rows) {
                 expect(world.has(chunk.entities[row]!, Selected)).toBe(true);
                 x[row] = 7;
                 rows++;
@@ -227,7 +227,7 @@ describe('queries', () => {
                 component: 'Damage',
                 field: 'amount',
             });
-            expectError(() => chunk.markChanged(Damage, chunk.slots[0]), 'SPARSE_COMPONENT', { component: 'Damage' });
+            expectError(() => chunk.markChanged(Damage, chunk.rows[0]), 'SPARSE_COMPONENT', { component: 'Damage' });
             expect(chunk.column(Position, 'x')).toBeInstanceOf(Float32Array);
         }
         expect(chunks).toBeGreaterThan(0);
@@ -366,7 +366,7 @@ describe('inside a loop', () => {
         const entities = [...world.spawnMany(300, Position, Selected)];
         const seen: Entity[] = [];
         for (const chunk of world.query({ all: [Position, Selected] })) {
-            for (const row of chunk.slots) {
+            for (const row of chunk.rows) {
                 seen.push(chunk.entities[row]!);
                 world.remove(chunk.entities[row]!, Selected);
             }

@@ -128,7 +128,7 @@ describe('drain', () => {
         const quiet = changedOnly.drain(); // no removed term: the despawned ones are not heard of
         expect(sorted(quiet.entities)).toEqual(sorted([c!, reused]));
         const rows: number[] = [];
-        for (const chunk of byChunks) for (const row of chunk.slots) rows.push(chunk.entities[row]!);
+        for (const chunk of byChunks) for (const row of chunk.rows) rows.push(chunk.entities[row]!);
         expect(sorted(rows)).toEqual(sorted([c!, reused])); // the chunk form agrees: dead rows have no chunk
         const arrivals = added.drain();
         expect([...arrivals.entities]).toEqual([reused]); // brief came and went: removed only
@@ -284,14 +284,14 @@ describe('chunks()', () => {
         for (const chunk of sub.chunks()) {
             expect(chunk.filtered).toBe(true);
             const hp = chunk.column(Health, 'value');
-            for (const row of chunk.slots) seen.set(chunk.entities[row]!, hp[row]!);
+            for (const row of chunk.rows) seen.set(chunk.entities[row]!, hp[row]!);
         }
         expect(seen).toEqual(new Map(picked.map((e, i) => [e, 10 + i])));
         // chunks() was the run: drain has nothing more.
         expect(sub.drain().empty).toBe(true);
         world.set(handles[3]!, Health, { value: 1 });
         const again: number[] = [];
-        for (const chunk of sub) for (const row of chunk.slots) again.push(chunk.entities[row]!);
+        for (const chunk of sub) for (const row of chunk.rows) again.push(chunk.entities[row]!);
         expect(again).toEqual([handles[3]!]);
     });
 

@@ -119,7 +119,8 @@ describe('columns', () => {
             ]);
             expectTypeOf<ColumnOf<typeof Mixed.schema, 'c'>>().toEqualTypeOf<Uint8Array>();
             expectTypeOf(chunk.entities).toEqualTypeOf<Uint32Array>();
-            expectTypeOf(chunk.slots).toEqualTypeOf<Uint32Array>();
+            expectTypeOf(chunk.rows).toEqualTypeOf<Uint32Array>();
+            expectTypeOf(chunk.slots).toEqualTypeOf<Uint32Array>(); // the deprecated name of rows
             // @ts-expect-error: misspelt field
             expectError(() => chunk.column(Position, 'z'), 'UNKNOWN_FIELD');
             // @ts-expect-error: a tag has no columns
