@@ -24,7 +24,7 @@ import { Color, Position } from './scenario.js';
  * @property {boolean} available this browser can run it (module workers, OffscreenCanvas)
  * @property {number} deltaBytes the latest delta's size
  * @property {number} deltaBytesAvg the mean size of the last AVERAGE_OVER deltas
- * @property {number} snapshotBytes `world.snapshot().length`, refreshed every few seconds
+ * @property {number} snapshotBytes `world.snapshot().length`, refreshed every few seconds and when the population changed
  * @property {number} deltas deltas sent since the page loaded
  * @property {number} keyframes of them, keyframes (the first, and one after each switch on)
  * @property {number} skipped ticks not encoded because the worker was behind
@@ -62,6 +62,8 @@ const MAX_IN_FLIGHT = 2;
 const AVERAGE_OVER = 15;
 /** How often the snapshot is taken for comparison: it copies the whole world. */
 const SNAPSHOT_EVERY_MS = 5000;
+/** ... and at once when the population moved by more than this share since the last one. */
+const SNAPSHOT_RETAKE_SHARE = 0.02;
 
 export class Mirror {
     /**
@@ -94,6 +96,8 @@ export class Mirror {
         this.encodeMs = 0;
         this.snapshotBytes = 0;
         this.snapshotAt = -Infinity;
+        /** The entity count when the snapshot was taken. */
+        this.snapshotEntities = 0;
         /** @type {Map<number, (message: { tick: number, positions: Float64Array }) => void>} */
         this.pendingSamples = new Map();
         this.sampleId = 0;
@@ -191,11 +195,18 @@ export class Mirror {
         this.inFlight++;
     }
 
-    /** The whole world's snapshot size, for comparison: taken now and then, as it copies everything. */
+    /**
+     * The whole world's snapshot size, for comparison: taken now and then, as it copies
+     * everything, and again as soon as the population changed (a new count), so that the
+     * figure describes the world the deltas come from.
+     */
     refreshSnapshot() {
         const now = performance.now();
-        if (now - this.snapshotAt < SNAPSHOT_EVERY_MS) return;
+        const entities = this.world.stats().entityCount;
+        const moved = Math.abs(entities - this.snapshotEntities) > SNAPSHOT_RETAKE_SHARE * Math.max(entities, this.snapshotEntities);
+        if (!moved && now - this.snapshotAt < SNAPSHOT_EVERY_MS) return;
         this.snapshotAt = now;
+        this.snapshotEntities = entities;
         this.snapshotBytes = this.world.snapshot().length;
     }
 

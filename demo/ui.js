@@ -44,6 +44,18 @@ function choose(select, value, label) {
     select.value = value;
 }
 
+/**
+ * True when the element keeps the keys typed in it: a list, a text area, an editable element,
+ * or an input that takes text or numbers (not a checkbox, a radio button or a button).
+ * @param {EventTarget | null} target
+ */
+function ownsKeys(target) {
+    if (target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement) return true;
+    if (target instanceof HTMLInputElement)
+        return !['checkbox', 'radio', 'button', 'submit', 'reset', 'range', 'color'].includes(target.type);
+    return target instanceof HTMLElement && target.isContentEditable;
+}
+
 /** The page's controls: #count, #emit, #mode, #render, #mirror, #pause, #step, and keyboard keys. */
 export class Controls {
     /** @param {ControlActions} actions */
@@ -65,16 +77,30 @@ export class Controls {
             actions.configure({ paused: true });
             actions.step();
         });
+        // A choice made in a list with the mouse gives the page its keys back (the list keeps
+        // focus otherwise, and its keys are its own); one made with the keyboard keeps focus there.
+        for (const select of [this.count, this.emit, this.mode, this.render, this.mirror]) {
+            let pointer = false;
+            select.addEventListener('pointerdown', () => (pointer = true));
+            select.addEventListener('keydown', () => (pointer = false));
+            select.addEventListener('change', () => {
+                if (pointer) select.blur();
+                pointer = false;
+            });
+        }
+        // The shortcuts work wherever the focus is (after a click on a button too), except in
+        // the fields whose keys mean something there: lists, text and number inputs.
         document.addEventListener('keydown', (event) => {
-            if (event.ctrlKey || event.metaKey || event.altKey) return;
-            // A focused control has keys of its own (Space presses a focused button).
-            if (event.target instanceof HTMLSelectElement || event.target instanceof HTMLButtonElement) return;
+            if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+            if (ownsKeys(event.target)) return;
             if (event.key === ' ') {
+                // Not also the focused button's own press (Space clicks a focused button).
                 event.preventDefault();
                 this.pause.click();
             } else if (event.key === '.' || event.key === 'ArrowRight') {
+                event.preventDefault();
                 this.stepButton.click();
-            } else if (event.key === 'm') {
+            } else if (event.key === 'm' || event.key === 'M') {
                 actions.configure({ mode: this.mode.value === 'js' ? 'wasm' : 'js' });
             }
         });

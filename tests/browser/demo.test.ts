@@ -267,6 +267,66 @@ describe('the particle demo', () => {
         }
     });
 
+    test('the keys work after a click on a button (not twice), after a choice in a list, and the page shows them', async () => {
+        const { page, watch } = await open('count=5000&mode=wasm');
+        try {
+            await frames(page, watch, 3);
+            await page.click('#step'); // pauses and steps; the button keeps the focus
+            const held = await stats(page);
+            expect(held.paused).toBe(true);
+            expect(await page.evaluate(() => document.activeElement?.id)).toBe('step');
+            await page.keyboard.press('ArrowRight');
+            expect((await stats(page)).frame).toBe(held.frame + 1);
+            await page.keyboard.press('.');
+            expect((await stats(page)).frame).toBe(held.frame + 2);
+            await page.keyboard.press('m');
+            expect((await stats(page)).mode).toBe('js');
+            await page.keyboard.press('Space');
+            expect((await stats(page)).paused).toBe(false);
+            // With the pause button focused, Space toggles once (not the key and the button's own press).
+            await page.click('#pause');
+            expect((await stats(page)).paused).toBe(true);
+            await page.keyboard.press('Space');
+            await page.waitForTimeout(100);
+            expect((await stats(page)).paused).toBe(false);
+            // A list chosen with the mouse gives the keys back; one with the focus keeps them.
+            await page.focus('#emit');
+            await page.keyboard.press('m');
+            expect((await stats(page)).mode).toBe('js');
+            await page.dispatchEvent('#emit', 'pointerdown');
+            await page.selectOption('#emit', '30');
+            expect(await page.evaluate(() => document.activeElement?.id ?? '')).not.toBe('emit');
+            await page.keyboard.press('m');
+            expect((await stats(page)).mode).toBe('wasm');
+            const shortcuts = await page.$eval('#shortcuts', (element) => (element instanceof HTMLElement ? element.innerText : ''));
+            for (const key of ['Space', '→', 'm']) expect(shortcuts).toContain(key);
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
+    test("the mirror's snapshot figure follows a new count at once", async () => {
+        const { page, watch } = await open('count=20000');
+        try {
+            const before = await until(page, watch, 's.mirror.deltas >= 5 && s.mirror.snapshotBytes > 0');
+            await page.evaluate(() => window.demo!.configure({ paused: true, count: 5000 }));
+            await page.evaluate(() => window.demo!.step()); // the new count, reached in this tick
+            await page.evaluate(() => window.demo!.step());
+            const after = await stats(page);
+            expect(after.entities).toBeLessThan(6000);
+            // A snapshot's size follows the population: a quarter of the particles, about a quarter of the bytes.
+            expect(after.mirror.snapshotBytes).toBeLessThan(before.mirror.snapshotBytes * 0.5);
+            expect(after.mirror.snapshotBytes).toBeGreaterThan(0);
+            await page.waitForTimeout(400); // the page's readouts refresh every frame
+            const shown = await page.$eval('#mirror-stats [data-stat="snapshotBytes"]', (element) => element.textContent ?? '');
+            expect(parseBytes(shown)).toBeLessThan(before.mirror.snapshotBytes * 0.5);
+            expect(watch.errors).toEqual([]);
+        } finally {
+            await page.close();
+        }
+    });
+
     test('the mirror: a worker rebuilds the world from deltas alone, and the page shows what they cost', async () => {
         const { page, watch } = await open('count=20000');
         try {
