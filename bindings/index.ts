@@ -57,5 +57,5 @@ export { Subscription, Changes, type SubscriptionDesc, type PairEvent, type Pair
 export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicate.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
-export type { LoadOptions } from './load.js';
+export type { LoadOptions, WasmBytes, WasmMemory } from './load.js';
 export type { Field } from './access.js';

@@ -10,7 +10,31 @@ import { fieldName } from './chunk.js';
 import { TesseraError, describeValue } from './errors.js';
 import { fieldOf } from './definitions.js';
 import type { Query } from './query.js';
-import type { Component } from './schema.js';
+import type { Component, FieldLike, FieldName, FieldSpec, FieldType, Schema } from './schema.js';
+
+/**
+ * The field a kernel takes: a field name of the component. A tag has none, and the type error
+ * says so instead of "not assignable to parameter of type 'never'".
+ */
+export type KernelField<S extends Schema> = [FieldName<S>] extends [never]
+    ? 'tessera: this component has no fields (a tag); kernels take a field of a component'
+    : FieldName<S> & {};
+
+/** A field spec as the schema spells it, for messages: `f32`, `[f32, 3]`. */
+export type SpecName<F extends FieldSpec> = F extends FieldType
+    ? F
+    : F extends readonly [infer T extends FieldType, infer N extends number]
+      ? `[${T}, ${N}]`
+      : never;
+
+/**
+ * `addScaled`'s source field: a field of the source component with the target field's spec
+ * (the same type and array length). When the source has none, the type error names the spec
+ * it needs instead of "not assignable to parameter of type 'never'".
+ */
+export type SourceField<T extends Schema, F extends FieldSpec> = [FieldLike<T, F>] extends [never]
+    ? `tessera: addScaled needs a source field of the target's type, ${SpecName<F>}, and the source component has none`
+    : FieldLike<T, F>;
 
 /** `tes_op_kind_t`: what a kernel does. */
 export type KernelKind = (typeof OP_KIND)[keyof typeof OP_KIND];

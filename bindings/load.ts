@@ -18,6 +18,25 @@ import { LIMITS } from './abi.js';
 /** Address in the module's linear memory (byte offset). 0 is NULL. */
 export type Pointer = number;
 
+/**
+ * A `WebAssembly.Memory`, as the API hands it out: declared here with the members of the DOM
+ * lib's `WebAssembly.Memory`, so that the package's types compile where no lib declares
+ * `WebAssembly` (Node with `@types/node` and no `"DOM"` lib). Either type is assignable to the
+ * other.
+ */
+export interface WasmMemory {
+    /** The memory's bytes; a new `ArrayBuffer` after each growth (views over the old one detach). */
+    readonly buffer: ArrayBuffer;
+    /** Grows the memory by `delta` 64 KiB pages; returns the previous size in pages. */
+    grow(delta: number): number;
+}
+
+/**
+ * The bytes of a wasm module: an `ArrayBuffer`, or a view of one (a `Uint8Array`, a Node
+ * `Buffer`), not shared. The DOM lib's `BufferSource`, declared without it.
+ */
+export type WasmBytes = ArrayBuffer | ArrayBufferView;
+
 /** `TES_MAX_COMPONENTS`: component ids of a world are below it (cache keys combine them). */
 export const TES_MAX_COMPONENTS = LIMITS.max_components;
 
@@ -28,7 +47,7 @@ export const TES_MAX_COMPONENTS = LIMITS.max_components;
  */
 export interface TesseraExports {
     /** The module's linear memory. */
-    readonly memory: WebAssembly.Memory;
+    readonly memory: WasmMemory;
     /** Runs the C runtime's constructors. Called once by {@link loadTessera}. */
     _initialize(): void;
 
@@ -289,13 +308,13 @@ export interface Tessera {
     /** The raw `tes_*` exports. */
     readonly exports: TesseraExports;
     /** The module's linear memory (the same object as `exports.memory`). */
-    readonly memory: WebAssembly.Memory;
+    readonly memory: WasmMemory;
 }
 
 /** Where {@link loadTessera} gets the module from. */
 export interface LoadOptions {
     /** The bytes of `tessera.wasm`; when given, `url` is ignored. */
-    bytes?: BufferSource;
+    bytes?: WasmBytes;
     /**
      * Location of `tessera.wasm`. Default: `tessera.wasm` next to this file
      * (`new URL('./tessera.wasm', import.meta.url)`). In Node, `file:` URLs and plain paths are
@@ -322,7 +341,7 @@ export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
     };
     let instance: WebAssembly.Instance;
     if (options.bytes !== undefined) {
-        instance = (await WebAssembly.instantiate(options.bytes, imports)).instance;
+        instance = (await WebAssembly.instantiate(options.bytes as BufferSource, imports)).instance;
     } else {
         const url = options.url ?? new URL('./tessera.wasm', import.meta.url);
         instance = await instantiateFrom(url, imports);

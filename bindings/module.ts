@@ -8,7 +8,7 @@
  */
 import { TesseraError } from './errors.js';
 import { Heap } from './heap.js';
-import { loadTessera, type LoadOptions } from './load.js';
+import { loadTessera, type LoadOptions, type WasmMemory } from './load.js';
 import { World, type WorldOptions } from './world.js';
 
 /** A loaded tessera module: worlds made from it share its wasm memory. */
@@ -25,7 +25,7 @@ export class TesseraModule {
     }
 
     /** The module's linear memory (for tools; views over it are invalidated by growth). */
-    get memory(): WebAssembly.Memory {
+    get memory(): WasmMemory {
         return this.heap.memory;
     }
 

@@ -10,12 +10,12 @@ import { OP_KIND, PAIR_TERM, QUERY_DESC, TERM } from './abi.js';
 import type { Chunk, MarkList } from './chunk.js';
 import { ChunkIterator } from './chunk-iterator.js';
 import { TesseraError, describeValue } from './errors.js';
-import { runKernel } from './kernels.js';
+import { runKernel, type KernelField, type SourceField } from './kernels.js';
 import { forgetQuery, watchQuery } from './lifetime.js';
 import type { Pointer } from './load.js';
 import { checkKeys } from './options.js';
 import { describeDefinition, isDefinition, isRelation, isSparse } from './definitions.js';
-import type { Component, Definition, FieldLike, FieldName, Pair, Relation, Schema } from './schema.js';
+import type { Component, Definition, FieldName, Pair, Relation, Schema } from './schema.js';
 import type { Entity, World } from './world.js';
 
 /**
@@ -329,17 +329,17 @@ export class Query {
     // range (a u8 at 250 plus 10 is 255, a u16 timer counted down past 0 stays at 0).
 
     /** `a = value` for one field of every visited entity (all elements of array fields). */
-    fill<S extends Schema>(component: Component<S>, field: FieldName<S>, value: number): void {
+    fill<S extends Schema>(component: Component<S>, field: KernelField<S>, value: number): void {
         runKernel(this, 'query.fill', OP_KIND.fill, component, field, ['value', value]);
     }
 
     /** `a += value` (integer fields: saturating at the type's range). */
-    offset<S extends Schema>(component: Component<S>, field: FieldName<S>, value: number): void {
+    offset<S extends Schema>(component: Component<S>, field: KernelField<S>, value: number): void {
         runKernel(this, 'query.offset', OP_KIND.add, component, field, ['value', value]);
     }
 
     /** `a *= factor` (integer fields: saturating; the factor a value of the field's type). */
-    scale<S extends Schema>(component: Component<S>, field: FieldName<S>, factor: number): void {
+    scale<S extends Schema>(component: Component<S>, field: KernelField<S>, factor: number): void {
         runKernel(this, 'query.scale', OP_KIND.scale, component, field, ['factor', factor]);
     }
 
@@ -349,16 +349,16 @@ export class Query {
      */
     addScaled<S extends Schema, K extends FieldName<S>, T extends Schema>(
         component: Component<S>,
-        field: K,
+        field: [K] extends [never] ? KernelField<S> : K,
         source: Component<T>,
-        sourceField: FieldLike<T, S[K]>,
+        sourceField: SourceField<T, S[K]>,
         factor: number,
     ): void {
         runKernel(this, 'query.addScaled', OP_KIND.add_scaled, component, field, ['factor', factor], undefined, { source, sourceField });
     }
 
     /** `a = min(max(a, min), max)`. */
-    clamp<S extends Schema>(component: Component<S>, field: FieldName<S>, min: number, max: number): void {
+    clamp<S extends Schema>(component: Component<S>, field: KernelField<S>, min: number, max: number): void {
         runKernel(this, 'query.clamp', OP_KIND.clamp, component, field, undefined, [min, max]);
     }
 
@@ -367,7 +367,7 @@ export class Query {
      * call (timers, lifetimes, health), in a fresh array. An unsigned field stops at 0, so an
      * entity is returned once, by the call that brings it to 0.
      */
-    countdown<S extends Schema>(component: Component<S>, field: FieldName<S>, amount: number): Uint32Array {
+    countdown<S extends Schema>(component: Component<S>, field: KernelField<S>, amount: number): Uint32Array {
         return runKernel(this, 'query.countdown', OP_KIND.sub_collect, component, field, ['amount', amount]);
     }
 

@@ -56,11 +56,18 @@ export type FieldValue<F extends FieldSpec> = F extends FieldType ? number : num
 /** The value of one field as `set` and initial values take it. */
 export type FieldInput<F extends FieldSpec> = F extends FieldType ? number : ArrayLike<number>;
 
+/**
+ * The same object type, written out: wrapped in it, a value type shows in editors and errors as
+ * its members, `{ x: number; y: number }`, instead of as the alias over the schema
+ * (`Values<{ readonly x: "f32"; ... }>`).
+ */
+export type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
 /** All fields of a component, as `world.get(e, C)` returns them. */
-export type Values<S extends Schema> = { -readonly [K in FieldName<S>]: FieldValue<S[K]> };
+export type Values<S extends Schema> = Simplify<{ -readonly [K in FieldName<S>]: FieldValue<S[K]> }>;
 
 /** Some fields of a component, as `world.set` and initial values take them. */
-export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: FieldInput<S[K]> | undefined };
+export type ValuesInput<S extends Schema> = Simplify<{ readonly [K in FieldName<S>]?: FieldInput<S[K]> | undefined }>;
 
 /**
  * One field's values for many entities (`spawnMany`): a column of `count × length` numbers,
@@ -70,7 +77,7 @@ export type ValuesInput<S extends Schema> = { readonly [K in FieldName<S>]?: Fie
 export type ColumnInput<F extends FieldSpec> = F extends FieldType ? ArrayLike<number> | number : ArrayLike<number>;
 
 /** Values per entity of a component, by field; fields left out start at 0. */
-export type ColumnsInput<S extends Schema> = { readonly [K in FieldName<S>]?: ColumnInput<S[K]> };
+export type ColumnsInput<S extends Schema> = Simplify<{ readonly [K in FieldName<S>]?: ColumnInput<S[K]> }>;
 
 /**
  * Where a component's data lives. `'table'` (the default): in the chunks of the entity's
