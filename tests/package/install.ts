@@ -1,10 +1,13 @@
-// Vitest global setup for the install tests: what a user does. `npm pack` the built package
-// (run `npm run build` first), then `npm install` the tarball into an empty project in a temp
-// dir. The tests (package.test.ts here, ../browser/browser.test.ts) get the paths through
-// inject('install'); the temp dir goes when the run ends (TES_KEEP_TMP=1 keeps it to look at).
+// Vitest global setup for the install tests: what a maintainer and then a user do. A clean
+// checkout of the repository (the files git tracks, and new ones it does not ignore, copied into
+// a temp dir: no dist/, no build/, nothing ignored, as a fresh clone holds them), where `npm pack`
+// builds what it ships (the `prepack` script: the wasm and the tsc output); then `npm install` of
+// the tarball into an empty project. The tests (package.test.ts here, ../browser/browser.test.ts)
+// get the paths through inject('install'); the temp dir goes when the run ends (TES_KEEP_TMP=1
+// keeps it to look at).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +22,8 @@ export interface PackedFile {
 export interface InstallInfo {
     /** The repository root. */
     repo: string;
+    /** The clean checkout that was packed (its dist/ built by `npm pack`'s prepack). */
+    checkout: string;
     /** The temp dir: the tarball, the npm cache, the project. */
     temp: string;
     /** The tarball's absolute path. */
@@ -43,31 +48,56 @@ declare module 'vitest' {
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 
-/** Runs npm with the given arguments; the error names the command and carries its output. */
-async function npm(args: string[], cwd: string): Promise<string> {
+/** Runs a command; the error names it and carries its output. */
+async function command(file: string, args: string[], cwd: string): Promise<string> {
     try {
-        const { stdout } = await run('npm', args, { cwd, maxBuffer: 16 << 20 });
+        const { stdout } = await run(file, args, { cwd, maxBuffer: 64 << 20 });
         return stdout;
     } catch (error) {
         const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-        throw new Error(`npm ${args.join(' ')} failed in ${cwd}:\n${stdout}\n${stderr}`, { cause: error });
+        throw new Error(`${file} ${args.join(' ')} failed in ${cwd}:\n${stdout}\n${stderr}`, { cause: error });
     }
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-    if (!existsSync(path.join(repo, 'dist', 'tessera.wasm'))) {
-        throw new Error('tessera install tests: dist/ is not built: run `npm run build` first');
+const npm = (args: string[], cwd: string) => command('npm', args, cwd);
+
+/**
+ * Copies the files of the repository's working tree that a commit would hold (tracked, or new
+ * and not ignored; deleted ones left out) into `dir`, and links node_modules: the dev
+ * dependencies, which a maintainer's fresh clone gets from the lockfile with `npm ci`.
+ */
+async function cleanCheckout(dir: string): Promise<void> {
+    const listed = await command('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], repo);
+    const files = [...new Set(listed.split('\0').filter((file) => file !== ''))];
+    for (const file of files) {
+        const from = path.join(repo, file);
+        if (!existsSync(from)) continue; // deleted in the working tree
+        await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+        await copyFile(from, path.join(dir, file));
     }
+    if (existsSync(path.join(dir, 'dist')) || existsSync(path.join(dir, 'build'))) {
+        throw new Error('tessera install tests: the clean checkout holds dist/ or build/: are they ignored by git?');
+    }
+    await symlink(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
     const temp = await mkdtemp(path.join(tmpdir(), 'tessera-install-'));
     const teardown = async () => {
         if (process.env.TES_KEEP_TMP) console.log(`tessera install tests: kept ${temp}`);
         else await rm(temp, { recursive: true, force: true });
     };
     try {
+        const checkout = path.join(temp, 'checkout');
+        await cleanCheckout(checkout);
         // A private cache, and --offline: the package has no dependencies, so installing it must
         // not need the registry (and must not touch the user's cache).
         const common = ['--cache', path.join(temp, 'npm-cache'), '--no-update-notifier', '--loglevel=error'];
-        const [packed] = JSON.parse(await npm(['pack', '--json', '--pack-destination', temp, ...common], repo)) as {
+        // `npm pack` runs prepack, whose build (cmake, emcc, tsc) also writes to stdout: the
+        // JSON report is the last thing printed, from its last line that opens an array.
+        const stdout = await npm(['pack', '--json', '--pack-destination', temp, ...common], checkout);
+        const report = stdout.slice(stdout.lastIndexOf('\n[\n') + 1);
+        const [packed] = JSON.parse(report) as {
             filename: string;
             size: number;
             unpackedSize: number;
@@ -86,6 +116,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
         project.provide('install', {
             repo,
+            checkout,
             temp,
             tarball,
             files: packed.files.map(({ path, size }) => ({ path, size })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),

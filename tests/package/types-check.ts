@@ -20,6 +20,13 @@ for (const chunk of world.query({ all: [Position, Health], writes: [Position] })
 }
 // @ts-expect-error: and so is a field the schema does not have
 Position({ z: 1 });
+// Kernels take every field type, an i32 field included.
+const timers = world.query({ all: [Health] });
+const expired: Uint32Array = timers.countdown(Health, 'value', 1);
+// @ts-expect-error: addScaled's source field must have the target field's type
+timers.addScaled(Position, 'x', Health, 'value', 1);
+// @ts-expect-error: a tag has no fields to run a kernel on
+timers.fill(Frozen, 'value', 1);
 const failure: unknown = new Error();
 if (failure instanceof TesseraError) {
     const code: string = failure.code;
@@ -31,4 +38,4 @@ const size: number = raw.exports.tes_type_size(1);
 // @ts-expect-error: the raw exports are typed too: no such function
 raw.exports.tes_no_such_function();
 
-export { position, size };
+export { expired, position, size };
