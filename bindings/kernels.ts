@@ -105,6 +105,26 @@ export function runKernel(
             },
         );
     }
+    if (result === heap.results.MISSING_COMPONENT) {
+        // Some archetype the query matches may lack it: the core only runs what the query requires.
+        const names = source !== undefined && source.source !== component ? `${component.name} and ${source.source.name}` : component.name;
+        throw new TesseraError(
+            'MISSING_COMPONENT',
+            operation,
+            `a kernel visits every entity the query matches, so ${names} must be among the query's all terms`,
+            { component: component.name, field },
+        );
+    }
+    if (result === heap.results.BAD_FIELD_TYPE && source !== undefined) {
+        const sourceMeta = fieldOf(source.source, source.sourceField, operation);
+        throw new TesseraError(
+            'BAD_FIELD_TYPE',
+            operation,
+            `${source.source.name}.${source.sourceField} is ${sourceMeta.type} and ${component.name}.${field} is ${meta.type}: ` +
+                "addScaled takes a source field of the target field's type",
+            { component: component.name, field },
+        );
+    }
     query.world.check(result, operation, undefined, component.name, field);
     const count = heap.u32At(out + 4);
     const entities = heap.u32At(out);

@@ -323,7 +323,9 @@ describe('errors: nothing written, nothing consumed', () => {
         const bounds = expectError(() => all.clamp(Body, 'b', -1, 10), 'BAD_VALUE', { operation: 'query.clamp' });
         expect(bounds.message).toContain('min -1');
         // @ts-expect-error: the source is an integer field, the target f32 (also refused at run time)
-        expectError(() => all.addScaled(Body, 'x', Body, 'n', 1), 'BAD_FIELD_TYPE');
+        const mixed = expectError(() => all.addScaled(Body, 'x', Body, 'n', 1), 'BAD_FIELD_TYPE', { operation: 'query.addScaled' });
+        // Says that the two types differ, and which they are (not that the type is unsupported).
+        expect(mixed.message).toContain('Body.n is i32 and Body.x is f32');
         expect(snapshot(world, [...handles], [Body])).toEqual(before);
     });
 
@@ -334,9 +336,16 @@ describe('errors: nothing written, nothing consumed', () => {
         expectError(() => all.fill(Body, 'z', 1), 'UNKNOWN_FIELD', { component: 'Body', field: 'z' });
         // @ts-expect-error: a tag has no fields
         expectError(() => all.fill(Mark, 'x', 1), 'TAG_HAS_NO_DATA', { component: 'Mark' });
-        expectError(() => world.query({ all: [Other] }).fill(Body, 'x', 1), 'MISSING_COMPONENT', { component: 'Body' });
+        const outside = expectError(() => world.query({ all: [Other] }).fill(Body, 'x', 1), 'MISSING_COMPONENT', {
+            component: 'Body',
+            entity: undefined,
+        });
+        // About the query's terms, not an entity (no entity is at fault).
+        expect(outside.message).toContain("Body must be among the query's all terms");
+        expect(outside.message).not.toContain('the entity does not have');
         expectError(() => world.query({ any: [Body] }).fill(Body, 'x', 1), 'MISSING_COMPONENT');
-        expectError(() => all.addScaled(Body, 'x', Other, 's', 1), 'MISSING_COMPONENT');
+        const source = expectError(() => all.addScaled(Body, 'x', Other, 's', 1), 'MISSING_COMPONENT');
+        expect(source.message).toContain('Body and Other');
         expect(snapshot(world, [...handles], [Body])).toEqual(before);
     });
 
