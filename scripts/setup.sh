@@ -45,7 +45,10 @@ if ((${#apt_packages[@]})); then
     compgen -G "$libfuzzer" >/dev/null || die "libFuzzer is still missing after apt-get install"
 fi
 
-command -v node >/dev/null || die "node (20 or newer) is required"
+# package.json's engines: the Node versions whose require() loads ES modules (the package tests use it).
+command -v node >/dev/null || die "node (20.19 or newer) is required"
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit((a === 20 && b >= 19) || (a === 22 && b >= 12) || a > 22 ? 0 : 1)' ||
+    die "node $(node --version) is too old: 20.19+ (or 22.12+) is required"
 command -v npm >/dev/null || die "npm is required"
 
 # npm writes node_modules/.package-lock.json on every install: compare against that.
