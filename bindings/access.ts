@@ -14,11 +14,13 @@
  * the checked path (World's error-reporting calls), which answers or throws exactly as the core
  * says; a refused call has changed nothing, so making it again there is safe.
  *
- * Measured interleaved in one process (100k entities, every 10th by handle; docs/architecture.md
- * has the history): a field handle's read 12 ns and write 14 ns this way, against 18 and 19
- * through one call into wasm each. An earlier JS walk measured slower than the call because
- * every step went through getters, helper frames and a switch per type; this one keeps its
- * views and the archetype's column in the Field and tests only what decides the answer.
+ * Measured against the one-call design in one process (both builds loaded, interleaved, 100k
+ * entities, every 10th by handle; docs/architecture.md has the table): a field handle's read and
+ * write take half the time, `world.get` / `world.set` two thirds; a tracked write about 12% more
+ * (its level is read first). An earlier JS walk measured slower than the call because every
+ * step went through getters, helper frames, a switch per type and the layout's numbers read
+ * from abi.ts's objects on every call; this one keeps its views, the archetype's column and the
+ * address of the component's tracking level in the Field, and the layout numbers as constants.
  *
  * @module
  */
@@ -31,15 +33,27 @@ import type { Component, Definition, FieldMeta, FieldType, TypedArrayOf } from '
 
 const INDEX_MASK = (1 << LIMITS.index_bits) - 1;
 const PAGE_MASK = (1 << LIMITS.page_bits) - 1;
+/**
+ * The layout numbers the hot paths use, as plain constants: read from abi.ts's objects on every
+ * call they cost a load each (measured: the tracking test's two loads took 5 ns).
+ */
+const WORLD_RECORD_COUNT = WORLD.record_count;
+const WORLD_RECORDS_PAGES = WORLD.records_pages;
+const WORLD_COMPONENTS = WORLD.components;
+const COMPONENT_SIZE = COMPONENT.size;
+const COMPONENT_LEVEL = COMPONENT.level;
+const UNTRACKED = TRACKING.untracked;
+const PAGE_BITS = LIMITS.page_bits;
+const INDEX_BITS = LIMITS.index_bits;
+const RECORD_SIZE = RECORD.size;
+const CHUNK_ARCHETYPE = CHUNK.archetype >>> 2;
+const CHUNK_DATA = CHUNK.data >>> 2;
 /** A record's members as u32 indices from its start. */
 const RECORD_CHUNK = RECORD.chunk >>> 2;
 const RECORD_ROW = RECORD.row >>> 2;
 const RECORD_GENERATION = RECORD.generation >>> 2;
 /** The largest finite float: a number beyond it would become infinity in an f32 (loss). */
 const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
-/** What `Field.address` answers when it finds no cell: the checked path answers, or one call does. */
-const NOT_HERE = -1;
-const CROSS = -2;
 
 /** A component's Field objects in one world, in schema order. @internal */
 export class FieldSet {
@@ -125,6 +139,8 @@ export class Field<V = number> {
      * write. Array fields, sparse storage and change by value are the core's every time.
      */
     private readonly direct: boolean;
+    /** False for array fields: they go down the checked path (a number each is no answer). */
+    private readonly scalar: boolean;
     /** What the field's type holds: integers from low to high, or floats within low and high. */
     private readonly integral: boolean;
     private readonly low: number;
@@ -137,10 +153,10 @@ export class Field<V = number> {
     /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
     private archetype = 0;
     private offset = -1;
-    /** The component's position in that archetype's set: its tracker table's index. */
-    private type = 0;
     /** The world's registry (the owner's, held here: one load less per call). */
     private readonly registry: Registry;
+    /** The u32 index of the component's tracking level in the core's component record. */
+    private level = 0;
     /** Bytes of the field's cell. */
     private readonly bytes: number;
 
@@ -152,7 +168,8 @@ export class Field<V = number> {
         /** @internal */
         readonly meta: FieldMeta,
     ) {
-        this.direct = meta.length === 1 && !isSparse(component) && (component.flags & COMPONENT_FLAGS.change_by_value) === 0;
+        this.scalar = meta.length === 1;
+        this.direct = this.scalar && !isSparse(component) && (component.flags & COMPONENT_FLAGS.change_by_value) === 0;
         const bits = meta.bytesPerElement * 8;
         const kind = meta.type[0];
         this.integral = kind !== 'f';
@@ -183,65 +200,72 @@ export class Field<V = number> {
 
     /** @internal The value; undefined when the checked path must answer. */
     read(entity: number): number | undefined {
-        const address = this.address(entity, false);
-        if (address >= 0) return this.view[address >>> this.shift];
-        if (address === CROSS) return this.readThrough(entity);
-        return undefined;
+        if (typeof entity !== 'number' || entity >>> 0 !== entity) return undefined;
+        const id = this.resolve();
+        const world = this.owner.pointer;
+        if (id < 0 || world === 0) return undefined;
+        if (this.direct) {
+            const address = this.cell(entity, id, world);
+            return address >= 0 ? this.view[address >>> this.shift] : undefined;
+        }
+        // Storage JS does not address: one call.
+        if (!this.scalar) return undefined;
+        const heap = this.owner.heap;
+        const out = heap.scratch;
+        if (heap.exports.tes_get_number(world, entity, id, this.meta.index, 0, out) !== 0) return undefined;
+        return heap.f64[out >>> 3]!;
     }
 
     /** @internal Writes a number the field holds; false: refused or not answered, nothing written. */
     write(entity: number, value: unknown): boolean {
-        if (typeof value !== 'number') return false;
-        const address = this.address(entity, true);
-        if (address >= 0 && this.accepts(value)) {
-            this.view[address >>> this.shift] = value;
-            return true;
-        }
-        // Tracked, or a value the core judges: one call, which stores and stamps, or refuses.
-        if (address !== NOT_HERE) return this.writeThrough(entity, value);
-        return false;
-    }
-
-    /**
-     * The byte address of the entity's cell, found in JS over the core's layout (abi.ts), as
-     * tesi_record_of and tes_set_number find it: the paged entity table, the record's chunk and
-     * row, the archetype's column. CROSS when the core must do the work (a write to a component
-     * someone tracks: C stamps the change; sparse storage, array fields, change by value); NOT_HERE when
-     * the checked path must answer (not an integer handle, stale, pending, never registered,
-     * the entity lacks the component, a destroyed world).
-     */
-    private address(entity: number, write: boolean): number {
-        if (typeof entity !== 'number' || entity >>> 0 !== entity) return NOT_HERE;
+        // An i32 parameter would truncate 1.5 into another entity's handle, and coerce '5'.
+        if (typeof value !== 'number' || typeof entity !== 'number' || entity >>> 0 !== entity) return false;
         const id = this.resolve();
         const world = this.owner.pointer;
-        if (id < 0 || world === 0) return NOT_HERE;
-        if (!this.direct) return CROSS;
-        let u32 = this.u32;
-        if (u32.length === 0) u32 = this.refresh();
-        if (write && this.tracked(world, id)) return CROSS;
-        const index = entity & INDEX_MASK;
-        if (index >= u32[(world + WORLD.record_count) >>> 2]!) return NOT_HERE;
-        const page = u32[(u32[(world + WORLD.records_pages) >>> 2]! >>> 2) + (index >>> LIMITS.page_bits)]!;
-        if (page === 0) return NOT_HERE;
-        const record = (page + (index & PAGE_MASK) * RECORD.size) >>> 2;
-        const chunk = u32[record + RECORD_CHUNK]!;
-        if (chunk === 0 || u32[record + RECORD_GENERATION] !== entity >>> LIMITS.index_bits) return NOT_HERE;
-        const archetype = u32[(chunk + CHUNK.archetype) >>> 2]!;
-        if (archetype !== this.archetype) this.learn(archetype, id);
-        if (this.offset < 0) return NOT_HERE;
-        return u32[(chunk + CHUNK.data) >>> 2]! + this.offset + u32[record + RECORD_ROW]! * this.bytes;
+        if (id < 0 || world === 0) return false;
+        // A component nobody tracks (its level in the core's component record: no chunk has a
+        // tracker for it), in storage JS addresses: a store, when the value is one the field
+        // holds as it stands.
+        if (this.direct && !this.tracked()) {
+            const address = this.cell(entity, id, world);
+            if (address < 0) return false;
+            if (this.accepts(value)) {
+                this.view[address >>> this.shift] = value;
+                return true;
+            }
+        }
+        // Tracked (the core stores and stamps the change: it owns the tracker's rules), other
+        // storage, or a value the core judges: one call, which stores or refuses.
+        return this.scalar && this.owner.heap.exports.tes_set_number(world, entity, id, this.meta.index, 0, value) === 0;
     }
 
     /**
-     * True when someone tracks the component (its level in the core's component record; no
-     * chunk has a tracker for an untracked one): such a write goes through the core, which owns
-     * the tracker's rules. Tested before the cell is found, so a tracked write costs one call
-     * and not a walk as well.
+     * The byte address of a placed, live entity's cell, found in JS over the core's layout
+     * (abi.ts) as tesi_record_of and tes_set_number find it: the paged entity table, the
+     * record's chunk and row, the archetype's column. -1 when the checked path must answer
+     * (stale, pending, never spawned, the entity lacks the component).
      */
-    private tracked(world: Pointer, id: number): boolean {
-        const u32 = this.u32;
-        const components = u32[(world + WORLD.components) >>> 2]!;
-        return u32[(components + id * COMPONENT.size + COMPONENT.level) >>> 2] !== TRACKING.untracked;
+    private cell(entity: number, id: number, world: Pointer): number {
+        let u32 = this.u32;
+        if (u32.length === 0) u32 = this.refresh();
+        const index = entity & INDEX_MASK;
+        if (index >= u32[(world + WORLD_RECORD_COUNT) >>> 2]!) return -1;
+        const page = u32[(u32[(world + WORLD_RECORDS_PAGES) >>> 2]! >>> 2) + (index >>> PAGE_BITS)]!;
+        if (page === 0) return -1;
+        const record = (page + (index & PAGE_MASK) * RECORD_SIZE) >>> 2;
+        const chunk = u32[record + RECORD_CHUNK]!;
+        if (chunk === 0 || u32[record + RECORD_GENERATION] !== entity >>> INDEX_BITS) return -1;
+        const archetype = u32[(chunk >>> 2) + CHUNK_ARCHETYPE]!;
+        if (archetype !== this.archetype) this.learn(archetype, id);
+        if (this.offset < 0) return -1;
+        return u32[(chunk >>> 2) + CHUNK_DATA]! + this.offset + u32[record + RECORD_ROW]! * this.bytes;
+    }
+
+    /** True when someone tracks the component: its level in the core's component record. */
+    private tracked(): boolean {
+        let u32 = this.u32;
+        if (u32.length === 0) u32 = this.refresh();
+        return u32[this.level] !== UNTRACKED;
     }
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
@@ -250,11 +274,9 @@ export class Field<V = number> {
         const u16 = this.owner.heap.typed('u16');
         this.archetype = archetype;
         this.offset = -1;
-        this.type = 0;
         if (id >= u32[(archetype + ARCHETYPE.lookup_length) >>> 2]!) return;
         const type = u16[(u32[(archetype + ARCHETYPE.type_index) >>> 2]! >>> 1) + id]!;
         if (type === LIMITS.no_type) return;
-        this.type = type;
         const column = u16[(u32[(archetype + ARCHETYPE.first_column) >>> 2]! >>> 1) + type]! + this.meta.index;
         this.offset = u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
     }
@@ -279,21 +301,6 @@ export class Field<V = number> {
         return !(value > this.high || value < this.low) || value === Infinity || value === -Infinity;
     }
 
-    /** The value in one call (tes_get_number); undefined when the checked path must answer. */
-    private readThrough(entity: number): number | undefined {
-        if (this.meta.length !== 1) return undefined;
-        const heap = this.owner.heap;
-        const out = heap.scratch;
-        if (heap.exports.tes_get_number(this.owner.pointer, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
-        return heap.f64[out >>> 3]!;
-    }
-
-    /** Writes in one call (tes_set_number), which stamps the change; false: refused, nothing written. */
-    private writeThrough(entity: number, value: number): boolean {
-        if (this.meta.length !== 1) return false;
-        return this.owner.heap.exports.tes_set_number(this.owner.pointer, entity, this.id, this.meta.index, 0, value) === 0;
-    }
-
     /** The component's id now, -1 when this world has none (a registration can be taken back). */
     private resolve(): number {
         const registry = this.registry;
@@ -302,6 +309,13 @@ export class Field<V = number> {
             if (id !== this.id) this.archetype = 0;
             this.id = id;
             this.registrations = registry.generation;
+            // The component records move only when one is registered, which bumps the generation.
+            const world = this.owner.pointer;
+            if (id >= 0 && world !== 0) {
+                let u32 = this.u32;
+                if (u32.length === 0) u32 = this.refresh();
+                this.level = (u32[(world + WORLD_COMPONENTS) >>> 2]! + id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2;
+            }
         }
         return this.id;
     }

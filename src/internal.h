@@ -471,6 +471,8 @@ struct tes_world_t {
     uint32_t chunk_bytes;
     uint32_t min_free;
 
+    /* Moves only when a component is registered: bindings/access.ts keeps the address of a
+     * component's `level` until the registry's next registration. */
     tesi_component_t *components;
     uint32_t component_count;
     uint32_t component_slots;

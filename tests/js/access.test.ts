@@ -365,6 +365,30 @@ describe('world.field', () => {
         }
     });
 
+    test('components registered after the field was made (the core moves its records): tracking is still seen', async () => {
+        const world = await newWorld();
+        const x = world.field(Position, 'x');
+        const e = world.spawn(Position);
+        x.set(e, 1); // the field's view of Position's record, made now
+        // Enough new components that the core's component records are reallocated.
+        for (let i = 0; i < 300; i++) world.spawn(component(`Moved${i}`, { v: 'f32' }));
+        // Untracked: a store, no call (a stale look at the old records would read garbage).
+        const { calls, restore } = countCalls(world);
+        try {
+            x.set(e, 5);
+            expect(calls).toEqual([]);
+        } finally {
+            restore();
+        }
+        const changes = world.subscribe({ changed: [Position] });
+        changes.drain();
+        x.set(e, 2);
+        expect([...changes.drain().entities]).toEqual([e]);
+        changes.close();
+        x.set(e, 3); // untracked again: a store, no stamp to see
+        expect(x.get(e)).toBe(3);
+    });
+
     test('memory growth between calls: the field reads through fresh views', async () => {
         const world = await newWorld();
         const x = world.field(Position, 'x');
