@@ -174,12 +174,52 @@ uint32_t tes_world_layout(const tes_world_t *world) {
     return world ? world->layout : 0;
 }
 
+/* A run of recorded adds (or removes) of one chunk component whose entities are every row of
+ * an archetype, in row order (what a loop over a query's chunks records), applies as one move
+ * of the archetype (tes_archetype_add / _remove): the rows end where the moves one by one would
+ * put them, in the same order, at batch speed. Returns the commands applied (0: not such a
+ * run), and in *checked how many it compared. */
+static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
+    const tesi_command_t *cmd = &world->commands[i];
+    *checked = 0;
+    if (cmd->kind != TESI_CMD_ADD && cmd->kind != TESI_CMD_REMOVE) return 0;
+    if (cmd->a >= world->component_count || tesi_is_sparse(&world->components[cmd->a])) return 0;
+    const tesi_record_t *record = tesi_record_of(world, cmd->entity);
+    if (!record) return 0;
+    tesi_archetype_t *a = record->chunk->archetype;
+    uint32_t n = a->entity_count;
+    if (n < 2 || world->command_count - i < n) return 0;
+    for (uint32_t c = 0, k = 0; c < a->chunk_count; c++) {
+        const tesi_chunk_t *chunk = a->chunks[c];
+        const tes_entity_t *entities = tesi_chunk_entities(chunk);
+        for (uint32_t row = 0; row < chunk->count; row++, k++) {
+            const tesi_command_t *next = &world->commands[i + k];
+            *checked = k + 1;
+            if (next->kind != cmd->kind || next->a != cmd->a || next->entity != entities[row]) {
+                return 0;
+            }
+        }
+    }
+    tes_result_t result = cmd->kind == TESI_CMD_ADD ? tes_archetype_add(world, a->id, cmd->a)
+                                                    : tes_archetype_remove(world, a->id, cmd->a);
+    return result == TES_OK ? n : 0;
+}
+
 void tesi_flush(tes_world_t *world) {
     /* Commands applied here may not defer again (no iteration is live), but a command's effect
      * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
     tesi_reserve_lift(true);
+    uint32_t retry = 0; /* a run compared and found partial is not compared again */
     for (uint32_t i = 0; i < world->command_count; i++) {
         const tesi_command_t *cmd = &world->commands[i];
+        if (i >= retry) {
+            uint32_t checked, whole = apply_whole(world, i, &checked);
+            if (whole) {
+                i += whole - 1;
+                continue;
+            }
+            retry = i + checked;
+        }
         if (apply(world, cmd) == TES_OK) continue;
         world->commands_skipped++;
         /* A spawn that could not happen (out of memory) gives its reserved index back. */

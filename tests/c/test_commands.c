@@ -671,3 +671,128 @@ TEST(world_destroy_frees_queries_systems_and_pending_commands) {
     fx_world_destroy_now(s.world);
     FX_CHECK_ALLOC_CLEAN(alloc);
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* A recorded run over a whole archetype applies as one move                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Two worlds built alike: in `loop`, `component` is added to (or removed from) every entity of
+ * `from`'s archetype inside a run over it, in row order, so the flush finds one run that covers
+ * the archetype (applied as one archetype move); in `calls`, the same entities take the same
+ * calls one by one outside any run. The two must end byte for byte alike: rows, their order,
+ * chunks, values, change ticks and the removal log. */
+typedef struct twins_t {
+    scene_t loop, calls;
+    tes_query_t *tracked[2], *removed[2];
+    tes_entity_t entities[2][300];
+} twins_t;
+
+static void twins_build(twins_t *t, uint32_t n, uint32_t already) {
+    scene_t *worlds[2] = {&t->loop, &t->calls};
+    for (int w = 0; w < 2; w++) {
+        scene_t *s = worlds[w];
+        *s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024});
+        /* A consumer of B's changes (chunk trackers) and of the tag's removals (a log). */
+        t->tracked[w] = fx_query(s->world, &(tes_query_desc_t){.changed = FX_IDS(s->b)});
+        t->removed[w] = fx_query(s->world, &(tes_query_desc_t){.removed = FX_IDS(s->tag)});
+        for (uint32_t i = 0; i < n; i++) {
+            t->entities[w][i] = fx_spawn(s->world, FX_IDS(s->a));
+            CHECK_OK(tes_set_number(s->world, t->entities[w][i], s->a, 0, 0, i));
+        }
+        /* Some already in the target, so its last chunk is partly filled. */
+        for (uint32_t i = 0; i < already; i++)
+            fx_spawn(s->world, FX_IDS(s->a, s->b, s->tag));
+        tes_tick(s->world);
+    }
+}
+
+/* Every entity of the first entity's archetype, in row order, gains or loses B (which 0) or the
+ * tag (which 1), in both worlds. */
+static void twins_step_some(twins_t *t, bool removing, int which, uint32_t leave_out,
+                            bool reversed) {
+    scene_t *worlds[2] = {&t->loop, &t->calls};
+    for (int w = 0; w < 2; w++) {
+        scene_t *s = worlds[w];
+        tes_component_t c = which == 0 ? s->b : s->tag;
+        tes_archetype_t a = fx_archetype_of(s->world, t->entities[w][0]);
+        tes_archetype_info_t info = fx_archetype(s->world, a);
+        fx_entities_t *rows = fx_entities_new();
+        for (uint32_t k = 0; k < info.chunk_count; k++) {
+            tes_chunk_info_t chunk;
+            CHECK_OK(tes_chunk_info(s->world, a, k, &chunk));
+            for (uint32_t row = 0; row < chunk.count; row++)
+                fx_entities_push(rows, chunk.entities[row]);
+        }
+        CHECK(rows->count > 1);
+        if (w == 0) CHECK_OK(tes_defer_begin(s->world));
+        for (uint32_t i = 0; i + leave_out < rows->count; i++) {
+            tes_entity_t e = rows->items[reversed ? rows->count - 1 - i : i];
+            CHECK_OK(removing ? tes_remove(s->world, e, c) : tes_add(s->world, e, c));
+        }
+        if (w == 0) CHECK_OK(tes_defer_end(s->world));
+    }
+}
+
+static void twins_step(twins_t *t, bool removing, int which) {
+    twins_step_some(t, removing, which, 0, false);
+}
+
+static void twins_check(twins_t *t) {
+    fx_snapshot_t *a = fx_snapshot_of(t->loop.world), *b = fx_snapshot_of(t->calls.world);
+    char message[256];
+    if (!fx_snapshot_equal(a, b, message, sizeof message)) {
+        harness_fail(__FILE__, __LINE__, "the two worlds differ: %s", message);
+    }
+    for (uint32_t i = 0; i < 300; i++) {
+        tes_entity_t e0 = t->entities[0][i], e1 = t->entities[1][i];
+        CHECK_EQ(e0, e1);
+        uint64_t added[2] = {0}, changed[2] = {0};
+        if (fx_has(t->loop.world, e0, t->loop.b)) {
+            CHECK_OK(tes_ticks(t->loop.world, e0, t->loop.b, &added[0], &changed[0]));
+            CHECK_OK(tes_ticks(t->calls.world, e1, t->calls.b, &added[1], &changed[1]));
+            CHECK_EQ(added[0], added[1]);
+            CHECK_EQ(changed[0], changed[1]);
+        }
+    }
+    /* The removal logs: the same entities, in the same order. */
+    fx_entities_t *logs[2];
+    scene_t *worlds[2] = {&t->loop, &t->calls};
+    for (int w = 0; w < 2; w++) {
+        tes_iter_t it;
+        CHECK_OK(tes_query_iter(worlds[w]->world, t->removed[w], &it));
+        const tes_entity_t *removed = NULL;
+        uint32_t count = 0;
+        CHECK_OK(tes_iter_removed(&it, worlds[w]->tag, &removed, &count));
+        logs[w] = fx_entities_new();
+        for (uint32_t i = 0; i < count; i++)
+            fx_entities_push(logs[w], removed[i]);
+        tes_iter_fini(&it);
+    }
+    CHECK_EQ(logs[0]->count, logs[1]->count);
+    for (uint32_t i = 0; i < logs[0]->count; i++)
+        CHECK_EQ(logs[0]->items[i], logs[1]->items[i]);
+    CHECK_OK(tes_world_validate(t->loop.world));
+}
+
+TEST(a_recorded_run_over_a_whole_archetype_ends_as_the_calls_one_by_one) {
+    /* Into an empty target and into one whose last chunk is partly filled; a tracked data
+     * component, then a logged tag, added and then removed. */
+    for (uint32_t already = 0; already <= 7; already += 7) {
+        twins_t *t = fx_malloc(sizeof *t);
+        twins_build(t, 300, already);
+        twins_step(t, false, 0); /* + B (tracked) */
+        twins_check(t);
+        twins_step(t, false, 1); /* + Tag */
+        twins_check(t);
+        twins_step(t, true, 1); /* - Tag (logged) */
+        twins_check(t);
+        twins_step(t, true, 0); /* - B */
+        twins_check(t);
+        /* Runs that are not an archetype's rows in order are applied call by call: one that
+         * leaves the last row out, one in reverse order. */
+        twins_step_some(t, false, 1, 1, false);
+        twins_check(t);
+        twins_step_some(t, false, 0, 0, true);
+        twins_check(t);
+    }
+}
