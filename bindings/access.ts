@@ -246,8 +246,7 @@ export class Field<V = number> {
      * (stale, pending, never spawned, the entity lacks the component).
      */
     private cell(entity: number, id: number, world: Pointer): number {
-        let u32 = this.u32;
-        if (u32.length === 0) u32 = this.refresh();
+        const u32 = this.memory();
         const index = entity & INDEX_MASK;
         if (index >= u32[(world + WORLD_RECORD_COUNT) >>> 2]!) return -1;
         const page = u32[(u32[(world + WORLD_RECORDS_PAGES) >>> 2]! >>> 2) + (index >>> PAGE_BITS)]!;
@@ -263,8 +262,7 @@ export class Field<V = number> {
 
     /** True when someone tracks the component: its level in the core's component record. */
     private tracked(): boolean {
-        let u32 = this.u32;
-        if (u32.length === 0) u32 = this.refresh();
+        const u32 = this.memory();
         return u32[this.level] !== UNTRACKED;
     }
 
@@ -279,6 +277,12 @@ export class Field<V = number> {
         if (type === LIMITS.no_type) return;
         const column = u16[(u32[(archetype + ARCHETYPE.first_column) >>> 2]! >>> 1) + type]! + this.meta.index;
         this.offset = u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
+    }
+
+    /** The u32 view of memory, made again when memory grew (a detached view has length 0). */
+    private memory(): Uint32Array {
+        const u32 = this.u32;
+        return u32.length !== 0 ? u32 : this.refresh();
     }
 
     /** Views of memory after it grew (the old ones are detached). */
@@ -312,8 +316,7 @@ export class Field<V = number> {
             // The component records move only when one is registered, which bumps the generation.
             const world = this.owner.pointer;
             if (id >= 0 && world !== 0) {
-                let u32 = this.u32;
-                if (u32.length === 0) u32 = this.refresh();
+                const u32 = this.memory();
                 this.level = (u32[(world + WORLD_COMPONENTS) >>> 2]! + id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2;
             }
         }

@@ -177,12 +177,11 @@ uint32_t tes_world_layout(const tes_world_t *world) {
 /* A run of recorded adds (or removes) of one chunk component whose entities are every row of
  * an archetype, in row order (what a loop over a query's chunks records), applies as one move
  * of the archetype (tes_archetype_add / _remove): the rows end where the moves one by one would
- * put them, in the same order, at batch speed. Returns the commands applied (0: not such a
- * run), and in *checked how many it compared. */
+ * put them, in the same order, at batch speed. `i` is an add or a remove. Returns the commands
+ * applied (0: not such a run), and in *checked how many it compared. */
 static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
     const tesi_command_t *cmd = &world->commands[i];
     *checked = 0;
-    if (cmd->kind != TESI_CMD_ADD && cmd->kind != TESI_CMD_REMOVE) return 0;
     if (cmd->a >= world->component_count || tesi_is_sparse(&world->components[cmd->a])) return 0;
     const tesi_record_t *record = tesi_record_of(world, cmd->entity);
     if (!record) return 0;
@@ -212,7 +211,7 @@ void tesi_flush(tes_world_t *world) {
     uint32_t retry = 0; /* a run compared and found partial is not compared again */
     for (uint32_t i = 0; i < world->command_count; i++) {
         const tesi_command_t *cmd = &world->commands[i];
-        if (i >= retry) {
+        if (i >= retry && (cmd->kind == TESI_CMD_ADD || cmd->kind == TESI_CMD_REMOVE)) {
             uint32_t checked, whole = apply_whole(world, i, &checked);
             if (whole) {
                 i += whole - 1;

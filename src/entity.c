@@ -334,8 +334,10 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
     if (result == TES_OK) result = tesi_archetype_ensure(world, table, &a);
     if (result != TES_OK) return result;
-    if (table == count) tesi_spawn_remember(world, components, count, a);
-    if (table == count) return tesi_spawn_rows(world, a, n, out_entities);
+    if (table == count) {
+        tesi_spawn_remember(world, components, count, a);
+        return tesi_spawn_rows(world, a, n, out_entities);
+    }
     /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
      * table, chunks, trackers, sparse sets, command buffer) builds sets. */
     return spawn_with_sparse(world, a, world->scratch + table, count - table, n, out_entities);

@@ -149,12 +149,17 @@ static void loop_archetype_spawn_despawn(bench_state *s, uint64_t iters) {
  * another run despawn them (recorded likewise). One op: one spawn with a value + one despawn. */
 enum { CYCLE = 1000 };
 
-static void setup_deferred_cycle(bench_state *s) {
+/* A population of Position entities, and room for `n` handles: one op per handle. */
+static void setup_batch_of(bench_state *s, uint32_t n) {
     world_make(s);
     spawn_population(s, SMALL_POPULATION, &s->position, 1);
-    s->batch = malloc(CYCLE * sizeof *s->batch);
+    s->batch = malloc(n * sizeof *s->batch);
     EXPECT(s->batch != NULL);
-    s->ops_per_iter = CYCLE;
+    s->ops_per_iter = n;
+}
+
+static void setup_deferred_cycle(bench_state *s) {
+    setup_batch_of(s, CYCLE);
 }
 
 static void loop_deferred_cycle(bench_state *s, uint64_t iters) {
@@ -336,11 +341,7 @@ static void check_get(bench_state *s) {
 /* ---------------------------------------------------------------------------------------- */
 
 static void setup_spawn_batch(bench_state *s) {
-    world_make(s);
-    spawn_population(s, SMALL_POPULATION, &s->position, 1);
-    s->batch = malloc(SPAWN_BATCH * sizeof *s->batch);
-    EXPECT(s->batch != NULL);
-    s->ops_per_iter = SPAWN_BATCH;
+    setup_batch_of(s, SPAWN_BATCH);
 }
 
 static void loop_spawn_batch(bench_state *s, uint64_t iters) {
