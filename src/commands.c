@@ -166,8 +166,17 @@ tes_result_t tes_defer_begin(tes_world_t *world) {
 
 tes_result_t tes_defer_end(tes_world_t *world) {
     if (!world || world->defer_depth == 0) return TES_ERR_INVALID_ARGUMENT;
-    if (--world->defer_depth == 0) tesi_flush(world);
+    tesi_defer_end(world);
     return TES_OK;
+}
+
+void tesi_defer_end(tes_world_t *world) {
+    if (--world->defer_depth) return;
+    tesi_flush(world);
+    /* A world whose program never calls tes_tick (no systems, subscriptions drained each
+     * frame) would otherwise keep every change and removal forever, and each run would walk
+     * all of it. */
+    if (world->prune_due) tesi_prune(world);
 }
 
 uint32_t tes_world_layout(const tes_world_t *world) {

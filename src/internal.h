@@ -283,6 +283,10 @@ typedef struct tesi_component_t {
     uint32_t dirty_set_count;
     uint32_t dirty_set_slots;
     uint32_t tracker_count;
+    /* The floor its dirty lists (chunk and sparse) were last pruned to. Pruning to the same
+     * floor again would walk them for nothing: what was listed since carries a newer tick (or
+     * that very tick, kept harmlessly until the floor moves, as a run's window skips it). */
+    uint64_t dirty_pruned_to;
     tesi_sparse_t sparse;     /* sparse components and relations */
     tesi_relation_t relation; /* relations */
 } tesi_component_t;
@@ -561,6 +565,9 @@ struct tes_world_t {
 
     /* Deferred structural commands (commands.c), while iterations are live. */
     uint32_t defer_depth;
+    /* A consumer's run ended: the history every consumer has seen is pruned once no run is
+     * live (a live run may hold pointers into the logs that pruning moves). */
+    bool prune_due;
     struct tesi_command_t *commands;
     uint32_t command_count;
     uint32_t command_slots;
@@ -876,6 +883,9 @@ tes_result_t tesi_defer(tes_world_t *world, uint8_t kind, tes_entity_t entity, u
 /* Room for n more commands (and `data` bytes of values) before recording a batch. */
 tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data);
 void tesi_flush(tes_world_t *world);
+/* Ends one level of deferral (a run, or tes_defer_begin's scope). The last applies the recorded
+ * commands, and prunes what every consumer has seen when a consumer's run ended meanwhile. */
+void tesi_defer_end(tes_world_t *world);
 /* Lifts the run reserve (tes_run_reserve) while a world's deferred commands apply, and puts it
  * back: world.c. The flush comes when the world's last run ends, so none of that world's views
  * is out, and a command must not be skipped for want of room the reserve held back (a flush

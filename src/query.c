@@ -428,9 +428,10 @@ static void finish(tes_iter_t *it) {
     if (is_consumer(q)) {
         q->last_run = it->this_run;
         if (q->filter_count) tesi_carry_unvisited(q, it->chunk_index_);
+        world->prune_due = true;
     }
     q->live--;
-    if (--world->defer_depth == 0) tesi_flush(world);
+    tesi_defer_end(world);
 }
 
 /* Sets the iterator's public fields to a chunk and its rows (NULL: all of them). */

@@ -553,8 +553,11 @@ TES_API tes_result_t tes_archetype_remove(tes_world_t *world, tes_archetype_t ar
  * MOVES. An entity keeps the added and changed ticks of every component it keeps. A component
  * it gains (tes_add, or back after a tes_remove) counts as added at that tick, changed 0.
  *
- * PRUNING. tes_tick ends by dropping dirty-list entries and log entries that every consumer of
- * the component has seen. A destroyed query no longer holds anything back.
+ * PRUNING. Dirty-list entries and log entries that every consumer of the component has seen
+ * are dropped when tes_tick ends, and when a consumer's run ends (tes_iter_fini, the last
+ * tes_iter_next, tes_query_collect) while no other run is live; a consumer run that ends inside
+ * another run leaves it to the end of the outermost. So a program that never calls tes_tick
+ * keeps only what some consumer has not seen. A destroyed query no longer holds anything back.
  */
 
 typedef enum tes_tracking_t {

@@ -389,11 +389,16 @@ void tesi_prune_component(tes_world_t *world, tes_component_t c) {
     if (comp->relation.event_consumers) {
         tesi_relation_prune(world, c, tesi_min_last_run(world, c, TESI_PAIR_CHANGES));
     }
-    if (tesi_is_sparse(comp) && comp->level == TES_TRACK_DIRTY && comp->sparse.dirty_count) {
-        tesi_sparse_prune(world, c, tesi_min_last_run(world, c, TESI_FIRST_FILTER));
-    }
-    if (comp->level != TES_TRACK_DIRTY || !comp->dirty_set_count) return;
+    if (comp->level != TES_TRACK_DIRTY) return;
+    bool sparse = tesi_is_sparse(comp);
+    if (sparse ? !comp->sparse.dirty_count : !comp->dirty_set_count) return;
     uint64_t min = tesi_min_last_run(world, c, TESI_FIRST_FILTER);
+    if (min == comp->dirty_pruned_to) return;
+    comp->dirty_pruned_to = min;
+    if (sparse) {
+        tesi_sparse_prune(world, c, min);
+        return;
+    }
     /* Backwards: a tracker that empties is swapped out with the set's last one. */
     for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
         tesi_tracker_t *t = comp->dirty_set[i];
@@ -403,6 +408,7 @@ void tesi_prune_component(tes_world_t *world, tes_component_t c) {
 }
 
 void tesi_prune(tes_world_t *world) {
+    world->prune_due = false;
     if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
     for (tes_component_t c = 0; c < world->component_count; c++)
         tesi_prune_component(world, c);

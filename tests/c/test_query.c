@@ -1020,8 +1020,9 @@ TEST(destroyed_query_stops_pinning_the_removal_log) {
 }
 
 /* Spawns and despawns `n` entities of {A} per frame for `frames` frames, running `q` (a
- * removed:[A] consumer) each frame when it is not NULL. */
-static void churn(scene_t *s, tes_query_t *q, uint32_t n, uint32_t frames) {
+ * removed:[A] consumer) each frame when it is not NULL, and ending each frame with tes_tick
+ * unless `ticking` is false (a program with no systems). */
+static void churn_frames(scene_t *s, tes_query_t *q, uint32_t n, uint32_t frames, bool ticking) {
     tes_entity_t e[64];
     CHECK(n <= 64);
     for (uint32_t f = 0; f < frames; f++) {
@@ -1029,8 +1030,12 @@ static void churn(scene_t *s, tes_query_t *q, uint32_t n, uint32_t frames) {
         for (uint32_t i = 0; i < n; i++)
             CHECK_OK(tes_despawn(s->world, e[i]));
         if (q != NULL) CHECK_EQ(fx_run_count(s->world, q), 0); /* matches nothing: no B */
-        CHECK_OK(tes_tick(s->world));
+        if (ticking) CHECK_OK(tes_tick(s->world));
     }
+}
+
+static void churn(scene_t *s, tes_query_t *q, uint32_t n, uint32_t frames) {
+    churn_frames(s, q, n, frames, true);
 }
 
 TEST(removal_log_memory_stays_flat_while_consumers_keep_up) {
@@ -1054,6 +1059,43 @@ TEST(destroyed_query_stops_pinning_memory) {
     uint64_t after = fx_stats(s.world).bytes_allocated;
     churn(&s, q, 50, 1000);
     CHECK(fx_stats(s.world).bytes_allocated <= after);
+}
+
+/* A program that never calls tes_tick: the end of each consumer's run prunes what every
+ * consumer has seen, so history does not grow without bound. */
+TEST(a_world_that_never_ticks_is_pruned_by_its_consumers_runs) {
+    scene_t s = make_scene(&(tes_world_desc_t){.min_free_indices = 16});
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.b), .removed = FX_IDS(s.a)});
+    churn_frames(&s, q, 50, 100, false);
+    uint64_t warm = fx_stats(s.world).bytes_allocated;
+    churn_frames(&s, q, 50, 1000, false);
+    CHECK(fx_stats(s.world).bytes_allocated <= warm);
+}
+
+/* A consumer run only ever inside another run (a plain query's loop), never a tes_tick: its
+ * pruning waits for the outermost run to end (pruning moves the logs, which a live run may
+ * point into), and happens then. */
+TEST(a_consumer_run_inside_another_run_is_pruned_when_the_outer_run_ends) {
+    scene_t s = make_scene(&(tes_world_desc_t){.min_free_indices = 16});
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.b), .removed = FX_IDS(s.a)});
+    tes_query_t *plain = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.d)});
+    fx_spawn(s.world, FX_IDS(s.d));
+    uint64_t warm = 0;
+    for (uint32_t f = 0; f < 1100; f++) {
+        tes_entity_t e[50];
+        CHECK_OK(tes_spawn_batch(s.world, &s.a, 1, 50, e));
+        for (uint32_t i = 0; i < 50; i++)
+            CHECK_OK(tes_despawn(s.world, e[i]));
+        tes_iter_t it;
+        CHECK_OK(tes_query_iter(s.world, plain, &it));
+        CHECK(tes_iter_next(&it));
+        CHECK_EQ(fx_run_count(s.world, q), 0); /* the consumer's run, inside plain's */
+        tes_iter_fini(&it);
+        if (f == 100) warm = fx_stats(s.world).bytes_allocated;
+    }
+    CHECK(fx_stats(s.world).bytes_allocated <= warm);
 }
 
 /* ---------------------------------------------------------------------------------------- */
