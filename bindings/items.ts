@@ -38,6 +38,8 @@ export interface WrittenList {
     readonly fault: Pointer;
     /** Room for the call's entities (`entityRoom` of them, u32). */
     readonly entities: Pointer;
+    /** The list's numbers (f64). */
+    readonly numbers: Pointer;
 }
 
 /**
@@ -60,7 +62,7 @@ export class ItemList {
     private itemCount = 0;
     /** Values in the list. */
     valueCount = 0;
-    private readonly written = { items: 0, fault: 0, entities: 0 };
+    private readonly written = { items: 0, fault: 0, entities: 0, numbers: 0 };
 
     /** Empties the list. */
     clear(): this {
@@ -167,13 +169,26 @@ export class ItemList {
      * followed by room for `entityRoom` entities. Nothing is read from the caller any more.
      */
     write(heap: Heap, entityRoom: number, operation: string): WrittenList {
+        return this.writeAt(heap, heap.tempBlock(this.bytes(entityRoom), operation), entityRoom);
+    }
+
+    /** Bytes the written list takes (see {@link ItemList.writeAt}). */
+    bytes(entityRoom: number): number {
+        return ((this.head(entityRoom) + 7) & ~7) + this.numberCount * 8;
+    }
+
+    /** Bytes of the list's header, fault, entities, items and values (the numbers follow, 8-aligned). */
+    private head(entityRoom: number): number {
+        return ITEMS.size + FAULT.size + entityRoom * 4 + this.itemCount * ITEM.size + this.valueCount * VALUE.size;
+    }
+
+    /** Writes the list at `block` (of at least {@link ItemList.bytes} bytes). */
+    writeAt(heap: Heap, block: Pointer, entityRoom: number): WrittenList {
         const ids = this.ids;
         const items = this.itemCount,
             values = this.valueCount,
             numbers = this.numberCount;
-        const head = ITEMS.size + FAULT.size + entityRoom * 4 + items * ITEM.size + values * VALUE.size;
-        const bytes = ((head + 7) & ~7) + numbers * 8;
-        const block = heap.tempBlock(bytes, operation);
+        const head = this.head(entityRoom);
         const u32 = heap.u32;
         const fault = block + ITEMS.size;
         const entities = fault + FAULT.size;
@@ -210,6 +225,7 @@ export class ItemList {
         written.items = block;
         written.fault = fault;
         written.entities = entities;
+        written.numbers = numberAt;
         return written;
     }
 

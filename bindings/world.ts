@@ -185,6 +185,7 @@ export class World {
         live.length = 0;
         this.liveIterations = 0;
         forgetWorld(this);
+        this.spawnPlan.release(this.heap);
         this.link.destroy();
         this.pointer = 0;
     }

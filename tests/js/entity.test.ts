@@ -687,6 +687,68 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
         expect(world.get(f, Health, 'value')).toBe(0);
     });
 
+    test('with values: right after memory grows, and as shapes of more values take the plan in turn', async () => {
+        const world = await newWorld();
+        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory } }).heap;
+        const spawned: [number, unknown, number][] = [];
+        const small = (i: number) => {
+            spawned.push([world.spawn(Position({ x: i, y: -i })), { x: i, y: -i }, 0]);
+        };
+        // Nine numbers: the plan's block must grow past what the two-number shape needed.
+        const big = (i: number) => {
+            const e = world.spawn(
+                Position({ x: 2 * i, y: 3 * i }),
+                Health({ value: i }),
+                Inventory({ items: [i, i + 1, i + 2, i + 3], count: 4 }),
+            );
+            spawned.push([e, { x: 2 * i, y: 3 * i }, i]);
+            expect(world.get(e, Inventory, 'items')).toEqual([i, i + 1, i + 2, i + 3]);
+        };
+        for (let i = 0; i < 3; i++) small(i); // planned from the second on
+        const before = heap.memory.buffer;
+        heap.memory.grow(16); // what an allocation does when memory is full: the old buffer is detached
+        expect(before.byteLength).toBe(0);
+        for (let i = 3; i < 6; i++) small(i);
+        for (let i = 6; i < 12; i++) (i % 2 ? small : big)(i);
+        for (let i = 12; i < 16; i++) big(i);
+        for (const [e, position, health] of spawned) {
+            expect(world.get(e, Position)).toEqual(position);
+            if (health) expect(world.get(e, Health, 'value')).toBe(health);
+        }
+        world.validate();
+    });
+
+    test("the plan's block in wasm memory is freed with its world", async () => {
+        const world = await newWorld();
+        const heap = (world as unknown as { heap: { exports: Record<string, (...a: number[]) => number> } }).heap;
+        const real = heap.exports;
+        const allocated: number[] = [];
+        const freed: number[] = [];
+        heap.exports = {
+            ...real,
+            tes_malloc: (bytes: number) => {
+                const pointer = real.tes_malloc!(bytes);
+                allocated.push(pointer);
+                return pointer;
+            },
+            tes_free: (pointer: number) => {
+                freed.push(pointer);
+                return real.tes_free!(pointer);
+            },
+        };
+        try {
+            world.spawn(Health({ value: 1 })); // the general path, then the plan is learned: its block
+            const block = allocated[allocated.length - 1];
+            world.spawn(Health({ value: 2 })); // planned: no allocation
+            expect(allocated[allocated.length - 1]).toBe(block);
+            expect(freed).not.toContain(block);
+            world.destroy();
+            expect(freed).toContain(block);
+        } finally {
+            heap.exports = real;
+        }
+    });
+
     test('inside a loop the planned spawn is recorded like any other, and placed when the loop ends', async () => {
         const world = await newWorld();
         world.spawn(Position, Health); // planned
