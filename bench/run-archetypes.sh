@@ -12,7 +12,7 @@ step "run"
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) · $(uname -m) · native gcc -O3 · tessera at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo
     echo "20,000 rounds of: spawn an entity with 3 random tag types of T, add a 4th, despawn it (bench/c/archetypes.c)."
-    echo "Archetypes left are empty ones (not reclaimed); bytes left is what the world holds after the rounds beyond what it held before them."
+    echo "Archetypes left are empty ones; bytes left is what the world holds after the rounds beyond what it held before them. Then one tes_archetypes_reclaim: its time, how many it freed, and the bytes left after it."
     echo
     ./build/release/bench/bench_archetypes
 } | tee bench/results/archetypes.md

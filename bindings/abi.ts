@@ -375,9 +375,9 @@ export const REPLICATOR_DESC = {
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
     size: 432,
-    records_pages: 72,
-    records_page_slots: 76,
-    record_count: 84,
+    records_pages: 76,
+    records_page_slots: 80,
+    record_count: 88,
     components: 32,
     component_count: 36,
     archetypes: 44,

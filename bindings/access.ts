@@ -93,6 +93,14 @@ export class WorldFields {
 
     constructor(private readonly owner: FieldOwner) {}
 
+    /**
+     * Archetypes were reclaimed: a freed archetype's address may come back as another one's,
+     * so every Field forgets the archetype it learned.
+     */
+    forgetArchetypes(): void {
+        for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forgetArchetype();
+    }
+
     /** A component's Field objects; undefined for what is not a component (the checked path says why). */
     of(component: unknown): FieldSet | undefined {
         if (component === this.latest) return this.latestSet;
@@ -180,6 +188,12 @@ export class Field<V = number> {
         this.shift = Math.log2(meta.bytesPerElement);
         this.u32 = owner.heap.u32;
         this.view = owner.heap.typed(meta.type);
+    }
+
+    /** @internal Forgets the archetype learned (see {@link WorldFields.forgetArchetypes}). */
+    forgetArchetype(): void {
+        this.archetype = 0;
+        this.offset = -1;
     }
 
     /** The field's name. */

@@ -113,8 +113,8 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
  * component compared by identity, or a component called with values whose own keys (in their
  * order) are the same names; no pairs, no sparse storage, scalar fields only. The plan is
  * dropped when a registration is given or taken back (the ids it was made with may have
- * changed). Bare components spawn through `tes_archetype_spawn` (archetypes are never
- * reclaimed, so an archetype id stays what it was); with values, through `tes_spawn_items`
+ * changed). Bare components spawn through `tes_archetype_spawn` (`reclaimArchetypes` drops the
+ * plan, so its archetype id names what it did); with values, through `tes_spawn_items`
  * with the plan's own item list, written once into a block of wasm memory the plan keeps: a
  * call writes only its numbers there (measured: writing the whole list per call was a sixth of
  * a spawn's time inside a loop). Each value is read once: when a value read is not a number,
@@ -201,6 +201,11 @@ export class SpawnPlan {
             throw this.list.error(heap, result, this.fault, operation);
         }
         return heap.u32At(this.entities);
+    }
+
+    /** Drops the plan (its archetype may have been reclaimed); the block is kept for the next. */
+    forget(): void {
+        this.planned = false;
     }
 
     /** Frees the plan's block (its world is going). */

@@ -139,6 +139,8 @@ export interface TesseraExports {
     tes_chunk_info(world: Pointer, archetype: number, chunk: number, out: Pointer): number;
     /** `tes_chunk_column(world, archetype, chunk, component, field, void **out_column)`. */
     tes_chunk_column(world: Pointer, archetype: number, chunk: number, component: number, field: number, outColumn: Pointer): number;
+    /** `tes_archetypes_reclaim(world, uint32_t *out_reclaimed)`. */
+    tes_archetypes_reclaim(world: Pointer, outReclaimed: Pointer): number;
     /** `tes_archetype_spawn(world, archetype, n, tes_entity_t *out_entities)`. */
     tes_archetype_spawn(world: Pointer, archetype: number, n: number, outEntities: Pointer): number;
     /** `tes_archetype_add(world, archetype, component)`. */

@@ -589,6 +589,31 @@ export class World {
         this.check(this.heap.exports.tes_world_validate(this.live(operation)), operation);
     }
 
+    /**
+     * Frees every archetype that holds no entity (the empty set's aside), with its cached
+     * transitions; queries forget it. A game that makes many component sets for a while (random
+     * loadouts, status effects, a level's own types) otherwise keeps one archetype per set it
+     * ever made, and every query walks each one it matches. Call it where a pause costs nothing
+     * (a level change, a loading screen): it takes time in proportion to the archetypes, their
+     * cached transitions and the queries' matches. Not inside a loop over a query
+     * (`INVALID_ARGUMENT`, nothing freed).
+     * @returns how many archetypes were freed.
+     */
+    reclaimArchetypes(): number {
+        const operation = 'world.reclaimArchetypes';
+        const heap = this.heap;
+        const result = heap.exports.tes_archetypes_reclaim(this.live(operation), heap.scratch);
+        if (result === heap.results.INVALID_ARGUMENT) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, 'called inside a loop over a query: call it between loops');
+        }
+        this.check(result, operation);
+        // What JS learned about archetypes by address or id may name freed ones now.
+        this.fields.forgetArchetypes();
+        this.spawnPlan.forget();
+        this.columnOffsets.clear();
+        return heap.u32At(heap.scratch);
+    }
+
     /** The component or relation registered under a C id in this world, if any. */
     componentById(id: number): Component<any> | Relation<any> | undefined {
         return this.registry.definition(id);

@@ -153,6 +153,7 @@ tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_arch
 void tesi_archetypes_fini(tes_world_t *world) {
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         tesi_archetype_t *a = world->archetypes[i];
+        if (!a) continue;
         for (uint32_t c = 0; c < a->chunk_count; c++) {
             tesi_chunk_destroy(world, a->chunks[c]);
         }
@@ -271,8 +272,46 @@ tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
 static tes_result_t archetype_get(const tes_world_t *world, tes_archetype_t archetype,
                                   tesi_archetype_t **out) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
-    if (archetype >= world->archetype_count) return TES_ERR_UNKNOWN_ARCHETYPE;
+    if (archetype >= world->archetype_count || !world->archetypes[archetype]) {
+        return TES_ERR_UNKNOWN_ARCHETYPE;
+    }
     *out = world->archetypes[archetype];
+    return TES_OK;
+}
+
+/* ---- reclaiming ------------------------------------------------------------------------ */
+
+tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    /* A live run holds chunks and visits; pending entities and commands name archetypes. */
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t n = world->archetype_count;
+    uint8_t *doomed = tesi_alloc(world, n);
+    if (!doomed) return TES_ERR_OUT_OF_MEMORY;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const tesi_archetype_t *a = world->archetypes[i];
+        /* Empty means no chunk either: the last row out hands its chunk back to the pool. The
+         * empty set's archetype stays: every spawn and despawn passes through it. */
+        doomed[i] = a && !a->entity_count && !a->chunk_count && a->component_count;
+        count += doomed[i];
+    }
+    if (count) {
+        tesi_graph_forget(world, doomed);
+        tesi_queries_forget(world, doomed);
+        tesi_archetype_t *cached = world->spawn_cache.archetype;
+        if (cached && doomed[cached->id]) world->spawn_cache.archetype = NULL;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!doomed[i]) continue;
+            tesi_edges_fini(world, world->archetypes[i]);
+            archetype_free(world, world->archetypes[i]);
+            world->archetypes[i] = NULL;
+        }
+        world->archetypes_reclaimed += count;
+        world->layout++; /* hosts' lists of chunks and columns are stale */
+    }
+    tesi_free(world, doomed, n);
+    if (out_reclaimed) *out_reclaimed = count;
     return TES_OK;
 }
 

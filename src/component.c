@@ -145,7 +145,8 @@ static bool in_use(const tes_world_t *world, tes_component_t component) {
         return true;
     }
     for (uint32_t i = 0; i < world->archetype_count; i++) {
-        if (tesi_type_index(world->archetypes[i], component) != TESI_NO_TYPE) return true;
+        const tesi_archetype_t *a = world->archetypes[i];
+        if (a && tesi_type_index(a, component) != TESI_NO_TYPE) return true;
     }
     for (uint32_t i = 0; i < world->query_count; i++) {
         if (tesi_query_names(world->queries[i], component)) return true;

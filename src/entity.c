@@ -261,7 +261,9 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
 tes_result_t tes_archetype_spawn(tes_world_t *world, tes_archetype_t archetype, uint32_t n,
                                  tes_entity_t *out_entities) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
-    if (archetype >= world->archetype_count) return TES_ERR_UNKNOWN_ARCHETYPE;
+    if (archetype >= world->archetype_count || !world->archetypes[archetype]) {
+        return TES_ERR_UNKNOWN_ARCHETYPE;
+    }
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
     return tesi_spawn_rows(world, world->archetypes[archetype], n, out_entities);
 }

@@ -50,8 +50,10 @@ static void type_put(tesi_graph_t *g, const tesi_archetype_t *a) {
 
 tes_result_t tesi_graph_reserve(tes_world_t *world) {
     tesi_graph_t *g = &world->graph;
-    /* Keep the load factor at most one half. */
-    if ((world->archetype_count + 1) * 2 <= g->type_slots) return TES_OK;
+    /* Keep the load factor at most one half (reclaimed archetypes are not in the map). */
+    if ((world->archetype_count - world->archetypes_reclaimed + 1) * 2 <= g->type_slots) {
+        return TES_OK;
+    }
     uint32_t slots = g->type_slots ? g->type_slots * 2 : 64;
     uint32_t *types = tesi_alloc(world, (size_t)slots * sizeof *types);
     if (!types) return TES_ERR_OUT_OF_MEMORY;
@@ -59,8 +61,9 @@ tes_result_t tesi_graph_reserve(tes_world_t *world) {
     tesi_free(world, g->types, (size_t)g->type_slots * sizeof *g->types);
     g->types = types;
     g->type_slots = slots;
-    for (uint32_t i = 0; i < world->archetype_count; i++)
-        type_put(g, world->archetypes[i]);
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        if (world->archetypes[i]) type_put(g, world->archetypes[i]);
+    }
     return TES_OK;
 }
 
@@ -181,6 +184,65 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
     return TES_OK;
 }
 
+/* Empties far slot i by backward shift (linear probing keeps every entry findable from its home
+ * without tombstones): later entries of the cluster that may sit at i move up. */
+static void far_delete(tesi_archetype_t *a, uint32_t i) {
+    uint32_t mask = a->far_slots - 1;
+    for (uint32_t j = (i + 1) & mask; a->far_edges[j].component != TESI_FAR_EMPTY;
+         j = (j + 1) & mask) {
+        uint32_t home = far_home(a->far_edges[j].component, a->far_slots);
+        /* j's entry may fill i unless its home lies cyclically in (i, j]. */
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (stays) continue;
+        a->far_edges[i] = a->far_edges[j];
+        i = j;
+    }
+    a->far_edges[i].component = TESI_FAR_EMPTY;
+    a->far_count--;
+}
+
+/* Drops a's cached edges that lead to doomed archetypes. */
+static void forget_edges(tes_world_t *world, tesi_archetype_t *a, const uint8_t *doomed) {
+    for (uint32_t c = 0; c < a->edge_slots; c++) {
+        tesi_edge_t *edge = &a->edges[c];
+        if (!edge->target || !doomed[edge->target->id]) continue;
+        tesi_move_plan_free(world, edge->plan);
+        *edge = (tesi_edge_t){NULL, NULL};
+        world->graph.edge_count--;
+    }
+    /* A slot is looked at again after a deletion: the shift may have moved an entry into it
+     * (entries moved to slots already passed were looked at before). */
+    for (uint32_t i = 0; i < a->far_slots;) {
+        tesi_far_edge_t *slot = &a->far_edges[i];
+        if (slot->component == TESI_FAR_EMPTY || !doomed[slot->edge.target->id]) {
+            i++;
+            continue;
+        }
+        tesi_move_plan_free(world, slot->edge.plan);
+        far_delete(a, i);
+        world->graph.edge_count--;
+    }
+}
+
+void tesi_graph_forget(tes_world_t *world, const uint8_t *doomed) {
+    tesi_graph_t *g = &world->graph;
+    memset(g->types, 0, (size_t)g->type_slots * sizeof *g->types);
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        tesi_archetype_t *a = world->archetypes[i];
+        if (!a) continue;
+        if (doomed[i]) {
+            /* Its own edges go with it (tesi_edges_fini): only the count is kept right here. */
+            for (uint32_t c = 0; c < a->edge_slots; c++)
+                world->graph.edge_count -= a->edges[c].target != NULL;
+            world->graph.edge_count -= a->far_count;
+            continue;
+        }
+        forget_edges(world, a, doomed);
+        type_put(g, a);
+    }
+    g->generation++;
+}
+
 void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *a) {
     for (uint32_t c = 0; c < a->edge_slots; c++)
         tesi_move_plan_free(world, a->edges[c].plan);
@@ -211,6 +273,7 @@ tes_result_t tesi_graph_validate(const tes_world_t *world) {
     uint32_t edges = 0;
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         const tesi_archetype_t *from = world->archetypes[i];
+        if (!from) continue;
         if (tesi_graph_find(world, from->components, from->component_count, from->hash) != from) {
             return TES_ERR_CORRUPT;
         }

@@ -484,8 +484,9 @@ struct tes_world_t {
     /* Each archetype lives as long as its world, at one address, with one layout: JS keeps a
      * field's column offset by archetype address (bindings/access.ts). Reclaiming archetypes
      * would have to tell it. */
-    tesi_archetype_t **archetypes;
+    tesi_archetype_t **archetypes; /* by id; NULL: reclaimed (tes_archetypes_reclaim) */
     uint32_t archetype_count;
+    uint32_t archetypes_reclaimed; /* ids whose archetype was freed */
     uint32_t archetype_slots;
     tesi_graph_t graph;
 
@@ -510,8 +511,8 @@ struct tes_world_t {
     /* The last component list spawned by tes_spawn / tes_spawn_batch as the caller wrote it,
      * or by tes_spawn_items (its chunk components, sorted), and its archetype (chunk components
      * only): a game spawns a few lists over and over, and
-     * a hit skips sorting, checking, hashing and probing. Archetypes are never freed and the
-     * ids of a set in use are never taken back, so it cannot go stale. */
+     * a hit skips sorting, checking, hashing and probing. Reclaiming archetypes clears it, and
+     * the ids of a set in use are never taken back, so it cannot go stale. */
     struct {
         tes_component_t ids[TESI_SPAWN_CACHE_IDS];
         uint32_t count;
@@ -708,6 +709,11 @@ tes_result_t tesi_archetype_fits(const tes_world_t *world, const tes_component_t
                                  uint32_t count);
 /* The archetype of the set in world->scratch[0..count-1] (sorted), created if missing. */
 tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_archetype_t **out);
+/* tes_archetypes_reclaim's parts, for the archetypes whose ids are marked in `doomed`: the
+ * graph drops the edges leading to them and its map of sets forgets them (graph.c); queries
+ * drop them from their matches (query.c). Neither allocates. */
+void tesi_graph_forget(tes_world_t *world, const uint8_t *doomed);
+void tesi_queries_forget(tes_world_t *world, const uint8_t *doomed);
 void tesi_archetypes_fini(tes_world_t *world);
 /* Position of `component` in the archetype's set, or TESI_NO_TYPE. */
 uint32_t tesi_type_search(const tesi_archetype_t *archetype, tes_component_t component);

@@ -293,7 +293,7 @@ static uint8_t matches(const tes_query_t *q, const tesi_archetype_t *a) {
     return q->row_any ? MATCH_ANY : 0;
 }
 
-/* Looks only at archetypes created since the last refresh (ids are dense and never reused). */
+/* Looks only at archetypes created since the last refresh (ids are never reused). */
 static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
     if (q->archetypes_seen == world->archetype_count) return TES_OK;
     tes_result_t result = tesi_reserve(world, (void **)&q->match_flags, &q->match_slots,
@@ -301,8 +301,8 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
     if (result != TES_OK) return result;
     for (; q->archetypes_seen < world->archetype_count; q->archetypes_seen++) {
         tesi_archetype_t *a = world->archetypes[q->archetypes_seen];
-        uint8_t match = matches(q, a);
-        q->match_flags[a->id] = 0;
+        q->match_flags[q->archetypes_seen] = 0;
+        uint8_t match = a ? matches(q, a) : 0; /* NULL: reclaimed */
         if (!match) continue;
         result = tesi_reserve(world, (void **)&q->matched, &q->matched_slots, q->matched_count + 1,
                               sizeof *q->matched, 8);
@@ -311,6 +311,22 @@ static tes_result_t refresh(tes_world_t *world, tes_query_t *q) {
         q->match_flags[a->id] = match;
     }
     return TES_OK;
+}
+
+void tesi_queries_forget(tes_world_t *world, const uint8_t *doomed) {
+    for (uint32_t i = 0; i < world->query_count; i++) {
+        tes_query_t *q = world->queries[i];
+        uint32_t kept = 0;
+        for (uint32_t k = 0; k < q->matched_count; k++) {
+            tesi_archetype_t *a = q->matched[k];
+            if (doomed[a->id]) {
+                q->match_flags[a->id] = 0;
+            } else {
+                q->matched[kept++] = a; /* in creation order still */
+            }
+        }
+        q->matched_count = kept;
+    }
 }
 
 tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t e, bool *out) {

@@ -197,11 +197,11 @@ static void write_archetypes(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
     uint32_t used = 0;
     for (uint32_t i = 0; i < world->archetype_count; i++)
-        used += world->archetypes[i]->entity_count > 0;
+        used += world->archetypes[i] && world->archetypes[i]->entity_count > 0;
     tesi_put_u32(w, used);
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         const tesi_archetype_t *a = world->archetypes[i];
-        if (!a->entity_count) continue;
+        if (!a || !a->entity_count) continue;
         tesi_put_u32(w, a->component_count);
         tesi_put(w, a->components, a->component_count * sizeof *a->components);
         tesi_put_u32(w, a->entity_count);

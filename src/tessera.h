@@ -170,7 +170,7 @@ typedef struct tes_world_stats_t {
     uint32_t entity_capacity;    /* indices handed out + 1 (live, free, skipped, reserved 0) */
     uint32_t free_queue_length;  /* despawned slots waiting for reuse */
     uint32_t component_count;    /* registered component types */
-    uint32_t archetype_count;    /* including the empty archetype */
+    uint32_t archetype_count;    /* existing ones, the empty archetype included */
     uint32_t chunk_count;        /* chunks holding entities */
     uint32_t pooled_chunk_count; /* empty chunk blocks kept for reuse */
     uint32_t chunk_bytes;        /* bytes of one standard chunk block */
@@ -476,8 +476,19 @@ typedef struct tes_archetype_info_t {
     uint32_t capacity;    /* entities per chunk */
 } tes_archetype_info_t;
 
-/* Number of archetypes; ids are 0 .. count-1 and never reused while the world lives. */
+/* The bound of archetype ids: ids are 0 .. count-1 and never reused while the world lives. An
+ * id whose archetype was reclaimed (tes_archetypes_reclaim) answers TES_ERR_UNKNOWN_ARCHETYPE;
+ * tes_world_stats counts the archetypes that exist. */
 TES_API uint32_t tes_archetype_count(const tes_world_t *world);
+/* Frees every archetype that holds no entity (the empty set's aside), with its cached edges and
+ * move plans; queries forget it. A world that makes many component sets for a while (random
+ * loadouts, status effects, a level's own types) otherwise keeps one archetype per set it ever
+ * made, and a query walks every one it matched. Call it where a pause costs nothing (a level
+ * change, a loading screen): it takes O(archetypes + cached edges + queries' matches), and a
+ * set spawned again afterwards makes its archetype (a new id) again. Refused while a run is live
+ * (TES_ERR_INVALID_ARGUMENT: pending entities and runs name archetypes); out of memory frees
+ * nothing. `out_reclaimed` (may be NULL): how many were freed. */
+TES_API tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed);
 TES_API tes_result_t tes_archetype_info(const tes_world_t *world, tes_archetype_t archetype,
                                         tes_archetype_info_t *out);
 /* Finds (creating if needed) the archetype of a component set, any order, no duplicates. */

@@ -292,7 +292,7 @@ static void clear_list(tes_world_t *world, tesi_tracker_t *t, uint32_t capacity)
 static void untrack(tes_world_t *world, tes_component_t component) {
     for (uint32_t k = 0; k < world->archetype_count; k++) {
         tesi_archetype_t *a = world->archetypes[k];
-        uint32_t type = tesi_type_index(a, component);
+        uint32_t type = a ? tesi_type_index(a, component) : TESI_NO_TYPE;
         if (type == TESI_NO_TYPE) continue;
         for (uint32_t c = 0; c < a->chunk_count; c++) {
             tesi_chunk_t *chunk = a->chunks[c];
@@ -312,7 +312,7 @@ static void stop_tracking(tes_world_t *world, tes_component_t component, uint32_
     untrack(world, component);
     for (uint32_t m = 0; m < raised; m++) {
         tesi_archetype_t *a = world->archetypes[m];
-        if (tesi_type_index(a, component) == TESI_NO_TYPE) continue;
+        if (!a || tesi_type_index(a, component) == TESI_NO_TYPE) continue;
         if (--a->tracked_count) continue;
         for (uint32_t c = 0; c < a->chunk_count; c++)
             tesi_trackers_detach(world, a->chunks[c]);
@@ -339,7 +339,7 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
     comp->level = level;
     for (uint32_t k = 0; k < world->archetype_count; k++) {
         tesi_archetype_t *a = world->archetypes[k];
-        uint32_t type = tesi_type_index(a, component);
+        uint32_t type = a ? tesi_type_index(a, component) : TESI_NO_TYPE;
         if (type == TESI_NO_TYPE) continue;
         if (old == TES_UNTRACKED) a->tracked_count++;
         for (uint32_t c = 0; c < a->chunk_count; c++) {

@@ -235,7 +235,7 @@ tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out) {
         .entity_capacity = world->record_count,
         .free_queue_length = world->free_length,
         .component_count = world->component_count,
-        .archetype_count = world->archetype_count,
+        .archetype_count = world->archetype_count - world->archetypes_reclaimed,
         .chunk_count = world->chunk_count,
         .pooled_chunk_count = world->pool_count,
         .chunk_bytes = world->chunk_bytes,
@@ -293,15 +293,20 @@ static tes_result_t validate_archetype(const tes_world_t *world, const tesi_arch
 
 tes_result_t tes_world_validate(const tes_world_t *world) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
-    uint32_t entities = 0, chunks = 0;
+    uint32_t entities = 0, chunks = 0, reclaimed = 0;
     for (uint32_t i = 0; i < world->archetype_count; i++) {
         const tesi_archetype_t *a = world->archetypes[i];
+        if (!a) {
+            reclaimed++;
+            continue;
+        }
         CHECK(a->id == i);
         tes_result_t result = validate_archetype(world, a, &chunks);
         if (result != TES_OK) return result;
         entities += a->entity_count;
     }
     CHECK(entities == world->entity_count && chunks == world->chunk_count);
+    CHECK(reclaimed == world->archetypes_reclaimed && world->archetypes[0]);
 
     /* Entity table: every index is live (counted above), pending, waiting in the free queue or
      * skipped (in a page never allocated, or marked). */

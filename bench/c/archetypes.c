@@ -42,6 +42,9 @@ typedef struct {
     uint32_t archetypes;
     double bytes_per_archetype;
     uint64_t bytes;
+    double reclaim_ms;        /* tes_archetypes_reclaim after the rounds */
+    uint32_t reclaimed;       /* archetypes it freed */
+    uint64_t bytes_reclaimed; /* what the world held after the rounds beyond before, after it */
 } run_t;
 
 static run_t run(uint32_t types) {
@@ -90,6 +93,13 @@ static run_t run(uint32_t types) {
         .bytes = after.bytes_allocated - before.bytes_allocated,
     };
     out.bytes_per_archetype = out.archetypes ? (double)out.bytes / out.archetypes : 0;
+    start = now_ms();
+    check(tes_archetypes_reclaim(world, &out.reclaimed), "tes_archetypes_reclaim");
+    out.reclaim_ms = now_ms() - start;
+    check(tes_world_validate(world), "tes_world_validate");
+    tes_world_stats_t reclaimed;
+    check(tes_world_stats(world, &reclaimed), "tes_world_stats");
+    out.bytes_reclaimed = reclaimed.bytes_allocated - before.bytes_allocated;
     tes_world_destroy(world);
     free(ids);
     return out;
@@ -101,12 +111,13 @@ int main(void) {
     for (int i = 0; i < 3; i++)
         runs[i] = run(types[i]);
     printf("| component types | rounds | time (ms) | vs 100 types | archetypes left | bytes left | "
-           "bytes per archetype |\n");
-    printf("|--:|--:|--:|--:|--:|--:|--:|\n");
+           "bytes per archetype | reclaim (ms) | reclaimed | bytes left after |\n");
+    printf("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < 3; i++) {
-        printf("| %u | %u | %.1f | %.2fx | %u | %llu | %.0f |\n", types[i], ROUNDS, runs[i].ms,
-               runs[i].ms / runs[0].ms, runs[i].archetypes, (unsigned long long)runs[i].bytes,
-               runs[i].bytes_per_archetype);
+        printf("| %u | %u | %.1f | %.2fx | %u | %llu | %.0f | %.1f | %u | %llu |\n", types[i],
+               ROUNDS, runs[i].ms, runs[i].ms / runs[0].ms, runs[i].archetypes,
+               (unsigned long long)runs[i].bytes, runs[i].bytes_per_archetype, runs[i].reclaim_ms,
+               runs[i].reclaimed, (unsigned long long)runs[i].bytes_reclaimed);
     }
     return 0;
 }
