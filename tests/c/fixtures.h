@@ -417,8 +417,12 @@ static inline void fx_check_packed(const tes_world_t *world, tes_archetype_t arc
 
 static inline void fx_check_all_packed(const tes_world_t *world) {
     uint32_t count = tes_archetype_count(world);
-    for (tes_archetype_t a = 0; a < count; a++)
+    for (tes_archetype_t a = 0; a < count; a++) {
+        tes_archetype_info_t info;
+        if (tes_archetype_info(world, a, &info) == TES_ERR_UNKNOWN_ARCHETYPE)
+            continue; /* reclaimed */
         fx_check_packed(world, a);
+    }
 }
 
 static inline tes_world_stats_t fx_stats(const tes_world_t *world) {

@@ -1211,6 +1211,12 @@ static void run_model(uint64_t seed, const tes_world_desc_t *desc, uint32_t targ
             CHECK_OK(tes_tick(m->world));
             m->op = NULL;
         }
+        if (fx_rng_chance(&m->rng, 1)) {
+            /* Queries and trackers must not notice: what they report is checked every step. */
+            m->op = "tes_archetypes_reclaim";
+            CHECK_OK(tes_archetypes_reclaim(m->world, NULL));
+            m->op = NULL;
+        }
         check_counts(m);
         if (m->step % 500 == 0) check_full(m);
     }

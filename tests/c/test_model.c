@@ -285,11 +285,27 @@ static void op_spawn_batch(model_t *m) {
         model_spawned(m, handles[i], mask);
 }
 
+/* A random archetype id, with its info; false when that archetype was reclaimed (then calls
+ * naming it are refused as unknown and change nothing). */
+static bool pick_archetype(model_t *m, tes_archetype_t *a, tes_archetype_info_t *info) {
+    *a = fx_rng_below(&m->rng, tes_archetype_count(m->world));
+    tes_result_t result = tes_archetype_info(m->world, *a, info);
+    if (result == TES_OK) return true;
+    CHECK_EQ(result, TES_ERR_UNKNOWN_ARCHETYPE);
+    tes_entity_t e;
+    uint32_t live = fx_stats(m->world).entity_count;
+    CHECK_EQ(tes_archetype_spawn(m->world, *a, 1, &e), TES_ERR_UNKNOWN_ARCHETYPE);
+    CHECK_EQ(tes_archetype_add(m->world, *a, 0), TES_ERR_UNKNOWN_ARCHETYPE);
+    CHECK_EQ(fx_stats(m->world).entity_count, live);
+    return false;
+}
+
 /* tes_archetype_spawn into a random existing archetype. */
 static void op_archetype_spawn(model_t *m) {
     m->op = "archetype_spawn";
-    tes_archetype_t a = fx_rng_below(&m->rng, tes_archetype_count(m->world));
-    tes_archetype_info_t info = fx_archetype(m->world, a);
+    tes_archetype_t a;
+    tes_archetype_info_t info;
+    if (!pick_archetype(m, &a, &info)) return;
     uint32_t mask = 0;
     for (uint32_t i = 0; i < info.component_count; i++)
         mask |= 1u << info.components[i];
@@ -554,9 +570,10 @@ static void op_write_through_pointer(model_t *m) {
 }
 
 static void op_archetype_bulk(model_t *m) {
-    uint32_t count = tes_archetype_count(m->world);
-    tes_archetype_t a = fx_rng_below(&m->rng, count);
-    tes_archetype_info_t info = fx_archetype(m->world, a);
+    m->op = "archetype_add / _remove";
+    tes_archetype_t a;
+    tes_archetype_info_t info;
+    if (!pick_archetype(m, &a, &info)) return;
     uint32_t mask = 0;
     for (uint32_t i = 0; i < info.component_count; i++)
         mask |= 1u << info.components[i];
@@ -579,6 +596,14 @@ static void op_archetype_bulk(model_t *m) {
             model_remove(&m->live[i], c);
         }
     }
+}
+
+/* Frees the empty archetypes: nothing the model sees may change (every step checks it). */
+static void op_reclaim(model_t *m) {
+    m->op = "reclaim empty archetypes";
+    uint32_t before = fx_stats(m->world).archetype_count, freed = 0;
+    CHECK_OK(tes_archetypes_reclaim(m->world, &freed));
+    CHECK_EQ(fx_stats(m->world).archetype_count + freed, before);
 }
 
 static void op_stale_call(model_t *m) {
@@ -702,6 +727,8 @@ static void run_model(uint64_t seed, uint32_t chunk_bytes, uint32_t min_free_ind
             op_archetype_bulk(m);
         } else if (roll < 99) {
             op_stale_call(m);
+        } else if (fx_rng_chance(&m->rng, 25)) {
+            op_reclaim(m);
         } else {
             op_spawn_bad_set(m);
         }
