@@ -264,7 +264,9 @@ static inline void fx_snapshot_take(fx_snapshot_t *s, const tes_world_t *world) 
     uint32_t archetype_count = tes_archetype_count(world);
     for (tes_archetype_t a = 0; a < archetype_count; a++) {
         tes_archetype_info_t info;
-        CHECK_OK(tes_archetype_info(world, a, &info));
+        tes_result_t result = tes_archetype_info(world, a, &info);
+        if (result == TES_ERR_UNKNOWN_ARCHETYPE) continue; /* reclaimed */
+        CHECK_OK(result);
         if (info.entity_count == 0) continue;
         fx_snapshot_put_u32(s, a);
         fx_snapshot_put_u32(s, info.component_count);

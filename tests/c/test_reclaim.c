@@ -289,3 +289,34 @@ TEST(reclaim_out_of_memory_frees_nothing) {
     CHECK_OK(tes_world_validate(s.world));
     CHECK_EQ(reclaim(s.world), 1);
 }
+
+/* A snapshot of a world with reclaimed ids restores to the same world: its snapshot is the
+ * same bytes. */
+TEST(a_snapshot_after_reclaiming_restores_the_same_world) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e[12];
+    for (uint32_t i = 0; i < 12; i++)
+        e[i] = spawn_with(&s, &i, 1, (float)i);
+    for (uint32_t i = 0; i < 12; i += 2)
+        CHECK_OK(tes_despawn(s.world, e[i]));
+    CHECK_EQ(reclaim(s.world), 6);
+    const uint8_t *bytes;
+    uint32_t size;
+    CHECK_OK(tes_snapshot(s.world, &bytes, &size));
+    uint8_t *copy = (uint8_t *)fx_malloc(size);
+    memcpy(copy, bytes, size);
+    tes_world_t *restored;
+    CHECK_OK(tes_world_restore(NULL, copy, size, &restored));
+    harness_defer(fx_destroy_world, restored);
+    CHECK_OK(tes_world_validate(restored));
+    const uint8_t *again;
+    uint32_t again_size;
+    CHECK_OK(tes_snapshot(restored, &again, &again_size));
+    CHECK_EQ(again_size, size);
+    CHECK(memcmp(again, copy, size) == 0);
+    for (uint32_t i = 1; i < 12; i += 2) {
+        double x;
+        CHECK_OK(tes_get_number(restored, e[i], s.position, 0, 0, &x));
+        CHECK_EQ(x, (double)i);
+    }
+}
