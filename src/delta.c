@@ -10,12 +10,15 @@
  * replica that fell further behind gets a keyframe instead. */
 #include "internal.h"
 
-#define DELTA_MAGIC     0x544C4454u /* "TDLT" little-endian */
-#define DELTA_VERSION   1u
+#define DELTA_MAGIC     0x544C4454u         /* "TDLT" little-endian */
+#define DELTA_VERSION   2u                  /* 1: fixed-width records and events, no longer read */
 #define KEYFRAME        TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
 #define HEADER_BYTES    16u
-#define VALUES          0x80000000u /* on a record's component id: its values follow */
-#define DATA            0x100u      /* on a pair event's kind: the pair's data follows */
+/* A record's two bits per replicated component (relations aside), in id order. */
+#define ABSENT          0u
+#define PRESENT_STATE   1u
+#define WITH_VALUES     3u     /* present, and its values follow */
+#define DATA            0x100u /* on a pair event's kind: the pair's data follows */
 /* A delta's TES_PAIR_MOVED event moves the source to the end of the target's sources: a target
  * whose sources were reordered gets one per source, in order, at the end of the section. */
 #define DEFAULT_HISTORY 64u
@@ -390,38 +393,56 @@ static void put_u64(tesi_writer_t *w, uint64_t v) {
     tesi_put(w, &v, 8);
 }
 
-/* A live entity's record: its replicated components, and the values of those added or changed
- * since the baseline (all of them when `whole`). */
+/* Writes v as put_varint does, at `out`: the byte after it. */
+static uint8_t *varint_to(uint8_t *out, uint32_t v) {
+    for (; v >= 0x80; v >>= 7)
+        *out++ = (uint8_t)(v | 0x80);
+    *out++ = (uint8_t)v;
+    return out;
+}
+
+/* A live entity's record (docs/format.md): its index as the gap from the previous record's
+ * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
+ * entity already, at that index); two bits per replicated component that is not a relation
+ * (absent, present, present with values); then the values of those added or changed since the
+ * baseline (all of them when `whole`). */
 static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity_t e,
-                       uint64_t baseline, bool whole) {
+                       uint64_t baseline, bool whole, uint32_t *previous) {
     const tes_world_t *world = rep->world;
     const tesi_record_t *record = tesi_record_of(world, e);
     const tesi_chunk_t *chunk = record->chunk;
     const tesi_archetype_t *a = chunk->archetype;
     uint32_t index = e & TESI_INDEX_MASK;
-    uint32_t *ids = rep->ids, n = 0, bytes = 8;
+    uint32_t *states = rep->ids, k = 0, values = 0;
     for (uint32_t i = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
         if (tesi_is_relation(c)) continue;
         uint64_t added, changed; /* (replicated components are tracked) */
-        if (tes_ticks(world, e, id, &added, &changed) != TES_OK) continue; /* it lacks it */
-        bool values = c->field_count && (whole || added > baseline || changed > baseline);
-        ids[n++] = id | (values ? VALUES : 0);
-        bytes += 4 + (values ? c->row_bytes : 0);
+        uint32_t state = ABSENT;
+        if (tes_ticks(world, e, id, &added, &changed) == TES_OK) {
+            bool with = c->field_count && (whole || added > baseline || changed > baseline);
+            state = with ? WITH_VALUES : PRESENT_STATE;
+            values += with ? c->row_bytes : 0;
+        }
+        states[k++] = state;
     }
-    /* Room for the whole record first, then plain copies: a record is on the hot path when most
-     * of the world changes every tick. */
-    uint8_t *out = tesi_room(w, bytes);
-    if (!out) return;
-    uint32_t head[2] = {e, n};
-    memcpy(out, head, 8);
-    memcpy(out + 8, ids, n * sizeof *ids);
-    out += 8 + n * sizeof *ids;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!(ids[i] & VALUES)) continue;
-        tes_component_t id = ids[i] & ~VALUES;
+    /* Room for the longest form, then plain stores; what the varints did not take is given back.
+     * A record is on the hot path when most of the world changes every tick. */
+    uint32_t state_bytes = (2 * k + 7) / 8, room = 10 + state_bytes + values;
+    uint8_t *start = tesi_room(w, room);
+    if (!start) return;
+    uint8_t *out = varint_to(start, (index - *previous) << 1 | (whole ? 1u : 0u));
+    *previous = index;
+    if (whole) out = varint_to(out, e >> TES_INDEX_BITS);
+    memset(out, 0, state_bytes);
+    for (uint32_t j = 0; j < k; j++)
+        out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
+    out += state_bytes;
+    for (uint32_t i = 0, j = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c) || states[j++] != WITH_VALUES) continue;
         const uint8_t *row = NULL;
         uint32_t type = TESI_NO_TYPE;
         if (tesi_is_sparse(c)) {
@@ -436,6 +457,7 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
             out += c->fields[f].bytes;
         }
     }
+    w->size -= (uint32_t)(start + room - out);
 }
 
 /* Both ends alive and in scope: a pair the replica holds. */
@@ -459,8 +481,10 @@ static tes_result_t put_event(tesi_writer_t *w, tes_replicator_t *rep, tes_compo
     if (c->field_count && (kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED)) {
         id = tesi_pair_find(rep->world, relation, source, target);
     }
-    uint32_t head[4] = {kind | (id ? DATA : 0), source, target, age};
-    tesi_put(w, head, sizeof head);
+    tesi_put_varint(w, kind | (id ? DATA : 0));
+    tesi_put_varint(w, source);
+    tesi_put_varint(w, target);
+    tesi_put_varint(w, age);
     if (id) tesi_put_row(w, c, tesi_row_at(c->relation.data, id - 1, c->stride));
     ++*count;
     return TES_OK;
@@ -567,7 +591,7 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     tes_result_t result = TES_OK;
     if (keyframe) {
         tesi_put_u32(w, 0); /* nothing gone: the replica drops what the records lack */
-        uint32_t at = w->size, count = 0;
+        uint32_t at = w->size, count = 0, previous = 0;
         tesi_put_u32(w, 0);
         for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
             const tesi_record_t *record = tesi_record_find(world, index);
@@ -580,7 +604,7 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
             bool present;
             result = in_scope(rep, e, &present);
             if (result != TES_OK || !present) continue;
-            put_record(w, rep, e, 0, true);
+            put_record(w, rep, e, 0, true, &previous);
             count++;
         }
         if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
@@ -589,16 +613,20 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
         for (uint32_t i = 0; i < rep->touched_count; i++)
             gone += !(rep->marks[rep->touched[i]] & PRESENT);
         tesi_put_u32(w, gone);
+        uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
         for (uint32_t i = 0; i < rep->touched_count; i++) {
-            if (!(rep->marks[rep->touched[i]] & PRESENT)) tesi_put_u32(w, rep->touched[i]);
+            if (rep->marks[rep->touched[i]] & PRESENT) continue;
+            tesi_put_varint(w, rep->touched[i] - previous);
+            previous = rep->touched[i];
         }
         tesi_put_u32(w, rep->touched_count - gone);
+        previous = 0;
         for (uint32_t i = 0; i < rep->touched_count; i++) {
             uint32_t index = rep->touched[i];
             uint8_t mark = rep->marks[index];
             if (!(mark & PRESENT)) continue;
             tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
-            put_record(w, rep, e, baseline, mark & WHOLE);
+            put_record(w, rep, e, baseline, mark & WHOLE, &previous);
         }
     }
     for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
@@ -693,6 +721,10 @@ typedef struct delta_t {
     tes_component_t *local;
     /* While checking a delta with an acyclic relation: the replica as the delta leaves it. */
     struct after_t *after;
+    /* The gone indices, read from their gaps by the check (which the apply pass reads again). */
+    uint32_t *gone;
+    uint32_t gone_count;
+    uint32_t plain; /* replicated components that are not relations: two bits each in a record */
 } delta_t;
 
 /* One component of the record being read. */
@@ -730,7 +762,9 @@ static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
 }
 
 static void delta_free(tes_world_t *world, delta_t *d) {
-    if (d) tesi_free(world, d, delta_bytes(d->count));
+    if (!d) return;
+    tesi_free(world, d->gone, (size_t)d->gone_count * sizeof *d->gone + 1);
+    tesi_free(world, d, delta_bytes(d->count));
 }
 
 /* A keyframe's component schemas: each matched by name to the replica's component (which must
@@ -957,7 +991,7 @@ static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t com
 typedef struct after_t {
     tes_world_t *world;
     const delta_t *d;
-    const uint8_t *gone; /* ascending indices, in the bytes */
+    const uint32_t *gone; /* ascending indices (delta_t's) */
     uint32_t gone_count;
     tes_entity_t *records; /* the records' handles, ascending by index */
     uint32_t record_count;
@@ -980,8 +1014,7 @@ static bool alive_after(const after_t *a, tes_entity_t e) {
     }
     if (a->d->keyframe) return false;
     for (lo = 0, hi = a->gone_count; lo < hi;) {
-        uint32_t mid = (lo + hi) / 2, at;
-        memcpy(&at, a->gone + (size_t)mid * 4, 4);
+        uint32_t mid = (lo + hi) / 2, at = a->gone[mid];
         if (at == index) return false;
         if (at < index)
             lo = mid + 1;
@@ -1038,28 +1071,62 @@ static bool replay_parent(after_t *a, uint32_t kind, tes_entity_t source, tes_en
     return true;
 }
 
-/* One record: checked, and applied when `ap` is not NULL. */
-static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_t *out_handle) {
-    tes_entity_t e = tesi_get_u32(r);
-    uint32_t n = tesi_get_u32(r);
+/* One record: checked, and applied when `ap` is not NULL. `*previous`: the index of the record
+ * before (0 for the first). A record that is not whole names the entity the replica holds at
+ * its index (there must be one). */
+static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap,
+                        uint32_t *previous, tes_entity_t *out_handle) {
+    uint32_t head = tesi_get_varint(r);
+    uint64_t index = (uint64_t)*previous + (head >> 1);
+    bool whole = head & 1u;
+    tes_entity_t e = 0;
+    if (r->result == TES_OK && (head >> 1) && index <= TESI_INDEX_MASK) {
+        if (whole) {
+            uint32_t generation = tesi_get_varint(r);
+            if (generation < (1u << TES_GENERATION_BITS))
+                e = (tes_entity_t)index | generation << TES_INDEX_BITS;
+        } else if (!d->keyframe) {
+            e = live_at(world, (uint32_t)index);
+        }
+    }
     *out_handle = e;
-    if (!well_formed(e) || n > d->count) tesi_fail(r, TES_ERR_BAD_DELTA);
-    const uint8_t *raw = tesi_span(r, r->result == TES_OK ? n : 0, 4);
+    *previous = (uint32_t)index;
+    if (!e) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return;
+    }
+    /* Two bits per component that is not a relation, low bits first; the bits past the last
+     * are 0. */
+    uint32_t plain = d->plain;
+    const uint8_t *states = tesi_span(r, (2 * plain + 7) / 8, 1);
+    if (r->result != TES_OK) return;
+    if ((2 * plain) % 8 && states[(2 * plain) / 8] >> ((2 * plain) % 8)) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return;
+    }
     listed_t *listed = d->listed;
-    for (uint32_t i = 0; i < n && r->result == TES_OK; i++) {
-        uint32_t word;
-        memcpy(&word, raw + (size_t)i * 4, 4);
-        tes_component_t id = word & ~VALUES;
-        uint32_t at = id < TES_MAX_COMPONENTS ? d->position[id] : 0;
-        const replicated_t *c = at ? &d->comps[at - 1] : NULL;
-        /* Listed once each in id order, no relations (their pairs are events), values only for
-         * components with fields. */
-        if (!c || (c->flags & TES_COMPONENT_RELATION) || (i && at - 1 <= listed[i - 1].at) ||
-            ((word & VALUES) && !c->field_count)) {
+    uint32_t n = 0;
+    for (uint32_t i = 0, j = 0; i < d->count && r->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (c->flags & TES_COMPONENT_RELATION) continue;
+        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
+        j++;
+        /* Values only for components with fields. */
+        if (state == 2u || (state == WITH_VALUES && !c->field_count)) {
             tesi_fail(r, TES_ERR_BAD_DELTA);
             return;
         }
-        listed[i] = (listed_t){at - 1, word & VALUES ? tesi_span(r, 1, c->row_bytes) : NULL, false};
+        if (state == ABSENT) continue;
+        listed[n++] = (listed_t){i, NULL, false};
+    }
+    for (uint32_t i = 0, j = 0, m = 0; i < d->count && m < n && r->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (c->flags & TES_COMPONENT_RELATION) continue;
+        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
+        j++;
+        if (state == ABSENT) continue;
+        if (state == WITH_VALUES) listed[m].values = tesi_span(r, 1, c->row_bytes);
+        m++;
     }
     if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
     tes_world_t *w = ap->world;
@@ -1099,21 +1166,33 @@ static void read_record(tesi_reader_t *r, delta_t *d, applier_t *ap, tes_entity_
  * keyframe every entity it lacks), then the records. */
 static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
     uint32_t gone = tesi_get_u32(r);
-    if (d->keyframe && gone) tesi_fail(r, TES_ERR_BAD_DELTA);
-    const uint8_t *indices = tesi_span(r, r->result == TES_OK ? gone : 0, 4);
+    /* A gap takes a byte at least: a count the bytes cannot hold is refused before it sizes
+     * anything. */
+    if ((d->keyframe && gone) || gone > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (!ap && r->result == TES_OK) {
+        /* The check reads the replica and allocates only this (and the acyclic replay's map). */
+        d->gone = tesi_alloc((tes_world_t *)world, (size_t)gone * sizeof *d->gone + 1);
+        if (!d->gone) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        if (d->gone) d->gone_count = gone;
+    }
     uint32_t previous = 0;
     for (uint32_t i = 0; i < gone && r->result == TES_OK; i++) {
-        uint32_t index;
-        memcpy(&index, indices + (size_t)i * 4, 4);
-        if (index <= previous || index > TESI_INDEX_MASK) tesi_fail(r, TES_ERR_BAD_DELTA);
-        previous = index;
-        if (ap && live_at(world, index)) doom(ap, live_at(world, index));
+        uint32_t gap = tesi_get_varint(r);
+        uint64_t index = (uint64_t)previous + gap;
+        if (r->result != TES_OK || !gap || index > TESI_INDEX_MASK) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        previous = (uint32_t)index;
+        if (!ap) d->gone[i] = previous;
+        if (ap && live_at(world, previous)) doom(ap, live_at(world, previous));
     }
+    const uint32_t *indices = d->gone;
     uint32_t records = tesi_get_u32(r);
     uint32_t start = r->at;
-    /* A record takes 8 bytes at least: a count the bytes cannot hold is refused before it sizes
+    /* A record takes a byte at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
-    if (records > (r->size - r->at) / 8) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (records > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
     after_t *after = ap ? NULL : d->after;
     if (after && r->result == TES_OK) {
         after->gone = indices;
@@ -1128,15 +1207,12 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     previous = 0;
     for (uint32_t i = 0; i < records && r->result == TES_OK; i++) {
         tes_entity_t e;
-        read_record(r, d, NULL, &e);
+        read_record(r, world, d, NULL, &previous, &e);
         uint32_t index = e & TESI_INDEX_MASK;
         if (r->result != TES_OK) break;
         if (after) after->records[after->record_count++] = e;
-        if (index <= previous) tesi_fail(r, TES_ERR_BAD_DELTA);
-        previous = index;
         for (; g < gone; g++) {
-            uint32_t gi;
-            memcpy(&gi, indices + (size_t)g * 4, 4);
+            uint32_t gi = indices[g];
             if (gi >= index) {
                 if (gi == index) tesi_fail(r, TES_ERR_BAD_DELTA);
                 break;
@@ -1166,9 +1242,10 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     }
     uint32_t end = r->at;
     r->at = start;
+    previous = 0;
     for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
         tes_entity_t e;
-        read_record(r, d, ap, &e);
+        read_record(r, w, d, ap, &previous, &e);
     }
     r->at = end;
 }
@@ -1178,7 +1255,8 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
 static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
                           applier_t *ap) {
     uint32_t count = tesi_get_u32(r);
-    if (count > (r->size - r->at) / 16) tesi_fail(r, TES_ERR_BAD_DELTA); /* 16 bytes an event */
+    if (count > (r->size - r->at) / 4)
+        tesi_fail(r, TES_ERR_BAD_DELTA); /* 4 bytes an event at least */
     /* Checking an acyclic relation: its events replayed on the parents (a map by source). */
     after_t *a = !ap && (c->flags & TES_RELATION_ACYCLIC) ? d->after : NULL;
     if (a && r->result == TES_OK) {
@@ -1194,11 +1272,10 @@ static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t
         a->parents = a->keys + a->slots;
     }
     for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        uint32_t head[4];
-        tesi_take(r, head, sizeof head);
-        uint32_t kind = head[0] & ~DATA, age = head[3];
-        tes_entity_t source = head[1], target = head[2];
-        bool data = head[0] & DATA;
+        uint32_t word = tesi_get_varint(r);
+        tes_entity_t source = tesi_get_varint(r), target = tesi_get_varint(r);
+        uint32_t kind = word & ~DATA, age = tesi_get_varint(r);
+        bool data = word & DATA;
         bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
         bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
                   well_formed(target) && (!data || (writes && c->field_count)) &&
@@ -1232,6 +1309,9 @@ static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t
 /* The whole delta after its head: checked, or applied. */
 static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
     r->at = d->body;
+    d->plain = 0;
+    for (uint32_t i = 0; i < d->count; i++)
+        d->plain += !(d->comps[i].flags & TES_COMPONENT_RELATION);
     read_entities(r, world, d, ap);
     for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
         if (d->comps[i].flags & TES_COMPONENT_RELATION) read_relation(r, d, &d->comps[i], ap);

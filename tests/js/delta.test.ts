@@ -151,9 +151,10 @@ describe('deltas', () => {
         for (let i = 0; i < 10; i++) source.set(entities[i * 997]!, Body, { x: i });
         const delta = peer.encode();
         expect(delta.keyframe).toBe(false);
-        // Ten records: handle, count, two ids, Body's 17 bytes; plus the fixed parts.
-        expect(delta.bytes.length).toBeLessThan(600);
-        expect(keyframeSize).toBeGreaterThan(10_000 * 30);
+        // Ten records: an index gap (2 bytes: 997 apart), a byte of states, Body's values; plus
+        // the fixed parts (format version 2).
+        expect(delta.bytes.length).toBeLessThan(10 * (2 + 1 + 17) + 80);
+        expect(keyframeSize).toBeGreaterThan(10_000 * (17 + 4));
         replica.applyDelta(delta.bytes);
         expect(replica.get(entities[9 * 997]!, Body).x).toBe(9);
     });
