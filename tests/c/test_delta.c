@@ -716,6 +716,27 @@ static uint32_t find_bytes(const uint8_t *bytes, uint32_t size, const uint8_t *p
     return 0;
 }
 
+/* A record that is not whole (the entity was there at the baseline) names the replica's entity
+ * at its index: where the replica holds none, the delta is refused and changes nothing. */
+TEST(a_record_for_an_entity_the_replica_lacks_is_refused) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_entity_t e[3];
+    CHECK_OK(tes_spawn_batch(source.world, &source.body, 1, 3, e));
+    delta_copy_t key = encode(rep, 0);
+    apply(&replica, &key, true);
+    CHECK_OK(tes_set_number(source.world, e[1], source.body, 0, 0, 7.5));
+    delta_copy_t d = encode(rep, key.tick);
+    /* The replica lost e1 on its own (a host's despawn): the record has no entity to name. */
+    CHECK_OK(tes_despawn(replica.world, e[1]));
+    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
+    CHECK_EQ(tes_delta_apply(replica.world, d.bytes, d.size, NULL), TES_ERR_BAD_DELTA);
+    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
+    FX_CHECK_UNCHANGED_FULL(before, replica.world);
+    free(key.bytes);
+    free(d.bytes);
+}
+
 TEST(a_delta_that_would_close_a_cycle_is_refused_before_anything_changes) {
     world_t source = make(), replica = make();
     tes_replicator_t *rep = replicator(source.world, NULL, 0);
