@@ -1,0 +1,247 @@
+// Replication sessions (ReplicationServer / ReplicationClient) over in-memory links that lose,
+// delay, duplicate and reorder messages: the clients' worlds end up equal to the server's.
+import { describe, expect, test } from 'vitest';
+import { ChildOf, component, tag, MESSAGE, ReplicationClient, ReplicationServer, type World } from '../../dist/index.js';
+import { expectError, worldPerTest } from './support.js';
+
+const newWorld = worldPerTest();
+
+const Position = component('SessionPosition', { x: 'f32', y: 'f32' });
+const Health = component('SessionHealth', { hp: 'i32' });
+const Marked = tag('SessionMarked');
+
+/** A seeded generator (mulberry32). */
+function random(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = Math.imul(a ^ (a >>> 15), a | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
+/** One direction of a connection: messages arrive after `delay` frames, or never. */
+class Link {
+    private queue: { at: number; bytes: Uint8Array }[] = [];
+    sent = 0;
+    constructor(
+        private readonly rnd: () => number,
+        public loss = 0,
+        private readonly maxDelay = 0,
+    ) {}
+    frame = 0;
+    send(bytes: Uint8Array): void {
+        this.sent++;
+        const copies = this.rnd() < 0.05 && this.loss > 0 ? 2 : 1; // a lossy link duplicates too
+        for (let i = 0; i < copies; i++) {
+            if (this.rnd() < this.loss) continue;
+            this.queue.push({ at: this.frame + Math.floor(this.rnd() * (this.maxDelay + 1)), bytes: bytes.slice() });
+        }
+    }
+    /** Hands over what is due, in a shuffled order when the link reorders. */
+    deliver(to: (bytes: Uint8Array) => void): void {
+        const due = this.queue.filter((m) => m.at <= this.frame);
+        this.queue = this.queue.filter((m) => m.at > this.frame);
+        if (this.maxDelay > 0) due.sort(() => this.rnd() - 0.5);
+        for (const m of due) to(m.bytes);
+        this.frame++;
+    }
+}
+
+/** A client over a pair of links. */
+function attach(server: ReplicationServer, world: World, rnd: () => number, loss = 0, delay = 0) {
+    const down = new Link(rnd, loss, delay),
+        up = new Link(rnd, loss, delay);
+    const client = new ReplicationClient(world, up);
+    const connection = server.connect(down);
+    const counts = { delivered: 0, unchanged: 0 };
+    return {
+        client,
+        connection,
+        down,
+        up,
+        counts,
+        /** One frame of traffic both ways. */
+        pump() {
+            down.deliver((bytes) => {
+                counts.delivered++;
+                if (!client.receive(bytes)) counts.unchanged++; // late, repeated, or a reset asked
+            });
+            up.deliver((bytes) => connection.receive(bytes));
+        },
+    };
+}
+
+/** Everything replicated, as plain data: entity -> [position, health, marked, parent]. */
+function state(world: World): Map<number, unknown[]> {
+    const out = new Map<number, unknown[]>();
+    for (const e of world.query({ any: [Position, Health, Marked] }).entities()) {
+        out.set(e, [
+            world.has(e, Position) ? world.get(e, Position) : null,
+            world.has(e, Health) ? world.get(e, Health, 'hp') : null,
+            world.has(e, Marked),
+            world.parentOf(e) ?? 0,
+        ]);
+    }
+    return out;
+}
+
+/** A random frame of game changes on the server's world. */
+function change(world: World, rnd: () => number, live: number[]): void {
+    for (let k = 0; k < 8; k++) {
+        const roll = rnd();
+        const e = live.length ? live[Math.floor(rnd() * live.length)]! : 0;
+        if (roll < 0.25 || live.length < 5) {
+            live.push(world.spawn(Position({ x: rnd() * 100, y: rnd() * 100 }), Health({ hp: Math.floor(rnd() * 100) })));
+        } else if (roll < 0.35) {
+            world.despawn(e);
+            live.splice(live.indexOf(e), 1);
+            for (let i = live.length - 1; i >= 0; i--) if (!world.isAlive(live[i]!)) live.splice(i, 1); // cascades
+        } else if (roll < 0.7) {
+            world.set(e, Position, { x: rnd() * 100, y: rnd() * 100 });
+        } else if (roll < 0.8) {
+            world.set(e, Health, 'hp', Math.floor(rnd() * 100));
+        } else if (roll < 0.9) {
+            if (world.has(e, Marked)) world.remove(e, Marked);
+            else world.add(e, Marked);
+        } else {
+            const parent = live[Math.floor(rnd() * live.length)]!;
+            if (parent !== e && !world.descendants(e).includes(parent)) world.setParent(e, parent);
+        }
+    }
+}
+
+describe('replication sessions', () => {
+    test('two clients, one over a link that loses, delays, duplicates and reorders, end up equal to the server', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const rnd = random(20261126);
+        const clean = attach(server, await newWorld(), rnd);
+        const lossy = attach(server, await newWorld(), rnd, 0.3, 3);
+        const live: number[] = [];
+        for (let frame = 0; frame < 300; frame++) {
+            change(world, rnd, live);
+            server.update();
+            clean.pump();
+            lossy.pump();
+            // The clean client is at the server's latest tick every frame.
+            if (frame % 50 === 0) expect(state(clean.client.world)).toEqual(state(world));
+        }
+        // The lossy link lost some deltas and brought others late (applied after newer ones,
+        // they change nothing); the clean one applied every one.
+        expect(lossy.down.sent).toBe(300);
+        expect(lossy.counts.delivered).toBeLessThan(300);
+        expect(lossy.counts.unchanged).toBeGreaterThan(0);
+        expect(clean.counts).toEqual({ delivered: 300, unchanged: 0 });
+        // The link heals: a few frames without changes bring the lossy client up to date.
+        lossy.down.loss = lossy.up.loss = 0;
+        for (let frame = 0; frame < 10; frame++) {
+            server.update();
+            clean.pump();
+            lossy.pump();
+        }
+        expect(state(clean.client.world)).toEqual(state(world));
+        expect(state(lossy.client.world)).toEqual(state(world));
+        // (Each connection's encode takes its own tick: the two clients' ticks differ.)
+        expect(lossy.connection.acked).toBe(lossy.client.tick);
+        expect(clean.connection.acked).toBe(clean.client.tick);
+        server.close();
+    });
+
+    test('a client that joins late gets a keyframe: everything in its first message', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world);
+        const rnd = random(7);
+        const first = attach(server, await newWorld(), rnd);
+        const live: number[] = [];
+        for (let frame = 0; frame < 20; frame++) {
+            change(world, rnd, live);
+            server.update();
+            first.pump();
+        }
+        const late = attach(server, await newWorld(), rnd);
+        server.update();
+        late.pump();
+        expect(state(late.client.world)).toEqual(state(world));
+        expect(late.connection.acked).toBe(late.client.tick);
+        server.close();
+    });
+
+    test('a client that leaves is forgotten: nothing more is sent to it', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world);
+        const rnd = random(3);
+        const staying = attach(server, await newWorld(), rnd);
+        const leaving = attach(server, await newWorld(), rnd);
+        world.spawn(Position({ x: 1, y: 2 }));
+        server.update();
+        staying.pump();
+        leaving.pump();
+        expect(server.clients).toBe(2);
+        leaving.client.leave();
+        leaving.pump(); // the goodbye arrives
+        expect(leaving.connection.connected).toBe(false);
+        expect(server.clients).toBe(1);
+        const sent = leaving.down.sent;
+        world.spawn(Position({ x: 3, y: 4 }));
+        server.update();
+        expect(leaving.down.sent).toBe(sent);
+        staying.pump();
+        expect(state(staying.client.world)).toEqual(state(world));
+        // A message that arrives after the goodbye is ignored.
+        leaving.connection.receive(Uint8Array.of(MESSAGE.reset));
+        expect(server.clients).toBe(1);
+        server.close();
+    });
+
+    test('a client whose world restarted asks for a keyframe and catches up', async () => {
+        const world = await newWorld();
+        // The components named: a default replicator adopts components registered later with a
+        // keyframe for everyone, which would hide the reset.
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const rnd = random(11);
+        const link = attach(server, await newWorld(), rnd);
+        const live: number[] = [];
+        for (let frame = 0; frame < 5; frame++) {
+            change(world, rnd, live);
+            server.update();
+            link.pump();
+        }
+        // The same connection, a fresh world behind it (a reload): the next delta's baseline is
+        // one it lacks, so it answers with a reset instead of an ack.
+        const fresh = new ReplicationClient(await newWorld(), link.up);
+        change(world, rnd, live);
+        server.update();
+        link.down.deliver((bytes) => expect(fresh.receive(bytes)).toBe(false));
+        link.up.deliver((bytes) => {
+            expect(bytes[0]).toBe(MESSAGE.reset);
+            link.connection.receive(bytes);
+        });
+        expect(link.connection.acked).toBe(0);
+        server.update();
+        link.down.deliver((bytes) => expect(fresh.receive(bytes)).toBe(true));
+        expect(state(fresh.world)).toEqual(state(world));
+        server.close();
+    });
+
+    test('malformed messages are refused and change nothing', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world);
+        const connection = server.connect({ send() {} });
+        const client = new ReplicationClient(await newWorld(), { send() {} });
+        for (const bytes of [new Uint8Array(0), Uint8Array.of(9), Uint8Array.of(MESSAGE.ack, 1, 2), Uint8Array.of(MESSAGE.delta, 1)]) {
+            expectError(() => connection.receive(bytes), 'INVALID_ARGUMENT');
+        }
+        const nan = new Uint8Array(9);
+        nan[0] = MESSAGE.ack;
+        new DataView(nan.buffer).setFloat64(1, -1, true);
+        expectError(() => connection.receive(nan), 'INVALID_ARGUMENT');
+        expect(connection.acked).toBe(0);
+        expectError(() => client.receive(Uint8Array.of(MESSAGE.ack, 0)), 'INVALID_ARGUMENT');
+        expectError(() => client.receive(Uint8Array.of(MESSAGE.delta, 1, 2, 3)), 'BAD_DELTA');
+        expect(client.tick).toBe(0);
+        expectError(() => server.connect({} as never), 'INVALID_ARGUMENT');
+        server.close();
+    });
+});
