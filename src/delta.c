@@ -72,6 +72,7 @@ struct tes_replicator_t {
      * carries (of the ids and these bytes): a replica maps ids by name once, at a keyframe. */
     uint8_t *schema;
     uint32_t schema_size;
+    uint32_t ids_size; /* the schema's first bytes: the ids, as every delta writes them */
     uint32_t schema_slots;
     uint32_t schema_crc;
 };
@@ -158,10 +159,13 @@ static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
     return TES_OK;
 }
 
-/* The schema section of keyframes, and the CRC every delta carries. */
+/* The ids (the first as it is, then the gaps: they ascend) and the schemas as a keyframe writes
+ * them after the count (a delta writes the ids alone), and the CRC every delta carries. */
 static tes_result_t write_schema(tes_replicator_t *rep) {
     tesi_writer_t w = {rep->world, &rep->schema, &rep->schema_slots, 0, TES_OK};
-    tesi_put(&w, rep->components, rep->component_count * sizeof *rep->components);
+    for (uint32_t i = 0; i < rep->component_count; i++)
+        tesi_put_varint(&w, rep->components[i] - (i ? rep->components[i - 1] : 0));
+    rep->ids_size = w.size;
     for (uint32_t i = 0; i < rep->component_count; i++)
         tesi_put_schema(&w, &rep->world->components[rep->components[i]]);
     if (w.result != TES_OK) return w.result;
@@ -389,8 +393,14 @@ static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
 
 /* ---- encoding: writing ------------------------------------------------------------------ */
 
-static void put_u64(tesi_writer_t *w, uint64_t v) {
-    tesi_put(w, &v, 8);
+/* An unsigned LEB128 varint of 64 bits (ticks). */
+static void put_varint64(tesi_writer_t *w, uint64_t v) {
+    uint8_t bytes[10];
+    uint32_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        bytes[n++] = (uint8_t)(v | 0x80);
+    bytes[n++] = (uint8_t)v;
+    tesi_put(w, bytes, n);
 }
 
 /* Writes v as put_varint does, at `out`: the byte after it. */
@@ -578,48 +588,46 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     tes_world_t *world = rep->world;
     uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
     tesi_put(w, header, sizeof header);
-    put_u64(w, keyframe ? 0 : baseline);
-    put_u64(w, now);
+    put_varint64(w, now);
+    put_varint64(w, now - (keyframe ? 0 : baseline)); /* from = to - this */
     tesi_put_u32(w, rep->schema_crc);
-    tesi_put_u32(w, rep->component_count);
-    tesi_put(w, rep->components, rep->component_count * sizeof *rep->components);
-    /* A keyframe names the components, for a replica to map them to its own ids. */
-    if (keyframe) {
-        tesi_put(w, rep->schema + rep->component_count * sizeof *rep->components,
-                 rep->schema_size - rep->component_count * sizeof *rep->components);
-    }
+    tesi_put_varint(w, rep->component_count);
+    /* The ids; a keyframe names the components too, for a replica to map them to its own. */
+    tesi_put(w, rep->schema, keyframe ? rep->schema_size : rep->ids_size);
     tes_result_t result = TES_OK;
     if (keyframe) {
-        tesi_put_u32(w, 0); /* nothing gone: the replica drops what the records lack */
-        uint32_t at = w->size, count = 0, previous = 0;
-        tesi_put_u32(w, 0);
-        for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
-            const tesi_record_t *record = tesi_record_find(world, index);
-            if (!record) {
-                index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
-                continue;
+        tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */
+        /* Two walks: the count first (a varint), then the records. */
+        for (int pass = 0; pass < 2 && result == TES_OK; pass++) {
+            uint32_t count = 0, previous = 0;
+            for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
+                const tesi_record_t *record = tesi_record_find(world, index);
+                if (!record) {
+                    index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
+                    continue;
+                }
+                if (!record->chunk) continue;
+                tes_entity_t e = tesi_make_handle(index, record->generation);
+                bool present;
+                result = in_scope(rep, e, &present);
+                if (result != TES_OK || !present) continue;
+                if (pass) put_record(w, rep, e, 0, true, &previous);
+                count++;
             }
-            if (!record->chunk) continue;
-            tes_entity_t e = tesi_make_handle(index, record->generation);
-            bool present;
-            result = in_scope(rep, e, &present);
-            if (result != TES_OK || !present) continue;
-            put_record(w, rep, e, 0, true, &previous);
-            count++;
+            if (!pass) tesi_put_varint(w, count);
         }
-        if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
     } else {
         uint32_t gone = 0;
         for (uint32_t i = 0; i < rep->touched_count; i++)
             gone += !(rep->marks[rep->touched[i]] & PRESENT);
-        tesi_put_u32(w, gone);
+        tesi_put_varint(w, gone);
         uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
         for (uint32_t i = 0; i < rep->touched_count; i++) {
             if (rep->marks[rep->touched[i]] & PRESENT) continue;
             tesi_put_varint(w, rep->touched[i] - previous);
             previous = rep->touched[i];
         }
-        tesi_put_u32(w, rep->touched_count - gone);
+        tesi_put_varint(w, rep->touched_count - gone);
         previous = 0;
         for (uint32_t i = 0; i < rep->touched_count; i++) {
             uint32_t index = rep->touched[i];
@@ -734,10 +742,19 @@ typedef struct listed_t {
     bool init;             /* the entity just got it: the values are its initial ones */
 } listed_t;
 
-static uint64_t get_u64(tesi_reader_t *r) {
+/* A 64-bit varint in its shortest form (tesi_get_varint's rules); a bad one fails the read. */
+static uint64_t get_varint64(tesi_reader_t *r) {
     uint64_t v = 0;
-    tesi_take(r, &v, 8);
-    return v;
+    for (uint32_t shift = 0;; shift += 7) {
+        uint8_t byte;
+        if (!tesi_take(r, &byte, 1)) return 0;
+        if ((shift == 63 && byte > 1) || (shift && byte == 0)) {
+            tesi_fail(r, r->bad);
+            return 0;
+        }
+        v |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) return v;
+    }
 }
 
 static bool well_formed(tes_entity_t e) {
@@ -832,15 +849,16 @@ static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
         return NULL;
     }
     bool keyframe = flags & KEYFRAME;
-    uint64_t from = get_u64(r), to = get_u64(r);
-    uint32_t schema_crc = tesi_get_u32(r), count = tesi_get_u32(r);
-    if (to == 0 || (keyframe ? from != 0 : from >= to) || count > TES_MAX_COMPONENTS) {
+    uint64_t to = get_varint64(r), span = get_varint64(r);
+    uint64_t from = to - span;
+    uint32_t schema_crc = tesi_get_u32(r), count = tesi_get_varint(r);
+    if (to == 0 || span > to || (keyframe ? from != 0 : span == 0) || count > TES_MAX_COMPONENTS) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
     }
     if (r->result == TES_OK && !keyframe && from > world->replica_tick) {
         tesi_fail(r, TES_ERR_DELTA_BASELINE);
     }
-    const uint8_t *ids = tesi_span(r, r->result == TES_OK ? count : 0, 4);
+    const uint8_t *ids = r->bytes + r->at;
     if (r->result != TES_OK) return NULL;
     delta_t *d = delta_alloc(world, count);
     if (!d) {
@@ -852,13 +870,13 @@ static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
     d->keyframe = keyframe;
     d->schema_crc = schema_crc;
     for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        tes_component_t id;
-        memcpy(&id, ids + (size_t)i * 4, 4);
-        if (id >= TES_MAX_COMPONENTS || (i && id <= d->comps[i - 1].source)) {
+        uint32_t gap = tesi_get_varint(r);
+        uint64_t id = (i ? (uint64_t)d->comps[i - 1].source : 0) + gap;
+        if (r->result != TES_OK || id >= TES_MAX_COMPONENTS || (i && !gap)) {
             tesi_fail(r, TES_ERR_BAD_DELTA);
             break;
         }
-        d->comps[i].source = id;
+        d->comps[i].source = (tes_component_t)id;
         d->position[id] = (uint16_t)(i + 1);
     }
     if (r->result == TES_OK && keyframe) {
@@ -1165,7 +1183,7 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
  * `ap` is not NULL: first every despawn (gone entities, entities a record replaces, and for a
  * keyframe every entity it lacks), then the records. */
 static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
-    uint32_t gone = tesi_get_u32(r);
+    uint32_t gone = tesi_get_varint(r);
     /* A gap takes a byte at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
     if ((d->keyframe && gone) || gone > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
@@ -1188,7 +1206,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
         if (ap && live_at(world, previous)) doom(ap, live_at(world, previous));
     }
     const uint32_t *indices = d->gone;
-    uint32_t records = tesi_get_u32(r);
+    uint32_t records = tesi_get_varint(r);
     uint32_t start = r->at;
     /* A record takes a byte at least: a count the bytes cannot hold is refused before it sizes
      * anything. */

@@ -597,6 +597,15 @@ static uint32_t take_varint(cursor_t *c) {
     }
 }
 
+static uint64_t take_varint64(cursor_t *c) {
+    uint64_t v = 0;
+    for (uint32_t shift = 0;; shift += 7) {
+        uint8_t b = c->bytes[c->at++];
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) return v;
+    }
+}
+
 typedef struct out_t {
     uint8_t *bytes;
     uint32_t size;
@@ -630,17 +639,16 @@ static tes_entity_t renamed(tes_entity_t e, const tes_entity_t *from, const tes_
  * must stay in index order), checksum resealed. */
 static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
                                    const tes_entity_t *from, const tes_entity_t *to, uint32_t n) {
-    cursor_t c = {d->bytes, 24};
+    cursor_t c = {d->bytes, 16};
     out_t o = {NULL, 0};
-    uint64_t to_tick;
-    memcpy(&to_tick, d->bytes + 24, 8);
-    c.at = 32;
-    take_u32(&c); /* schema CRC */
-    uint32_t count = take_u32(&c);
+    uint64_t to_tick = take_varint64(&c);
+    take_varint64(&c); /* to - from */
+    take_u32(&c);      /* schema CRC */
+    uint32_t count = take_varint(&c);
     tes_component_t ids[16];
     CHECK(count <= 16);
     for (uint32_t i = 0; i < count; i++)
-        ids[i] = take_u32(&c);
+        ids[i] = (i ? ids[i - 1] : 0) + take_varint(&c);
     if (d->bytes[6] & 1u) { /* keyframe: the schemas */
         for (uint32_t i = 0; i < count; i++) {
             take_u32(&c);
@@ -659,12 +667,12 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
         CHECK_OK(tes_component_info(source->world, ids[i], &info[i]));
         plain += !(info[i].flags & TES_COMPONENT_RELATION);
     }
-    uint32_t gone = take_u32(&c);
-    put_bytes(&o, &gone, 4);
+    uint32_t gone = take_varint(&c);
+    put_varint(&o, gone);
     for (uint32_t i = 0; i < gone; i++)
         put_varint(&o, take_varint(&c)); /* (no renamed entity is gone) */
-    uint32_t records = take_u32(&c);
-    put_bytes(&o, &records, 4);
+    uint32_t records = take_varint(&c);
+    put_varint(&o, records);
     uint32_t index = 0, written = 0;
     for (uint32_t r = 0; r < records; r++) {
         uint32_t head = take_varint(&c);

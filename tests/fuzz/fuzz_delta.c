@@ -312,9 +312,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case TES_OK:
         if (tes_world_validate(w) != TES_OK) abort();
         if (applied) {
-            uint64_t to;
-            if (n < 32) abort();
-            memcpy(&to, bytes + 24, 8);
+            /* `to`: the varint after the 16-byte header (format version 2). */
+            uint64_t to = 0;
+            uint32_t at = 16;
+            for (uint32_t shift = 0; at < n && shift < 64; shift += 7) {
+                to |= (uint64_t)(bytes[at] & 0x7F) << shift;
+                if (!(bytes[at++] & 0x80)) break;
+            }
             if (tes_replica_tick(w) != to || to <= tick) abort();
             /* Not newer now: the same bytes are a valid delta that changes nothing. */
             free(before);
