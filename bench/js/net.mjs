@@ -189,7 +189,9 @@ for (const { n, k } of ROWS) {
         c.dispose();
         const perTick = bytes.reduce((a, b) => a + b, 0) / bytes.length;
         rows.push({ n, k, name, perTick, perMove: perTick / k, encode: median(encodeMs) * 1000, apply: median(applyMs) * 1000 });
-        console.log(`n=${n} k=${k} ${name}: ${perTick.toFixed(0)} B/tick, ${(perTick / k).toFixed(2)} B/move, encode ${(median(encodeMs) * 1000).toFixed(1)} µs, apply ${(median(applyMs) * 1000).toFixed(1)} µs`);
+        console.log(
+            `n=${n} k=${k} ${name}: ${perTick.toFixed(0)} B/tick, ${(perTick / k).toFixed(2)} B/move, encode ${(median(encodeMs) * 1000).toFixed(1)} µs, apply ${(median(applyMs) * 1000).toFixed(1)} µs`,
+        );
     }
 }
 
