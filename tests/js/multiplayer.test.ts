@@ -1,0 +1,124 @@
+// The multiplayer example over real WebSockets on 127.0.0.1 (the `ws` package): its server
+// (examples/multiplayer/arena.mjs) and Node clients, one of them behind a link that drops and
+// delays messages both ways. Every client's world ends up equal to the server's.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
+import { createWorld, ReplicationClient, type World } from '../../dist/index.js';
+// @ts-expect-error: a plain ES module without type declarations
+import { startArena } from '../../examples/multiplayer/arena.mjs';
+// @ts-expect-error: a plain ES module without type declarations
+import { Hue, Position, Velocity } from '../../examples/multiplayer/components.js';
+
+type Arena = {
+    url: string;
+    world: World;
+    stats: { clients: number; bytesSent: number };
+    tick(): void;
+    close(): Promise<void>;
+};
+
+let arena: Arena;
+beforeAll(async () => {
+    arena = await startArena({ root: '.', port: 0, entities: 500, tickMs: 0 });
+});
+afterAll(async () => arena.close());
+
+const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** A seeded generator (mulberry32). */
+function random(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = Math.imul(a ^ (a >>> 15), a | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
+/** A client over a WebSocket; `loss` (changeable) drops and delays messages both ways. */
+async function connect(url: string, seed = 0) {
+    const world = await createWorld();
+    const socket = new WebSocket(url.replace('http', 'ws') + 'multiplayer');
+    const rnd = random(seed);
+    const link = { loss: 0, received: 0, dropped: 0 };
+    const deliver = (action: () => void) => {
+        if (link.loss > 0 && rnd() < link.loss) {
+            link.dropped++;
+            return;
+        }
+        if (link.loss > 0 && rnd() < 0.3)
+            setTimeout(action, 1 + rnd() * 20); // late: reordered
+        else action();
+    };
+    const session = new ReplicationClient(world, {
+        send: (bytes: Uint8Array) => deliver(() => socket.readyState === WebSocket.OPEN && socket.send(bytes)),
+    });
+    socket.on('message', (data: Buffer) => {
+        const bytes = new Uint8Array(data);
+        deliver(() => {
+            link.received++;
+            session.receive(bytes);
+        });
+    });
+    await new Promise((done, fail) => {
+        socket.once('open', done);
+        socket.once('error', fail);
+    });
+    return { world, socket, session, link };
+}
+
+/** Every replicated dot: handle -> [x, y, hue]. */
+function dots(world: World): Map<number, number[]> {
+    const out = new Map<number, number[]>();
+    for (const chunk of world.query({ all: [Position, Hue] })) {
+        const x = chunk.column(Position, 'x'),
+            y = chunk.column(Position, 'y'),
+            h = chunk.column(Hue, 'h');
+        for (let i = 0; i < chunk.count; i++) out.set(chunk.entities[i]!, [x[i]!, y[i]!, h[i]!]);
+    }
+    return out;
+}
+
+/** Waits (up to 10 s, no ticks) until the client's world equals the server's; the last difference. */
+async function settled(world: World): Promise<void> {
+    for (let waited = 0; waited < 10_000; waited += 20) {
+        if (JSON.stringify([...dots(world)]) === JSON.stringify([...dots(arena.world)])) return;
+        await pause(20);
+    }
+    expect(dots(world)).toEqual(dots(arena.world));
+}
+
+/** Ticks the arena `n` times, letting the sockets carry the traffic between ticks. */
+async function run(n: number) {
+    for (let i = 0; i < n; i++) {
+        arena.tick();
+        await pause(5);
+    }
+}
+
+describe('the multiplayer example over WebSockets', () => {
+    test('two clients, one on a link that drops and reorders, then a late one: all equal the server', async () => {
+        const clean = await connect(arena.url, 1);
+        const lossy = await connect(arena.url, 2);
+        lossy.link.loss = 0.3;
+        await pause(20);
+        expect(arena.stats.clients).toBe(2);
+        await run(60);
+        expect(lossy.link.dropped).toBeGreaterThan(0);
+        await settled(clean.world); // nothing lost: at the latest tick
+        const late = await connect(arena.url, 3);
+        lossy.link.loss = 0; // the link heals
+        await run(10);
+        for (const client of [clean, lossy, late]) {
+            await settled(client.world);
+            expect(dots(client.world).size).toBe(500);
+            // The server never sent the velocities (replicate: false).
+            expect(client.world.query({ all: [Velocity] }).count()).toBe(0);
+        }
+        expect(arena.stats.clients).toBe(3);
+        for (const client of [clean, lossy, late]) client.socket.close();
+        for (let waited = 0; waited < 5000 && arena.stats.clients > 0; waited += 20) await pause(20);
+        expect(arena.stats.clients).toBe(0);
+    });
+});
