@@ -1,24 +1,50 @@
 // The multiplayer example's browser client: a world that is a replica of the server's, fed over
 // a WebSocket by a ReplicationClient, drawn on a canvas every animation frame. It shares the
 // component definitions (components.js): the first delta, a keyframe, maps them by name.
+//
+// `?loss=0.3` simulates a bad link in the transport wrapper: that share of the messages, both
+// ways, is dropped, and as many again arrive late (out of order). `window.arena` is a handle
+// for tests and the console: the world, the session, the replicated dots, the link.
 import { createWorld, ReplicationClient } from '../../dist/index.js';
 import { Hue, Position } from './components.js';
 
 const world = await createWorld();
 const socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/multiplayer`);
 socket.binaryType = 'arraybuffer';
-const session = new ReplicationClient(world, socket);
-let received = 0;
+const link = { loss: Number(new URLSearchParams(location.search).get('loss') ?? 0), dropped: 0, received: 0 };
+/** Runs `action` now, later (reordered) or never, as the simulated link decides. */
+const carry = (action) => {
+    if (link.loss > 0 && Math.random() < link.loss) link.dropped++;
+    else if (link.loss > 0 && Math.random() < link.loss) setTimeout(action, Math.random() * 100);
+    else action();
+};
+const session = new ReplicationClient(world, {
+    send: (bytes) => carry(() => socket.readyState === WebSocket.OPEN && socket.send(bytes)),
+});
 socket.onmessage = (event) => {
-    received += event.data.byteLength;
-    session.receive(new Uint8Array(event.data));
+    link.received += event.data.byteLength;
+    carry(() => session.receive(new Uint8Array(event.data)));
 };
 socket.onclose = () => (document.getElementById('stats').textContent = 'disconnected');
+
+const query = world.query({ all: [Position, Hue] });
+
+/** Every replicated dot: [handle, x, y, hue], by handle. */
+function dots() {
+    const out = [];
+    for (const chunk of query) {
+        const x = chunk.column(Position, 'x'),
+            y = chunk.column(Position, 'y'),
+            hue = chunk.column(Hue, 'h');
+        for (let i = 0; i < chunk.count; i++) out.push([chunk.entities[i], x[i], y[i], hue[i]]);
+    }
+    return out.sort((a, b) => a[0] - b[0]);
+}
+window.arena = { world, session, link, dots, connected: new Promise((done) => (socket.onopen = done)) };
 
 const canvas = document.getElementById('arena');
 const context = canvas.getContext('2d');
 const stats = document.getElementById('stats');
-const query = world.query({ all: [Position, Hue] });
 let last = performance.now(),
     lastReceived = 0;
 function draw(now) {
@@ -33,9 +59,10 @@ function draw(now) {
         }
     }
     if (now - last > 1000) {
-        stats.textContent = `tick ${session.tick} · ${((received - lastReceived) / 1024 / ((now - last) / 1000)).toFixed(1)} KiB/s received · ${world.stats().entityCount} entities`;
+        const rate = (link.received - lastReceived) / 1024 / ((now - last) / 1000);
+        stats.textContent = `tick ${session.tick} · ${rate.toFixed(1)} KiB/s received · ${world.stats().entityCount} entities`;
         last = now;
-        lastReceived = received;
+        lastReceived = link.received;
     }
     requestAnimationFrame(draw);
 }
