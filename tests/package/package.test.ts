@@ -61,7 +61,9 @@ describe('the tarball', () => {
         }
         const wasm = install.files.find((file) => file.path === 'dist/tessera.wasm');
         expect(wasm?.size).toBe((await readFile(path.join(install.checkout, 'dist', 'tessera.wasm'))).length);
-        expect(install.size).toBeLessThan(200_000);
+        // A bloat guard on the gzipped tarball (the wasm is about 78 KB of it, the README 15):
+        // 191 KB at 0.1.0's first cut, 203 KB with reclaiming, delta v2 and sessions.
+        expect(install.size).toBeLessThan(210_000);
     });
 
     test('installs every target of its exports map, and no install-time scripts', async () => {
