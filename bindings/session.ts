@@ -185,7 +185,9 @@ export class ReplicationClient {
      * A message from the server: a delta is applied and acknowledged (a late or repeated one
      * changes nothing, and the tick the world is at is acknowledged again); one whose baseline
      * the world lacks asks for a keyframe. True when the world changed. A malformed message
-     * or a bad delta throws and changes nothing.
+     * throws and changes nothing; a delta the world refuses (`BAD_DELTA`, `DELTA_SCHEMA`) throws
+     * too, changes nothing, and asks for a keyframe, which brings the world back to the
+     * server's.
      */
     receive(bytes: Uint8Array): boolean {
         const operation = 'client.receive';
@@ -197,10 +199,14 @@ export class ReplicationClient {
         try {
             applied = this.world.applyDelta(bytes.subarray(1));
         } catch (error) {
-            if (error instanceof TesseraError && error.code === 'DELTA_BASELINE') {
+            const code = error instanceof TesseraError ? error.code : undefined;
+            // A keyframe heals a world that lacks the baseline, holds what the server never sent
+            // (a host's own edits of replicated entities) or bytes that were corrupted: ask for
+            // one. Only the missing baseline is the protocol's normal course; the rest throw.
+            if (code === 'DELTA_BASELINE' || code === 'BAD_DELTA' || code === 'DELTA_SCHEMA') {
                 this.transport.send(Uint8Array.of(MESSAGE.reset));
-                return false;
             }
+            if (code === 'DELTA_BASELINE') return false;
             throw error;
         }
         const ack = new Uint8Array(9);

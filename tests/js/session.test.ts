@@ -225,6 +225,36 @@ describe('replication sessions', () => {
         server.close();
     });
 
+    test('a client whose host edited a replicated entity gets BAD_DELTA once, then a keyframe heals it', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const rnd = random(5);
+        const link = attach(server, await newWorld(), rnd);
+        const e = world.spawn(Position({ x: 1, y: 2 }), Health({ hp: 3 }));
+        server.update();
+        link.pump();
+        link.client.world.despawn(e); // the host's own edit: the server never hears of it
+        world.set(e, Position, { x: 5, y: 6 });
+        server.update();
+        let refused: unknown;
+        link.down.deliver((bytes) => {
+            try {
+                link.client.receive(bytes);
+            } catch (error) {
+                refused = error;
+            }
+        });
+        expect((refused as { code?: string }).code).toBe('BAD_DELTA');
+        link.up.deliver((bytes) => {
+            expect(bytes[0]).toBe(MESSAGE.reset);
+            link.connection.receive(bytes);
+        });
+        server.update();
+        link.pump();
+        expect(state(link.client.world)).toEqual(state(world));
+        server.close();
+    });
+
     test('malformed messages are refused and change nothing', async () => {
         const world = await newWorld();
         const server = new ReplicationServer(world);
