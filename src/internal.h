@@ -533,11 +533,11 @@ struct tes_world_t {
      * rebuilt, in index order, before it is next used (tesi_free_queue). */
     bool free_stale;
 
-    /* Replication (delta.c). While replicators exist, every spawn and despawn stamps its index
-     * with the change tick, and lists the index once (TESI_INDEX_LISTED on its tick) on
-     * index_dirty, which pruning trims: the entity part of a delta in O(changed). The stamps
-     * have a page for every page of records, and index_dirty a slot for every index of them, so
-     * stamping never allocates. */
+    /* Replication (replicator.c, replica.c). While replicators exist, every spawn and despawn
+     * stamps its index with the change tick, and lists the index once (TESI_INDEX_LISTED on its
+     * tick) on index_dirty, which pruning trims: the entity part of a delta in O(changed). The
+     * stamps have a page for every page of records, and index_dirty a slot for every index of them,
+     * so stamping never allocates. */
     struct tes_replicator_t **replicators;
     uint32_t replicator_count;
     uint32_t replicator_slots;
@@ -1061,7 +1061,7 @@ void tesi_relation_fini(tes_world_t *world, tesi_component_t *c);
 /* First index of a ticked log whose tick is above `tick` (ticks never decrease). */
 uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick);
 
-/* ---- snapshot.c, delta.c ---------------------------------------------------------------- */
+/* ---- snapshot.c, replicator.c, replica.c ------------------------------------------------ */
 
 /* Writing a byte format into a growing buffer of the world's allocator: the first failure is
  * kept in `result`, and every write after it does nothing. */
@@ -1075,8 +1075,11 @@ typedef struct tesi_writer_t {
 void tesi_put(tesi_writer_t *w, const void *bytes, size_t n);
 void tesi_put_u32(tesi_writer_t *w, uint32_t v);
 /* An unsigned LEB128 varint: 7 bits a byte, low bits first, the top bit set on all but the
- * last byte (1 byte below 128, at most 5). */
-void tesi_put_varint(tesi_writer_t *w, uint32_t v);
+ * last byte (1 byte below 128, at most 5 for 32 bits, TESI_VARINT_MAX for 64). */
+#define TESI_VARINT_MAX 10u
+void tesi_put_varint(tesi_writer_t *w, uint64_t v);
+/* The same written at `out` (room for TESI_VARINT_MAX): the byte after it. */
+uint8_t *tesi_varint_to(uint8_t *out, uint64_t v);
 /* Room for n bytes at the end, to be filled by the caller: NULL (and `result` set) when the
  * buffer cannot grow. */
 uint8_t *tesi_room(tesi_writer_t *w, uint32_t n);
@@ -1094,6 +1097,8 @@ uint32_t tesi_get_u32(tesi_reader_t *r);
 /* A varint in the shortest form tesi_put_varint writes; a longer form, or a value past 32
  * bits, is `bad` (one value, one encoding: what is read writes back the same). */
 uint32_t tesi_get_varint(tesi_reader_t *r);
+/* The same for 64 bits (ticks). */
+uint64_t tesi_get_varint64(tesi_reader_t *r);
 /* n items of `size` bytes without copying: a pointer into the bytes, NULL when not all there. */
 const uint8_t *tesi_span(tesi_reader_t *r, uint32_t n, uint32_t size);
 void tesi_fail(tesi_reader_t *r, tes_result_t result);

@@ -99,13 +99,16 @@ void tesi_put_u32(tesi_writer_t *w, uint32_t v) {
     tesi_put(w, &v, 4);
 }
 
-void tesi_put_varint(tesi_writer_t *w, uint32_t v) {
-    uint8_t bytes[5];
-    uint32_t n = 0;
+uint8_t *tesi_varint_to(uint8_t *out, uint64_t v) {
     for (; v >= 0x80; v >>= 7)
-        bytes[n++] = (uint8_t)(v | 0x80);
-    bytes[n++] = (uint8_t)v;
-    tesi_put(w, bytes, n);
+        *out++ = (uint8_t)(v | 0x80);
+    *out++ = (uint8_t)v;
+    return out;
+}
+
+void tesi_put_varint(tesi_writer_t *w, uint64_t v) {
+    uint8_t bytes[TESI_VARINT_MAX];
+    tesi_put(w, bytes, (uint32_t)(tesi_varint_to(bytes, v) - bytes));
 }
 
 static void put_name(tesi_writer_t *w, const char *name) {
@@ -335,20 +338,29 @@ uint32_t tesi_get_u32(tesi_reader_t *r) {
     return v;
 }
 
-uint32_t tesi_get_varint(tesi_reader_t *r) {
-    uint32_t v = 0;
+uint64_t tesi_get_varint64(tesi_reader_t *r) {
+    uint64_t v = 0;
     for (uint32_t shift = 0;; shift += 7) {
         uint8_t byte;
         if (!tesi_take(r, &byte, 1)) return 0;
-        /* The fifth byte holds bits 28..31 only; a last byte of 0 after others is a longer
-         * form of a shorter value. */
-        if ((shift == 28 && byte > 0x0F) || (shift && byte == 0)) {
+        /* The tenth byte holds bit 63 only; a last byte of 0 after others is a longer form of a
+         * shorter value. */
+        if ((shift == 63 && byte > 1) || (shift && byte == 0)) {
             tesi_fail(r, r->bad);
             return 0;
         }
-        v |= (uint32_t)(byte & 0x7F) << shift;
+        v |= (uint64_t)(byte & 0x7F) << shift;
         if (!(byte & 0x80)) return v;
     }
+}
+
+uint32_t tesi_get_varint(tesi_reader_t *r) {
+    uint64_t v = tesi_get_varint64(r);
+    if (v > UINT32_MAX) {
+        tesi_fail(r, r->bad);
+        return 0;
+    }
+    return (uint32_t)v;
 }
 
 /* Reads `n` items of `size` bytes without copying: a pointer into the bytes, or NULL when they

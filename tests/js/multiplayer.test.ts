@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { createWorld, ReplicationClient, type World } from '../../dist/index.js';
+import { random } from './support.js';
 // @ts-expect-error: a plain ES module without type declarations
 import { startArena } from '../../examples/multiplayer/arena.mjs';
 // @ts-expect-error: a plain ES module without type declarations
@@ -24,17 +25,6 @@ beforeAll(async () => {
 afterAll(async () => arena.close());
 
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-/** A seeded generator (mulberry32). */
-function random(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = Math.imul(a ^ (a >>> 15), a | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-}
 
 /** A client over a WebSocket; `loss` (changeable) drops and delays messages both ways. */
 async function connect(url: string, seed = 0) {

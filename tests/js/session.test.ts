@@ -2,24 +2,13 @@
 // delay, duplicate and reorder messages: the clients' worlds end up equal to the server's.
 import { describe, expect, test } from 'vitest';
 import { ChildOf, component, tag, MESSAGE, ReplicationClient, ReplicationServer, type World } from '../../dist/index.js';
-import { expectError, worldPerTest } from './support.js';
+import { expectError, random, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
 const Position = component('SessionPosition', { x: 'f32', y: 'f32' });
 const Health = component('SessionHealth', { hp: 'i32' });
 const Marked = tag('SessionMarked');
-
-/** A seeded generator (mulberry32). */
-function random(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = Math.imul(a ^ (a >>> 15), a | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-}
 
 /** One direction of a connection: messages arrive after `delay` frames, or never. */
 class Link {

@@ -103,16 +103,28 @@ export function sorted(entities: ArrayLike<number> | Iterable<number>): number[]
     return Array.from(entities as Iterable<number>).sort((a, b) => a - b);
 }
 
-/** A small deterministic PRNG (mulberry32): `below(n)` is an integer in [0, n). */
-export function rng(seed: number): (n: number) => number {
+/** mulberry32: each call the next uint32 of the seed's sequence. */
+function mulberry32(seed: number): () => number {
     let a = seed >>> 0;
-    return (n) => {
+    return () => {
         a = (a + 0x6d2b79f5) >>> 0;
         let t = a;
         t = Math.imul(t ^ (t >>> 15), t | 1);
         t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+        return (t ^ (t >>> 14)) >>> 0;
     };
+}
+
+/** A small deterministic PRNG (mulberry32): `below(n)` is an integer in [0, n). */
+export function rng(seed: number): (n: number) => number {
+    const next = mulberry32(seed);
+    return (n) => (next() % n) >>> 0;
+}
+
+/** The same generator as numbers in [0, 1). */
+export function random(seed: number): () => number {
+    const next = mulberry32(seed);
+    return () => next() / 4294967296;
 }
 
 /**

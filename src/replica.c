@@ -1,0 +1,662 @@
+/* The receiving side of replication (docs/format.md, "tessera delta format"): a replica applies
+ * a delta after checking it whole, in two passes over the bytes (replicator.c writes them). The
+ * first pass checks everything the bytes can show and changes nothing; the second applies. */
+#include "delta.h"
+
+/* A replicated component as the delta names it. */
+typedef struct replicated_t {
+    tes_component_t source; /* the source's id, used in the bytes */
+    tes_component_t local;  /* the replica's id (UINT32_MAX: registered when applying) */
+    uint32_t flags, field_count, row_bytes;
+    uint32_t schema_at;  /* keyframe: where its schema is in the bytes */
+    const uint8_t *name; /* keyframe: its name in the bytes */
+    uint32_t name_length;
+} replicated_t;
+
+/* What the checking pass learns, for the applying pass. Allocated with room for `count`
+ * replicated components and a record's worth of scratch. */
+typedef struct delta_t {
+    uint64_t from, to;
+    bool keyframe;
+    bool late; /* not a keyframe, and not newer than the replica: applying changes nothing */
+    uint32_t schema_crc;
+    uint32_t count;
+    replicated_t *comps;
+    uint16_t position[TES_MAX_COMPONENTS]; /* by source id: its place in comps + 1 (0: none) */
+    uint32_t body;                         /* offset of the gone section */
+    /* The record being read: its components and, for placing a new entity, their ids here. */
+    struct listed_t *listed;
+    tes_component_t *local;
+    /* While checking a delta with an acyclic relation: the replica as the delta leaves it. */
+    struct after_t *after;
+    /* The gone indices, read from their gaps by the check (which the apply pass reads again). */
+    uint32_t *gone;
+    uint32_t gone_count;
+    uint32_t plain; /* replicated components that are not relations: two bits each in a record */
+} delta_t;
+
+/* One component of the record being read. */
+typedef struct listed_t {
+    uint32_t at;           /* its place in comps */
+    const uint8_t *values; /* in the bytes; NULL when none came */
+    bool init;             /* the entity just got it: the values are its initial ones */
+} listed_t;
+
+static bool well_formed(tes_entity_t e) {
+    return (e & TESI_INDEX_MASK) != 0 && (e >> (TES_INDEX_BITS + TES_GENERATION_BITS)) == 0;
+}
+
+/* One allocation: the delta_t, then `count` of comps, listed and local. */
+static size_t delta_bytes(uint32_t count) {
+    return sizeof(delta_t) +
+           count * (sizeof(replicated_t) + sizeof(listed_t) + sizeof(tes_component_t));
+}
+
+static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
+    delta_t *d = tesi_alloc(world, delta_bytes(count));
+    if (!d) return NULL;
+    memset(d, 0, delta_bytes(count));
+    d->count = count;
+    d->comps = (replicated_t *)(void *)(d + 1);
+    d->listed = (listed_t *)(void *)(d->comps + count);
+    d->local = (tes_component_t *)(void *)(d->listed + count);
+    return d;
+}
+
+static void delta_free(tes_world_t *world, delta_t *d) {
+    if (!d) return;
+    tesi_free(world, d->gone, (size_t)d->gone_count * sizeof *d->gone + 1);
+    tesi_free(world, d, delta_bytes(d->count));
+}
+
+/* A keyframe's component schemas: each matched by name to the replica's component (which must
+ * have the same schema), or to be registered. */
+static void read_schemas(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
+    tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
+    if (!schema) {
+        tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        return;
+    }
+    uint32_t missing = 0;
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        replicated_t *c = &d->comps[i];
+        c->schema_at = r->at;
+        tesi_get_schema(r, schema);
+        if (r->result != TES_OK) break;
+        const tes_component_desc_t *desc = &schema->desc;
+        c->flags = desc->flags;
+        c->field_count = desc->field_count;
+        for (uint32_t f = 0; f < desc->field_count; f++)
+            c->row_bytes += tes_type_size(desc->fields[f].type) * desc->fields[f].length;
+        c->name = r->bytes + c->schema_at + 8;
+        c->name_length = (uint32_t)strlen(desc->name);
+        /* What registration would refuse is a bad delta: applying registers the missing ones
+         * before anything else, and must not fail then for a reason the bytes show. */
+        if (tesi_check_schema(desc) != TES_OK || (c->flags & TES_COMPONENT_LOCAL)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        c->local = UINT32_MAX;
+        if (tes_component_lookup(world, desc->name, &c->local) == TES_OK) {
+            if (!tesi_schema_equal(&world->components[c->local], desc)) {
+                tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+            }
+        } else if (++missing + world->component_count > TES_MAX_COMPONENTS) {
+            tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+        }
+        for (uint32_t j = 0; j < i && r->result == TES_OK; j++) {
+            /* Two components of one name: not what a world writes. */
+            if (d->comps[j].name_length == c->name_length &&
+                !memcmp(d->comps[j].name, c->name, c->name_length)) {
+                tesi_fail(r, TES_ERR_BAD_DELTA);
+            }
+        }
+    }
+    tesi_free(world, schema, sizeof *schema);
+}
+
+/* The header and the components; the replica's tick decides DELTA_BASELINE first. */
+static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
+    uint32_t header[4];
+    tesi_take(r, header, sizeof header);
+    if (r->result != TES_OK || header[0] != DELTA_MAGIC) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return NULL;
+    }
+    if ((header[1] & 0xFFFFu) != DELTA_VERSION) {
+        tesi_fail(r, TES_ERR_SNAPSHOT_VERSION);
+        return NULL;
+    }
+    uint32_t flags = header[1] >> 16;
+    if ((flags & ~KEYFRAME) || header[2] != r->size ||
+        header[3] != tesi_crc32(r->bytes + HEADER_BYTES, r->size - HEADER_BYTES)) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return NULL;
+    }
+    bool keyframe = flags & KEYFRAME;
+    uint64_t to = tesi_get_varint64(r), span = tesi_get_varint64(r);
+    uint64_t from = to - span;
+    uint32_t schema_crc = tesi_get_u32(r), count = tesi_get_varint(r);
+    if (to == 0 || span > to || (keyframe ? from != 0 : span == 0) || count > TES_MAX_COMPONENTS) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+    }
+    if (r->result == TES_OK && !keyframe && from > world->replica_tick) {
+        tesi_fail(r, TES_ERR_DELTA_BASELINE);
+    }
+    const uint8_t *ids = r->bytes + r->at;
+    if (r->result != TES_OK) return NULL;
+    delta_t *d = delta_alloc(world, count);
+    if (!d) {
+        tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        return NULL;
+    }
+    d->from = from;
+    d->to = to;
+    d->keyframe = keyframe;
+    d->schema_crc = schema_crc;
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t gap = tesi_get_varint(r);
+        uint64_t id = (i ? (uint64_t)d->comps[i - 1].source : 0) + gap;
+        if (r->result != TES_OK || id >= TES_MAX_COMPONENTS || (i && !gap)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        d->comps[i].source = (tes_component_t)id;
+        d->position[id] = (uint16_t)(i + 1);
+    }
+    if (r->result == TES_OK && keyframe) {
+        read_schemas(r, world, d);
+        uint32_t crc = tesi_crc32(ids, r->at - (uint32_t)(ids - r->bytes));
+        if (r->result == TES_OK && crc != schema_crc) tesi_fail(r, TES_ERR_BAD_DELTA);
+    } else if (r->result == TES_OK && to <= world->replica_tick) {
+        /* Late (or repeated): it changes nothing, whatever schema it was encoded with (a
+         * keyframe with new components may have overtaken it). */
+        d->late = true;
+    } else if (r->result == TES_OK) {
+        /* The components the last keyframe mapped, unchanged since. */
+        if (schema_crc != world->replica_schema) tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+        for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+            replicated_t *c = &d->comps[i];
+            c->local =
+                c->source < world->replica_id_count ? world->replica_ids[c->source] : UINT32_MAX;
+            if (c->local == UINT32_MAX) {
+                tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+                break;
+            }
+            const tesi_component_t *local = &world->components[c->local];
+            c->flags = local->flags;
+            c->field_count = local->field_count;
+            c->row_bytes = local->row_bytes;
+        }
+    }
+    d->body = r->at;
+    if (r->result == TES_OK) return d;
+    delta_free(world, d);
+    return NULL;
+}
+
+/* A keyframe registers the components the replica lacks and remembers the mapping. */
+static tes_result_t map_components(tes_world_t *world, delta_t *d, const uint8_t *bytes,
+                                   uint32_t size) {
+    uint32_t slots = d->count ? d->comps[d->count - 1].source + 1 : 0;
+    uint32_t *ids = slots ? tesi_alloc(world, slots * sizeof *ids) : NULL;
+    tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
+    tes_result_t result = (slots && !ids) || !schema ? TES_ERR_OUT_OF_MEMORY : TES_OK;
+    for (uint32_t i = 0; i < d->count && result == TES_OK; i++) {
+        replicated_t *c = &d->comps[i];
+        if (c->local != UINT32_MAX) continue;
+        tesi_reader_t r = {bytes, size, c->schema_at, TES_OK, TES_ERR_BAD_DELTA};
+        tesi_get_schema(&r, schema);
+        result = tes_component_register(world, &schema->desc, &c->local);
+    }
+    if (result == TES_OK) {
+        for (uint32_t k = 0; k < slots; k++)
+            ids[k] = d->position[k] ? d->comps[d->position[k] - 1].local : UINT32_MAX;
+        tesi_free(world, world->replica_ids, world->replica_id_count * sizeof *ids);
+        world->replica_ids = ids;
+        world->replica_id_count = slots;
+        world->replica_schema = d->schema_crc;
+        ids = NULL;
+    }
+    tesi_free(world, ids, slots * sizeof *ids);
+    tesi_free(world, schema, sizeof *schema);
+    return result;
+}
+
+void tesi_replica_fini(tes_world_t *world) {
+    tesi_free(world, world->replica_ids, world->replica_id_count * sizeof *world->replica_ids);
+}
+
+/* Applying, step by step; any failure leaves the replica valid, at replica tick 0. */
+typedef struct applier_t {
+    tes_world_t *world;
+    uint64_t old_tick; /* the replica's tick before */
+    tes_entity_t *doomed;
+    uint32_t doomed_count;
+    uint32_t doomed_slots;
+    tes_result_t result;
+} applier_t;
+
+/* The handle the replica has at an index, or 0. */
+static tes_entity_t live_at(const tes_world_t *world, uint32_t index) {
+    const tesi_record_t *record =
+        index < world->record_count ? tesi_record_find(world, index) : NULL;
+    return record && record->chunk ? tesi_make_handle(index, record->generation) : 0;
+}
+
+static void doom(applier_t *ap, tes_entity_t e) {
+    if (ap->result != TES_OK) return;
+    ap->result = tesi_reserve(ap->world, (void **)&ap->doomed, &ap->doomed_slots,
+                              ap->doomed_count + 1, sizeof *ap->doomed, 64);
+    if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
+}
+
+/* Writes a component's packed values into the live entity's storage. As tes_set, a write
+ * stamps it changed, unless it is its initial value (`init`) or the values were there already
+ * (sent again for a replica ahead of the delta's baseline): the replica's own change detection
+ * sees what changed for it. */
+static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t component,
+                         const uint8_t *packed, bool init) {
+    const tesi_component_t *c = &world->components[component];
+    const tesi_record_t *record = tesi_record_of(world, e);
+    uint8_t *row = NULL;
+    uint32_t type = TESI_NO_TYPE, slot = 0;
+    if (tesi_is_sparse(c)) {
+        slot = tesi_sparse_slot(&c->sparse, e & TESI_INDEX_MASK) - 1;
+        row = tesi_row_at(c->sparse.data, slot, c->stride);
+    } else {
+        type = tesi_type_index(record->chunk->archetype, component);
+    }
+    bool differs = false;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        uint8_t *to =
+            row ? row + c->fields[f].offset
+                : tesi_cell(record->chunk, tesi_column_of(record->chunk->archetype, type, f),
+                            record->row);
+        uint32_t bytes = c->fields[f].bytes;
+        differs = differs || memcmp(to, packed, bytes) != 0;
+        memcpy(to, packed, bytes);
+        packed += bytes;
+    }
+    if (init || !differs) return;
+    if (row) {
+        tesi_sparse_mark(world, component, slot);
+    } else if (record->chunk->trackers) {
+        tesi_mark_changed(world, record->chunk, type, record->row);
+    }
+}
+
+/* ---- acyclic relations: a pair the replica would refuse is found before anything changes -- */
+
+/* The replica as it will be once the delta's entities are applied, and the parents (targets of
+ * an acyclic, so exclusive, relation) that its replayed events give: an open-addressing map by
+ * source handle. */
+typedef struct after_t {
+    tes_world_t *world;
+    const delta_t *d;
+    const uint32_t *gone; /* ascending indices (delta_t's) */
+    uint32_t gone_count;
+    tes_entity_t *records; /* the records' handles, ascending by index */
+    uint32_t record_count;
+    uint32_t record_slots;
+    tes_component_t relation;
+    tes_entity_t *keys, *parents; /* parents[k]: 0 for none */
+    uint32_t slots;               /* a power of two */
+} after_t;
+
+static bool alive_after(const after_t *a, tes_entity_t e) {
+    uint32_t index = e & TESI_INDEX_MASK, lo = 0, hi = a->record_count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        uint32_t at = a->records[mid] & TESI_INDEX_MASK;
+        if (at == index) return a->records[mid] == e;
+        if (at < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (a->d->keyframe) return false;
+    for (lo = 0, hi = a->gone_count; lo < hi;) {
+        uint32_t mid = (lo + hi) / 2, at = a->gone[mid];
+        if (at == index) return false;
+        if (at < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return tesi_record_of(a->world, e) != NULL;
+}
+
+static tes_entity_t *parent_slot(after_t *a, tes_entity_t source) {
+    uint32_t h = (source * 2654435761u) & (a->slots - 1);
+    while (a->keys[h] && a->keys[h] != source)
+        h = (h + 1) & (a->slots - 1);
+    return &a->parents[h];
+}
+
+static tes_entity_t parent_after(after_t *a, tes_entity_t e) {
+    tes_entity_t *slot = parent_slot(a, e);
+    if (a->keys[slot - a->parents]) return *slot;
+    if (a->d->keyframe) return 0; /* a keyframe's pairs replace all of them */
+    const tesi_relation_t *r = &a->world->components[a->relation].relation;
+    const tesi_list_t *out = tesi_list_of(r, TESI_OUT, e);
+    tes_entity_t target = out->count ? r->pairs[out->first - 1].target : 0;
+    return target && alive_after(a, target) ? target : 0;
+}
+
+static void set_parent(after_t *a, tes_entity_t source, tes_entity_t target) {
+    tes_entity_t *slot = parent_slot(a, source);
+    a->keys[slot - a->parents] = source;
+    *slot = target;
+}
+
+/* Replays the acyclic relations' events on parents alone: an added pair whose target has its
+ * source among its ancestors then is a bad delta (a source never writes one). */
+/* One event of an acyclic relation, replayed on the parents as the applying pass will replay it
+ * (`tick` is the event's): false when it adds a pair whose target has the source among its
+ * ancestors then, a pair no source writes. */
+static bool replay_parent(after_t *a, uint32_t kind, tes_entity_t source, tes_entity_t target,
+                          uint64_t tick) {
+    if ((!a->d->keyframe && tick <= a->world->replica_tick) || !alive_after(a, source) ||
+        !alive_after(a, target)) {
+        return true; /* as the replay will skip it */
+    }
+    if (kind == TES_PAIR_REMOVED && parent_after(a, source) == target) {
+        set_parent(a, source, 0);
+    } else if (kind == TES_PAIR_ADDED && parent_after(a, source) != target) {
+        /* Bounded: every entity once, even if the replica's own links were corrupt. */
+        uint64_t steps = (uint64_t)a->world->entity_count + a->record_count + 1;
+        for (tes_entity_t e = target; e && steps--; e = parent_after(a, e)) {
+            if (e == source) return false;
+        }
+        set_parent(a, source, target);
+    }
+    return true;
+}
+
+/* One record: checked, and applied when `ap` is not NULL. `*previous`: the index of the record
+ * before (0 for the first). A record that is not whole names the entity the replica holds at
+ * its index (there must be one). */
+static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap,
+                        uint32_t *previous, tes_entity_t *out_handle) {
+    uint32_t head = tesi_get_varint(r);
+    uint64_t index = (uint64_t)*previous + (head >> 1);
+    bool whole = head & 1u;
+    tes_entity_t e = 0;
+    if (r->result == TES_OK && (head >> 1) && index <= TESI_INDEX_MASK) {
+        if (whole) {
+            uint32_t generation = tesi_get_varint(r);
+            if (generation < (1u << TES_GENERATION_BITS))
+                e = (tes_entity_t)index | generation << TES_INDEX_BITS;
+        } else if (!d->keyframe) {
+            e = live_at(world, (uint32_t)index);
+        }
+    }
+    *out_handle = e;
+    *previous = (uint32_t)index;
+    if (!e) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return;
+    }
+    /* Two bits per component that is not a relation, low bits first; the bits past the last
+     * are 0. */
+    uint32_t plain = d->plain;
+    const uint8_t *states = tesi_span(r, (2 * plain + 7) / 8, 1);
+    if (r->result != TES_OK) return;
+    if ((2 * plain) % 8 && states[(2 * plain) / 8] >> ((2 * plain) % 8)) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+        return;
+    }
+    listed_t *listed = d->listed;
+    uint32_t n = 0;
+    for (uint32_t i = 0, j = 0; i < d->count && r->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (c->flags & TES_COMPONENT_RELATION) continue;
+        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
+        j++;
+        /* Values only for components with fields. */
+        if (state == 2u || (state == WITH_VALUES && !c->field_count)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            return;
+        }
+        if (state == ABSENT) continue;
+        listed[n++] = (listed_t){i, NULL, false};
+    }
+    for (uint32_t i = 0, j = 0, m = 0; i < d->count && m < n && r->result == TES_OK; i++) {
+        const replicated_t *c = &d->comps[i];
+        if (c->flags & TES_COMPONENT_RELATION) continue;
+        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
+        j++;
+        if (state == ABSENT) continue;
+        if (state == WITH_VALUES) listed[m].values = tesi_span(r, 1, c->row_bytes);
+        m++;
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    if (!tesi_record_of(w, e)) {
+        /* New here (or its index held another generation, despawned already): placed whole. */
+        for (uint32_t i = 0; i < n; i++) {
+            d->local[i] = d->comps[listed[i].at].local;
+            listed[i].init = true;
+        }
+        ap->result = tesi_spawn_at(w, e, d->local, n);
+    } else {
+        /* An entity the replica had: its replicated components become the listed ones. */
+        for (uint32_t i = 0, j = 0; i < d->count && ap->result == TES_OK; i++) {
+            const replicated_t *c = &d->comps[i];
+            if (c->flags & TES_COMPONENT_RELATION) continue;
+            bool in = j < n && listed[j].at == i;
+            bool has = false;
+            tes_has(w, e, c->local, &has);
+            if (has && !in) ap->result = tes_remove(w, e, c->local);
+            if (!has && in) {
+                ap->result = tes_add(w, e, c->local);
+                listed[j].init = true;
+            }
+            j += in;
+        }
+    }
+    /* Values: a component the entity just got starts with them (an init), others change. */
+    for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
+        if (listed[i].values) {
+            write_packed(w, e, d->comps[listed[i].at].local, listed[i].values, listed[i].init);
+        }
+    }
+}
+
+/* The gone indices and the records: checked (ascending, disjoint, well formed), and applied when
+ * `ap` is not NULL: first every despawn (gone entities, entities a record replaces, and for a
+ * keyframe every entity it lacks), then the records. */
+static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    uint32_t gone = tesi_get_varint(r);
+    /* A gap takes a byte at least: a count the bytes cannot hold is refused before it sizes
+     * anything. */
+    if ((d->keyframe && gone) || gone > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (!ap && r->result == TES_OK) {
+        /* The check reads the replica and allocates only this (and the acyclic replay's map). */
+        d->gone = tesi_alloc((tes_world_t *)world, (size_t)gone * sizeof *d->gone + 1);
+        if (!d->gone) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        if (d->gone) d->gone_count = gone;
+    }
+    uint32_t previous = 0;
+    for (uint32_t i = 0; i < gone && r->result == TES_OK; i++) {
+        uint32_t gap = tesi_get_varint(r);
+        uint64_t index = (uint64_t)previous + gap;
+        if (r->result != TES_OK || !gap || index > TESI_INDEX_MASK) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        previous = (uint32_t)index;
+        if (!ap) d->gone[i] = previous;
+        if (ap && live_at(world, previous)) doom(ap, live_at(world, previous));
+    }
+    const uint32_t *indices = d->gone;
+    uint32_t records = tesi_get_varint(r);
+    uint32_t start = r->at;
+    /* A record takes a byte at least: a count the bytes cannot hold is refused before it sizes
+     * anything. */
+    if (records > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
+    after_t *after = ap ? NULL : d->after;
+    if (after && r->result == TES_OK) {
+        after->gone = indices;
+        after->gone_count = gone;
+        after->records = tesi_alloc(after->world, (size_t)records * sizeof *after->records + 1);
+        if (!after->records) tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        after->record_slots = records;
+    }
+    /* First pass: check, and find what the records replace (an index in the gone list is not
+     * a record's too: the two lists merge in index order). */
+    uint32_t g = 0, kept = 1; /* keyframe: live indices below `kept` were looked at */
+    previous = 0;
+    for (uint32_t i = 0; i < records && r->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, world, d, NULL, &previous, &e);
+        uint32_t index = e & TESI_INDEX_MASK;
+        if (r->result != TES_OK) break;
+        if (after) after->records[after->record_count++] = e;
+        for (; g < gone; g++) {
+            uint32_t gi = indices[g];
+            if (gi >= index) {
+                if (gi == index) tesi_fail(r, TES_ERR_BAD_DELTA);
+                break;
+            }
+        }
+        if (!ap) continue;
+        tes_entity_t there = live_at(world, index);
+        if (there && there != e) doom(ap, there);
+        for (; d->keyframe && kept < index && kept < world->record_count; kept++) {
+            if (live_at(world, kept)) doom(ap, live_at(world, kept));
+        }
+        kept = index + 1;
+    }
+    for (; ap && d->keyframe && kept < world->record_count; kept++) {
+        if (live_at(world, kept)) doom(ap, live_at(world, kept));
+    }
+    if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
+    tes_world_t *w = ap->world;
+    /* The delta lists every despawn itself: no cascade here. */
+    ap->result = tesi_despawn_all(w, ap->doomed, ap->doomed_count, false);
+    /* A keyframe brings every pair again. */
+    for (uint32_t i = 0; d->keyframe && i < d->count && ap->result == TES_OK; i++) {
+        tes_component_t id = d->comps[i].local;
+        tesi_component_t *c = &w->components[id];
+        while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
+            ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
+    }
+    uint32_t end = r->at;
+    r->at = start;
+    previous = 0;
+    for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
+        tes_entity_t e;
+        read_record(r, w, d, ap, &previous, &e);
+    }
+    r->at = end;
+}
+
+/* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the
+ * replica's tick, between entities it has). */
+static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
+                          applier_t *ap) {
+    uint32_t count = tesi_get_u32(r);
+    if (count > (r->size - r->at) / 4)
+        tesi_fail(r, TES_ERR_BAD_DELTA); /* 4 bytes an event at least */
+    /* Checking an acyclic relation: its events replayed on the parents (a map by source). */
+    after_t *a = !ap && (c->flags & TES_RELATION_ACYCLIC) ? d->after : NULL;
+    if (a && r->result == TES_OK) {
+        a->relation = c->local;
+        for (a->slots = 16; a->slots < 2 * (uint64_t)count;)
+            a->slots *= 2;
+        a->keys = tesi_alloc(a->world, 2 * (size_t)a->slots * sizeof *a->keys);
+        if (!a->keys) {
+            tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+            return;
+        }
+        memset(a->keys, 0, 2 * (size_t)a->slots * sizeof *a->keys);
+        a->parents = a->keys + a->slots;
+    }
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t word = tesi_get_varint(r);
+        tes_entity_t source = tesi_get_varint(r), target = tesi_get_varint(r);
+        uint32_t kind = word & ~DATA, age = tesi_get_varint(r);
+        bool data = word & DATA;
+        bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
+        bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
+                  well_formed(target) && (!data || (writes && c->field_count)) &&
+                  (d->keyframe ? age == 0 : age < d->to - d->from);
+        if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
+        const uint8_t *row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
+        if (a && r->result == TES_OK && !replay_parent(a, kind, source, target, d->to - age)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+        }
+        if (!ap || r->result != TES_OK || ap->result != TES_OK) continue;
+        tes_world_t *w = ap->world;
+        tes_component_t relation = c->local;
+        if (!d->keyframe && d->to - age <= ap->old_tick) continue; /* the replica has it */
+        if (!tesi_record_of(w, source) || !tesi_record_of(w, target)) continue; /* gone since */
+        uint32_t id = tesi_pair_find(w, relation, source, target);
+        if (kind == TES_PAIR_ADDED && !id) {
+            ap->result = tes_pair_add(w, source, relation, target);
+            id = ap->result == TES_OK ? tesi_pair_find(w, relation, source, target) : 0;
+            if (id && row) ap->result = tesi_pair_write(w, relation, id, row, true);
+        } else if (kind == TES_PAIR_REMOVED && id) {
+            ap->result = tes_pair_remove(w, source, relation, target);
+        } else if (writes && id && row) {
+            ap->result = tesi_pair_write(w, relation, id, row, false);
+        } else if (kind == TES_PAIR_MOVED && id) {
+            ap->result = tes_pair_place(w, source, relation, target, 0);
+        }
+    }
+    if (a) tesi_free(a->world, a->keys, 2 * (size_t)a->slots * sizeof *a->keys);
+}
+
+/* The whole delta after its head: checked, or applied. */
+static void read_body(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
+    r->at = d->body;
+    d->plain = 0;
+    for (uint32_t i = 0; i < d->count; i++)
+        d->plain += !(d->comps[i].flags & TES_COMPONENT_RELATION);
+    read_entities(r, world, d, ap);
+    for (uint32_t i = 0; i < d->count && r->result == TES_OK; i++) {
+        if (d->comps[i].flags & TES_COMPONENT_RELATION) read_relation(r, d, &d->comps[i], ap);
+    }
+    if (r->result == TES_OK && r->at != r->size) tesi_fail(r, TES_ERR_BAD_DELTA);
+}
+
+tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
+                             bool *out_applied) {
+    if (out_applied) *out_applied = false;
+    if (!world || (size && !bytes)) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    tesi_reader_t r = {bytes, size, 0, TES_OK, TES_ERR_BAD_DELTA};
+    delta_t *d = read_head(&r, world);
+    if (d && d->late) {
+        delta_free(world, d);
+        return TES_OK;
+    }
+    /* A delta that will be applied and has an acyclic relation: the check replays its events on
+     * the parents too, so that a pair the relation would refuse stops it before any change. */
+    after_t after = {.world = world, .d = d};
+    for (uint32_t i = 0; d && d->to > world->replica_tick && i < d->count; i++) {
+        if (d->comps[i].flags & TES_RELATION_ACYCLIC) d->after = &after;
+    }
+    if (d) read_body(&r, world, d, NULL);
+    if (d) d->after = NULL;
+    tesi_free(world, after.records, (size_t)after.record_slots * sizeof *after.records + 1);
+    if (r.result != TES_OK || d->to <= world->replica_tick) { /* bad, or nothing new */
+        delta_free(world, d);
+        return r.result;
+    }
+    applier_t ap = {world, world->replica_tick, NULL, 0, 0, TES_OK};
+    world->replica_tick = 0; /* until it all went in */
+    if (d->keyframe) ap.result = map_components(world, d, bytes, size);
+    if (ap.result == TES_OK) read_body(&r, world, d, &ap);
+    tesi_free(world, ap.doomed, ap.doomed_slots * sizeof *ap.doomed);
+    if (ap.result == TES_OK) world->replica_tick = d->to;
+    delta_free(world, d);
+    if (out_applied) *out_applied = ap.result == TES_OK;
+    return ap.result;
+}
+
+uint64_t tes_replica_tick(const tes_world_t *world) {
+    return world ? world->replica_tick : 0;
+}

@@ -1,0 +1,672 @@
+/* The sending side of replication (docs/format.md, "tessera delta format"): a replicator
+ * encodes what changed in its world since a baseline tick by walking the dirty lists, removal
+ * logs, pair event logs and the spawn/despawn stamps of entity indices (replica.c applies it).
+ *
+ * A replicator is a consumer like any query: it owns one internal query per component it watches
+ * (each replicated component, and each component its scope query tests), whose first filter
+ * makes the component dirty-tracked and whose removed (and pair_changes) terms keep its logs.
+ * Those queries never run; their last_run is held at the oldest baseline the replicator still
+ * serves (the tick of its `history`-th latest encode), so pruning drops everything older and a
+ * replica that fell further behind gets a keyframe instead. */
+#include "delta.h"
+
+/* A delta's TES_PAIR_MOVED event moves the source to the end of the target's sources: a target
+ * whose sources were reordered gets one per source, in order, at the end of the section. */
+#define DEFAULT_HISTORY 64u
+
+/* Marks on entity indices while an encode collects them. */
+#define TOUCHED 1u
+#define WHOLE   2u /* every value goes: the entity was spawned, or may have entered the scope */
+#define PRESENT 4u /* alive and in scope now: a record, else a gone entry */
+#define ORDERED 8u /* a target whose sources' order goes (a moved event) */
+
+/* A component the replicator keeps the changes of, and the query that keeps them. */
+typedef struct watch_t {
+    tes_component_t component;
+    bool term; /* the scope tests it */
+    tes_query_t *query;
+} watch_t;
+
+struct tes_replicator_t {
+    tes_world_t *world;
+    tes_component_t *components; /* replicated, ascending */
+    uint32_t component_count;
+    /* Without a list of components: every one without TES_COMPONENT_LOCAL, those registered
+     * later too (adopted by the next encode, which is then a keyframe for every replica). */
+    bool every;
+    uint32_t seen; /* components looked at so far */
+    tes_query_t *scope;
+    /* One consumer query per watched component (replicated or a scope term). */
+    struct watch_t *watched;
+    uint32_t watched_count;
+    uint64_t *history; /* ticks of the latest encodes, a ring of `history_slots` */
+    uint32_t history_slots;
+    uint32_t history_count;
+    uint32_t history_next;
+    uint64_t created;  /* the change tick when tracking started */
+    uint64_t released; /* no replica needs a baseline before it (tes_replicator_release) */
+    uint8_t *bytes;    /* the latest delta */
+    uint32_t byte_slots;
+    uint32_t *ids;  /* a record's component ids while it is written */
+    uint8_t *marks; /* by entity index */
+    uint32_t mark_slots;
+    uint32_t *touched; /* indices marked TOUCHED, each once */
+    uint32_t *spare;   /* as long as touched, in the same block: for sorting */
+    uint32_t touched_slots;
+    uint32_t touched_count;
+    tes_entity_t *ordered; /* targets marked ORDERED */
+    uint32_t ordered_slots;
+    /* The replicated components' schemas as a keyframe writes them, and the CRC every delta
+     * carries (of the ids and these bytes): a replica maps ids by name once, at a keyframe. */
+    uint8_t *schema;
+    uint32_t schema_size;
+    uint32_t ids_size; /* the schema's first bytes: the ids, as every delta writes them */
+    uint32_t schema_slots;
+    uint32_t schema_crc;
+};
+
+/* ---- the replicator --------------------------------------------------------------------- */
+
+/* The tick of the latest encode (0: none yet). */
+static uint64_t newest_of(const tes_replicator_t *rep) {
+    if (!rep->history_count) return 0;
+    return rep->history[(rep->history_next + rep->history_slots - 1) % rep->history_slots];
+}
+
+/* The oldest baseline a delta can start from: older changes may be pruned. */
+static uint64_t floor_of(const tes_replicator_t *rep) {
+    if (!rep->history_count) return rep->created;
+    uint32_t oldest = rep->history_count < rep->history_slots ? 0 : rep->history_next;
+    uint64_t floor = rep->history[oldest];
+    return rep->released > floor ? rep->released : floor;
+}
+
+/* Holds the consumer queries at the floor: what pruning may drop. */
+static void hold(tes_replicator_t *rep) {
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tesi_query_hold(rep->watched[i].query, floor_of(rep));
+}
+
+tes_result_t tes_replicator_release(tes_replicator_t *rep, uint64_t tick) {
+    if (!rep) return TES_ERR_INVALID_ARGUMENT;
+    uint64_t newest = newest_of(rep);
+    /* Never past the newest encode: its baseline is what the next delta starts from. */
+    if (tick > newest) tick = newest;
+    if (tick > rep->released) rep->released = tick;
+    hold(rep);
+    return TES_OK;
+}
+
+uint64_t tesi_replicators_floor(const tes_world_t *world) {
+    uint64_t min = UINT64_MAX;
+    for (uint32_t i = 0; i < world->replicator_count; i++) {
+        uint64_t f = floor_of(world->replicators[i]);
+        if (f < min) min = f;
+    }
+    return min;
+}
+
+static void replicator_free(tes_replicator_t *rep) {
+    tes_world_t *world = rep->world;
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tes_query_destroy(world, rep->watched[i].query);
+    uint32_t n = TES_MAX_COMPONENTS;
+    tesi_free(world, rep->components, n * sizeof *rep->components);
+    tesi_free(world, rep->watched, n * sizeof *rep->watched);
+    tesi_free(world, rep->ids, n * sizeof *rep->ids);
+    tesi_free(world, rep->history, rep->history_slots * sizeof *rep->history);
+    tesi_free(world, rep->bytes, rep->byte_slots);
+    tesi_free(world, rep->marks, rep->mark_slots);
+    tesi_free(world, rep->touched, 2 * (size_t)rep->touched_slots * sizeof *rep->touched);
+    tesi_free(world, rep->ordered, rep->ordered_slots * sizeof *rep->ordered);
+    tesi_free(world, rep->schema, rep->schema_slots);
+    tesi_free(world, rep, sizeof *rep);
+}
+
+/* Watches component c (once): a consumer query that keeps it dirty-tracked and logged. */
+static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
+    for (uint32_t i = 0; i < rep->watched_count; i++) {
+        if (rep->watched[i].component == c) {
+            rep->watched[i].term |= term;
+            return TES_OK;
+        }
+    }
+    tes_world_t *world = rep->world;
+    bool relation = tesi_is_relation(&world->components[c]);
+    tes_query_desc_t desc = {.changed = &c,
+                             .changed_count = 1,
+                             .removed = &c,
+                             .removed_count = 1,
+                             .pair_changes = &c,
+                             .pair_change_count = relation};
+    tes_query_t *q;
+    tes_result_t result = tes_query_create(world, &desc, &q);
+    if (result != TES_OK) return result;
+    tesi_query_hold(q, rep->created);
+    rep->watched[rep->watched_count++] = (watch_t){c, term, q};
+    return TES_OK;
+}
+
+/* The ids (the first as it is, then the gaps: they ascend) and the schemas as a keyframe writes
+ * them after the count (a delta writes the ids alone), and the CRC every delta carries. */
+static tes_result_t write_schema(tes_replicator_t *rep) {
+    tesi_writer_t w = {rep->world, &rep->schema, &rep->schema_slots, 0, TES_OK};
+    for (uint32_t i = 0; i < rep->component_count; i++)
+        tesi_put_varint(&w, rep->components[i] - (i ? rep->components[i - 1] : 0));
+    rep->ids_size = w.size;
+    for (uint32_t i = 0; i < rep->component_count; i++)
+        tesi_put_schema(&w, &rep->world->components[rep->components[i]]);
+    if (w.result != TES_OK) return w.result;
+    rep->schema_size = w.size;
+    rep->schema_crc = w.size ? tesi_crc32(rep->schema, w.size) : 0;
+    return TES_OK;
+}
+
+/* Replicates the components registered since it last looked (without TES_COMPONENT_LOCAL). */
+static tes_result_t adopt(tes_replicator_t *rep) {
+    const tes_world_t *world = rep->world;
+    tes_result_t result = TES_OK;
+    while (rep->seen < world->component_count && result == TES_OK) {
+        tes_component_t c = rep->seen;
+        bool local = world->components[c].flags & TES_COMPONENT_LOCAL;
+        if (!local) result = watch(rep, c, false);
+        if (result != TES_OK) break; /* the next encode tries again */
+        if (!local) rep->components[rep->component_count++] = c;
+        rep->seen++;
+    }
+    return result == TES_OK ? write_schema(rep) : result;
+}
+
+tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
+                                   tes_replicator_t **out_replicator) {
+    if (!world || !desc || !out_replicator) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    if (desc->component_count && !desc->components) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t n = world->component_count;
+    for (uint32_t i = 0; i < desc->component_count; i++) {
+        if (desc->components[i] >= n) return TES_ERR_UNKNOWN_COMPONENT;
+        if (world->components[desc->components[i]].flags & TES_COMPONENT_LOCAL) {
+            return TES_ERR_INVALID_ARGUMENT;
+        }
+    }
+    uint32_t history = desc->history ? desc->history : DEFAULT_HISTORY;
+    tes_result_t result =
+        tesi_reserve(world, (void **)&world->replicators, &world->replicator_slots,
+                     world->replicator_count + 1, sizeof *world->replicators, 4);
+    if (result != TES_OK) return result;
+    tes_replicator_t *rep = tesi_alloc(world, sizeof *rep);
+    if (!rep) return TES_ERR_OUT_OF_MEMORY;
+    *rep = (tes_replicator_t){.world = world, .scope = desc->scope, .created = world->change_tick};
+    /* Per-component arrays with room for every id: components may come later. */
+    uint32_t slots = TES_MAX_COMPONENTS;
+    bool ok = (rep->components = tesi_alloc(world, slots * sizeof *rep->components)) &&
+              (rep->watched = tesi_alloc(world, slots * sizeof *rep->watched)) &&
+              (rep->ids = tesi_alloc(world, slots * sizeof *rep->ids));
+    if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
+        rep->history_slots = history;
+    }
+    if (!ok || !rep->history) {
+        replicator_free(rep);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    rep->every = !desc->components;
+    if (!rep->every) {
+        /* The replicated set, ascending and without duplicates. */
+        for (tes_component_t c = 0; c < n; c++) {
+            bool chosen = false;
+            for (uint32_t i = 0; i < desc->component_count && !chosen; i++)
+                chosen = desc->components[i] == c;
+            if (chosen) rep->components[rep->component_count++] = c;
+        }
+        for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++)
+            result = watch(rep, rep->components[i], false);
+        rep->seen = n;
+        if (result == TES_OK) result = write_schema(rep);
+    } else {
+        result = adopt(rep);
+    }
+    if (rep->scope && result == TES_OK) {
+        uint32_t count = tesi_query_terms(rep->scope, NULL, 0);
+        tes_component_t *terms = tesi_alloc(world, count * sizeof *terms);
+        if (!terms && count) result = TES_ERR_OUT_OF_MEMORY;
+        if (terms) tesi_query_terms(rep->scope, terms, count);
+        for (uint32_t i = 0; i < count && result == TES_OK; i++)
+            result = watch(rep, terms[i], true);
+        tesi_free(world, terms, count * sizeof *terms);
+    }
+    if (result == TES_OK) result = tesi_index_ticks(world, true);
+    if (result != TES_OK) {
+        replicator_free(rep);
+        if (!world->replicator_count) tesi_index_ticks(world, false);
+        return result;
+    }
+    world->replicators[world->replicator_count++] = rep;
+    *out_replicator = rep;
+    return TES_OK;
+}
+
+void tes_replicator_destroy(tes_replicator_t *rep) {
+    if (!rep) return;
+    tes_world_t *world = rep->world;
+    for (uint32_t i = 0; i < world->replicator_count; i++) {
+        if (world->replicators[i] == rep) {
+            world->replicators[i] = world->replicators[--world->replicator_count];
+            break;
+        }
+    }
+    replicator_free(rep);
+    if (!world->replicator_count) tesi_index_ticks(world, false);
+}
+
+void tesi_replicators_fini(tes_world_t *world) {
+    while (world->replicator_count)
+        tes_replicator_destroy(world->replicators[0]);
+    tesi_free(world, world->replicators, world->replicator_slots * sizeof *world->replicators);
+}
+
+/* ---- encoding: what changed ------------------------------------------------------------- */
+
+/* Room to list every entity index once, twice (touched and spare share one block). */
+static tes_result_t touched_reserve(tes_replicator_t *rep, uint32_t n) {
+    if (n <= rep->touched_slots) return TES_OK;
+    uint32_t slots = rep->touched_slots ? rep->touched_slots : 1024;
+    while (slots < n)
+        slots *= 2;
+    uint32_t *block = tesi_alloc(rep->world, 2 * (size_t)slots * sizeof *block);
+    if (!block) return TES_ERR_OUT_OF_MEMORY;
+    tesi_free(rep->world, rep->touched, 2 * (size_t)rep->touched_slots * sizeof *block);
+    rep->touched = block;
+    rep->spare = block + slots;
+    rep->touched_slots = slots;
+    return TES_OK;
+}
+
+static void touch(tes_replicator_t *rep, uint32_t index, uint8_t how) {
+    uint8_t *mark = &rep->marks[index];
+    if (!*mark) rep->touched[rep->touched_count++] = index;
+    *mark |= TOUCHED | how;
+}
+
+/* Every index touched since `baseline` through watched component k. */
+static void collect_component(tes_replicator_t *rep, uint32_t k, uint64_t baseline) {
+    const tes_world_t *world = rep->world;
+    const tesi_component_t *c = &world->components[rep->watched[k].component];
+    bool term = rep->watched[k].term;
+    /* A relation's membership matters only to the scope; its pairs go as events. */
+    if (tesi_is_relation(c) && !term) return;
+    if (tesi_is_sparse(c)) {
+        const tesi_sparse_t *s = &c->sparse;
+        for (uint32_t i = 0; i < s->dirty_count; i++) {
+            uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
+            if (!slot1) continue; /* removed: in the removal log */
+            bool added = s->added[slot1 - 1] > baseline;
+            if (added || s->changed[slot1 - 1] > baseline) {
+                touch(rep, s->dirty[i], term && added ? WHOLE : 0);
+            }
+        }
+    } else {
+        for (uint32_t t = 0; t < c->dirty_set_count; t++) {
+            const tesi_tracker_t *tracker = c->dirty_set[t];
+            const tesi_chunk_t *chunk = tracker->chunk;
+            for (uint32_t i = 0; i < tracker->dirty_count; i++) {
+                uint32_t row = tracker->dirty[i];
+                if (row >= chunk->count) continue; /* vacated */
+                bool added = tracker->added[row] > baseline;
+                if (added || tracker->changed[row] > baseline) {
+                    touch(rep, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK,
+                          term && added ? WHOLE : 0);
+                }
+            }
+        }
+    }
+    const tesi_removal_log_t *log = &c->log;
+    for (uint32_t i = tesi_log_after(log->ticks, log->count, baseline); i < log->count; i++)
+        touch(rep, log->entities[i] & TESI_INDEX_MASK, term ? WHOLE : 0);
+}
+
+/* Sorts entity indices (below 2^21) in two counting passes of 11 bits through `spare`: O(n),
+ * where a comparison sort of the thousands of indices a busy tick touches cost more than
+ * writing their records. */
+static void sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
+    uint32_t *from = indices, *to = spare;
+    for (uint32_t shift = 0; shift < TES_INDEX_BITS; shift += 11) {
+        uint32_t counts[2048] = {0};
+        for (uint32_t i = 0; i < n; i++)
+            counts[(from[i] >> shift) & 2047]++;
+        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
+            uint32_t c = counts[b];
+            counts[b] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            to[counts[(from[i] >> shift) & 2047]++] = from[i];
+        uint32_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != indices) memcpy(indices, from, n * sizeof *indices);
+}
+
+/* Whether the live entity is in the replicator's scope. */
+static tes_result_t in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out) {
+    if (!rep->scope) {
+        *out = true;
+        return TES_OK;
+    }
+    return tesi_query_matches(rep->world, rep->scope, e, out);
+}
+
+/* The touched indices, sorted, each marked PRESENT when it holds a live entity in scope. */
+static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
+    tes_world_t *world = rep->world;
+    for (uint32_t k = 0; k < rep->watched_count; k++)
+        collect_component(rep, k, baseline);
+    for (uint32_t i = 0; i < world->index_dirty_count; i++) {
+        uint32_t index = world->index_dirty[i];
+        const uint64_t *tick = tesi_paged_at(&world->index_ticks, index, sizeof *tick);
+        if ((*tick & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
+    }
+    sort_indices(rep->touched, rep->spare, rep->touched_count);
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        const tesi_record_t *record = tesi_record_find(world, index);
+        if (!record || !record->chunk) continue;
+        bool present;
+        tes_result_t result = in_scope(rep, tesi_make_handle(index, record->generation), &present);
+        if (result != TES_OK) return result;
+        if (present) rep->marks[index] |= PRESENT;
+    }
+    return TES_OK;
+}
+
+/* ---- encoding: writing ------------------------------------------------------------------ */
+
+/* A live entity's record (docs/format.md): its index as the gap from the previous record's
+ * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
+ * entity already, at that index); two bits per replicated component that is not a relation
+ * (absent, present, present with values); then the values of those added or changed since the
+ * baseline (all of them when `whole`). */
+static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity_t e,
+                       uint64_t baseline, bool whole, uint32_t *previous) {
+    const tes_world_t *world = rep->world;
+    const tesi_record_t *record = tesi_record_of(world, e);
+    const tesi_chunk_t *chunk = record->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    uint32_t index = e & TESI_INDEX_MASK;
+    uint32_t *states = rep->ids, k = 0, values = 0;
+    for (uint32_t i = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c)) continue;
+        uint64_t added, changed; /* (replicated components are tracked) */
+        uint32_t state = ABSENT;
+        if (tes_ticks(world, e, id, &added, &changed) == TES_OK) {
+            bool with = c->field_count && (whole || added > baseline || changed > baseline);
+            state = with ? WITH_VALUES : PRESENT_STATE;
+            values += with ? c->row_bytes : 0;
+        }
+        states[k++] = state;
+    }
+    /* Room for the longest form, then plain stores; what the varints did not take is given back.
+     * A record is on the hot path when most of the world changes every tick. */
+    uint32_t state_bytes = (2 * k + 7) / 8, room = 10 + state_bytes + values;
+    uint8_t *start = tesi_room(w, room);
+    if (!start) return;
+    uint8_t *out = tesi_varint_to(start, (index - *previous) << 1 | (whole ? 1u : 0u));
+    *previous = index;
+    if (whole) out = tesi_varint_to(out, e >> TES_INDEX_BITS);
+    memset(out, 0, state_bytes);
+    for (uint32_t j = 0; j < k; j++)
+        out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
+    out += state_bytes;
+    for (uint32_t i = 0, j = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c) || states[j++] != WITH_VALUES) continue;
+        const uint8_t *row = NULL;
+        uint32_t type = TESI_NO_TYPE;
+        if (tesi_is_sparse(c)) {
+            row = tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+        } else {
+            type = tesi_type_index(a, id);
+        }
+        for (uint32_t f = 0; f < c->field_count; f++) {
+            const uint8_t *from = row ? row + c->fields[f].offset
+                                      : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
+            memcpy(out, from, c->fields[f].bytes);
+            out += c->fields[f].bytes;
+        }
+    }
+    w->size -= (uint32_t)(start + room - out);
+}
+
+/* Both ends alive and in scope: a pair the replica holds. */
+static tes_result_t pair_in_scope(tes_replicator_t *rep, tes_entity_t source, tes_entity_t target,
+                                  bool *out) {
+    *out = false;
+    if (!tesi_record_of(rep->world, source) || !tesi_record_of(rep->world, target)) return TES_OK;
+    tes_result_t result = in_scope(rep, source, out);
+    if (result == TES_OK && *out) result = in_scope(rep, target, out);
+    return result;
+}
+
+static tes_result_t put_event(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              uint32_t kind, tes_entity_t source, tes_entity_t target, uint32_t age,
+                              uint32_t *count) {
+    bool both;
+    tes_result_t result = pair_in_scope(rep, source, target, &both);
+    if (result != TES_OK || !both) return result;
+    const tesi_component_t *c = &rep->world->components[relation];
+    uint32_t id = 0;
+    if (c->field_count && (kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED)) {
+        id = tesi_pair_find(rep->world, relation, source, target);
+    }
+    tesi_put_varint(w, kind | (id ? DATA : 0));
+    tesi_put_varint(w, source);
+    tesi_put_varint(w, target);
+    tesi_put_varint(w, age);
+    if (id) tesi_put_row(w, c, tesi_row_at(c->relation.data, id - 1, c->stride));
+    ++*count;
+    return TES_OK;
+}
+
+/* The order of a target's sources: a moved event for each, in order. */
+static tes_result_t put_order(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              tes_entity_t target, uint32_t *count) {
+    const tesi_relation_t *r = &rep->world->components[relation].relation;
+    tes_result_t result = TES_OK;
+    for (uint32_t id = tesi_list_of(r, TESI_IN, target)->first; id && result == TES_OK;
+         id = r->pairs[id - 1].next[TESI_IN]) {
+        result =
+            put_event(w, rep, relation, TES_PAIR_MOVED, r->pairs[id - 1].source, target, 0, count);
+    }
+    return result;
+}
+
+/* A relation's section: its events since the baseline, then the order of the targets whose
+ * sources were moved; or (keyframe) every pair in scope as an added event, then the order of
+ * every target with several sources. */
+static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                                 uint64_t baseline, uint64_t now, bool keyframe) {
+    const tesi_component_t *c = &rep->world->components[relation];
+    const tesi_relation_t *r = &c->relation;
+    uint32_t at = w->size, count = 0;
+    tesi_put_u32(w, 0); /* the count, written at the end */
+    tes_result_t result = TES_OK;
+    if (!keyframe) {
+        uint32_t ordered = 0;
+        for (uint32_t i = tesi_log_after(r->event_ticks, r->event_count, baseline);
+             i < r->event_count && result == TES_OK; i++) {
+            const tes_pair_event_t *e = &r->events[i];
+            if (e->kind != TES_PAIR_MOVED) {
+                result = put_event(w, rep, relation, e->kind, e->source, e->target,
+                                   (uint32_t)(now - r->event_ticks[i]), &count);
+                continue;
+            }
+            uint8_t *mark = &rep->marks[e->target & TESI_INDEX_MASK];
+            if ((*mark & ORDERED) || !tesi_record_of(rep->world, e->target)) continue;
+            result = tesi_reserve(rep->world, (void **)&rep->ordered, &rep->ordered_slots,
+                                  ordered + 1, sizeof *rep->ordered, 16);
+            if (result != TES_OK) break;
+            *mark |= ORDERED;
+            rep->ordered[ordered++] = e->target;
+        }
+        for (uint32_t i = 0; i < ordered; i++) {
+            if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
+            rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
+        }
+        /* An entity that may have entered the scope brings its pairs from before the baseline
+         * (those of the window came above; adding one the replica has only writes its data). */
+        for (uint32_t i = 0; rep->scope && i < rep->touched_count && result == TES_OK; i++) {
+            uint32_t index = rep->touched[i];
+            if ((rep->marks[index] & (WHOLE | PRESENT)) != (WHOLE | PRESENT)) continue;
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
+            for (int side = TESI_OUT; side <= TESI_IN; side++) {
+                for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
+                     id = r->pairs[id - 1].next[side]) {
+                    const tesi_pair_t *p = &r->pairs[id - 1];
+                    result = put_event(w, rep, relation, TES_PAIR_ADDED, p->source, p->target, 0,
+                                       &count);
+                }
+            }
+        }
+    } else {
+        for (uint32_t m = 0; m < c->sparse.count && result == TES_OK; m++) {
+            tes_entity_t source = c->sparse.entities[m];
+            for (uint32_t id = tesi_list_of(r, TESI_OUT, source)->first; id && result == TES_OK;
+                 id = r->pairs[id - 1].next[TESI_OUT]) {
+                result = put_event(w, rep, relation, TES_PAIR_ADDED, source,
+                                   r->pairs[id - 1].target, 0, &count);
+            }
+        }
+        for (uint32_t index = 1; index < TESI_INDEX_LIMIT && result == TES_OK; index++) {
+            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+            if (!in) {
+                index |= TESI_PAGE_MASK; /* an unallocated page: no pairs */
+                continue;
+            }
+            if (in->count > 1) {
+                result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
+            }
+        }
+    }
+    if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
+    return result;
+}
+static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
+                                uint64_t now, bool keyframe) {
+    tes_world_t *world = rep->world;
+    uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
+    tesi_put(w, header, sizeof header);
+    tesi_put_varint(w, now);
+    tesi_put_varint(w, now - (keyframe ? 0 : baseline)); /* from = to - this */
+    tesi_put_u32(w, rep->schema_crc);
+    tesi_put_varint(w, rep->component_count);
+    /* The ids; a keyframe names the components too, for a replica to map them to its own. */
+    tesi_put(w, rep->schema, keyframe ? rep->schema_size : rep->ids_size);
+    tes_result_t result = TES_OK;
+    if (keyframe) {
+        tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */
+        /* Two walks: the count first (a varint), then the records. */
+        for (int pass = 0; pass < 2 && result == TES_OK; pass++) {
+            uint32_t count = 0, previous = 0;
+            for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
+                const tesi_record_t *record = tesi_record_find(world, index);
+                if (!record) {
+                    index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
+                    continue;
+                }
+                if (!record->chunk) continue;
+                tes_entity_t e = tesi_make_handle(index, record->generation);
+                bool present;
+                result = in_scope(rep, e, &present);
+                if (result != TES_OK || !present) continue;
+                if (pass) put_record(w, rep, e, 0, true, &previous);
+                count++;
+            }
+            if (!pass) tesi_put_varint(w, count);
+        }
+    } else {
+        uint32_t gone = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++)
+            gone += !(rep->marks[rep->touched[i]] & PRESENT);
+        tesi_put_varint(w, gone);
+        uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            if (rep->marks[rep->touched[i]] & PRESENT) continue;
+            tesi_put_varint(w, rep->touched[i] - previous);
+            previous = rep->touched[i];
+        }
+        tesi_put_varint(w, rep->touched_count - gone);
+        previous = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            uint32_t index = rep->touched[i];
+            uint8_t mark = rep->marks[index];
+            if (!(mark & PRESENT)) continue;
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
+            put_record(w, rep, e, baseline, mark & WHOLE, &previous);
+        }
+    }
+    for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
+        if (tesi_is_relation(&world->components[rep->components[i]])) {
+            result = put_relation(w, rep, rep->components[i], baseline, now, keyframe);
+        }
+    }
+    return result != TES_OK ? result : w->result;
+}
+
+tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const uint8_t **out_bytes,
+                              uint32_t *out_size, uint64_t *out_tick) {
+    if (!rep || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+    tes_world_t *world = rep->world;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    uint64_t now = world->change_tick;
+    uint64_t newest = newest_of(rep);
+    /* A baseline this replicator can serve: one of its ticks, not pruned since, and close enough
+     * for the events' 32-bit ages. */
+    bool keyframe = baseline == 0 || baseline < floor_of(rep) || baseline > newest ||
+                    now - baseline > UINT32_MAX;
+    tes_result_t result = TES_OK;
+    if (rep->every && rep->seen < world->component_count) {
+        /* New components: the replicas need them whole, so every baseline is too old now. */
+        result = adopt(rep);
+        if (result != TES_OK) return result;
+        rep->history_count = rep->history_next = 0;
+        rep->created = now;
+        keyframe = true;
+    }
+    /* What every consumer has seen goes first, as tes_tick would drop it: a world that never
+     * ticks must not make each encode walk (and keep) every change since the first one. */
+    for (uint32_t i = 0; i < rep->watched_count; i++)
+        tesi_prune_component(world, rep->watched[i].component);
+    if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
+    rep->touched_count = 0;
+    if (!keyframe) {
+        uint32_t old = rep->mark_slots;
+        result = tesi_reserve(world, (void **)&rep->marks, &rep->mark_slots, world->record_count, 1,
+                              1024);
+        if (result == TES_OK) {
+            memset(rep->marks + old, 0, rep->mark_slots - old);
+            result = touched_reserve(rep, world->record_count);
+        }
+        if (result == TES_OK) result = collect(rep, baseline);
+    }
+    tesi_writer_t w = {world, &rep->bytes, &rep->byte_slots, 0, TES_OK};
+    if (result == TES_OK) result = write_delta(&w, rep, baseline, now, keyframe);
+    for (uint32_t i = 0; i < rep->touched_count; i++)
+        rep->marks[rep->touched[i]] = 0;
+    if (result != TES_OK) return result;
+    uint32_t crc = tesi_crc32(rep->bytes + HEADER_BYTES, w.size - HEADER_BYTES);
+    memcpy(rep->bytes + 8, &w.size, 4);
+    memcpy(rep->bytes + 12, &crc, 4);
+    /* Like a consumer run: later writes carry a newer tick than the delta's. */
+    world->change_tick++;
+    rep->history[rep->history_next] = now;
+    rep->history_next = (rep->history_next + 1) % rep->history_slots;
+    if (rep->history_count < rep->history_slots) rep->history_count++;
+    hold(rep);
+    *out_bytes = rep->bytes;
+    *out_size = w.size;
+    if (out_tick) *out_tick = now;
+    return TES_OK;
+}
