@@ -10,15 +10,19 @@
  * replica that fell further behind gets a keyframe instead. */
 #include "delta.h"
 
+#include <stdlib.h>
+
 /* A delta's TES_PAIR_MOVED event moves the source to the end of the target's sources: a target
  * whose sources were reordered gets one per source, in order, at the end of the section. */
 #define DEFAULT_HISTORY 64u
 
 /* Marks on entity indices while an encode collects them. */
-#define TOUCHED 1u
-#define WHOLE   2u /* every value goes: the entity was spawned, or may have entered the scope */
-#define PRESENT 4u /* alive and in scope now: a record, else a gone entry */
-#define ORDERED 8u /* a target whose sources' order goes (a moved event) */
+#define TOUCHED  1u
+#define WHOLE    2u  /* every value goes: the entity was spawned, or may have entered the scope */
+#define PRESENT  4u  /* alive and in scope now: a record, else a gone entry */
+#define ORDERED  8u  /* a target whose sources' order goes (a moved event) */
+#define OWED     16u /* the peer is owed its record: it goes whole */
+#define WITHHELD 32u /* present, but its record did not fit the peer's budget */
 
 /* A component the replicator keeps the changes of, and the query that keeps them. */
 typedef struct watch_t {
@@ -63,7 +67,24 @@ struct tes_replicator_t {
     uint32_t ids_size; /* the schema's first bytes: the ids, as every delta writes them */
     uint32_t schema_slots;
     uint32_t schema_crc;
+    tes_peer_t **peers; /* its peers (peer.c), destroyed with it */
+    uint32_t peer_count;
+    uint32_t peer_slots;
+    tes_peer_t *peer; /* the peer an encode is for (NULL: none) */
+    /* A budgeted encode's due records, and one record written aside to learn its size. */
+    struct due_t *due;
+    uint32_t due_slots;
+    uint8_t *aside;
+    uint32_t aside_slots;
 };
+
+/* A record due in a budgeted encode: which goes is decided by score. */
+typedef struct due_t {
+    float score;
+    uint32_t index;
+    uint32_t size;
+    uint32_t order; /* its place in the touched list: ties go in index order */
+} due_t;
 
 /* ---- the replicator --------------------------------------------------------------------- */
 
@@ -106,8 +127,33 @@ uint64_t tesi_replicators_floor(const tes_world_t *world) {
     return min;
 }
 
+tes_world_t *tesi_replicator_world(const tes_replicator_t *rep) {
+    return rep->world;
+}
+
+tes_result_t tesi_replicator_add_peer(tes_replicator_t *rep, tes_peer_t *peer) {
+    tes_result_t result = tesi_reserve(rep->world, (void **)&rep->peers, &rep->peer_slots,
+                                       rep->peer_count + 1, sizeof *rep->peers, 4);
+    if (result == TES_OK) rep->peers[rep->peer_count++] = peer;
+    return result;
+}
+
+void tesi_replicator_remove_peer(tes_replicator_t *rep, tes_peer_t *peer) {
+    for (uint32_t i = 0; i < rep->peer_count; i++) {
+        if (rep->peers[i] == peer) {
+            rep->peers[i] = rep->peers[--rep->peer_count];
+            return;
+        }
+    }
+}
+
 static void replicator_free(tes_replicator_t *rep) {
     tes_world_t *world = rep->world;
+    for (uint32_t i = 0; i < rep->peer_count; i++)
+        tesi_peer_free(rep->peers[i]);
+    tesi_free(world, rep->peers, rep->peer_slots * sizeof *rep->peers);
+    tesi_free(world, rep->due, rep->due_slots * sizeof *rep->due);
+    tesi_free(world, rep->aside, rep->aside_slots);
     for (uint32_t i = 0; i < rep->watched_count; i++)
         tes_query_destroy(world, rep->watched[i].query);
     uint32_t n = TES_MAX_COMPONENTS;
@@ -356,7 +402,49 @@ static tes_result_t in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out) {
     return tesi_query_matches(rep->world, rep->scope, e, out);
 }
 
-/* The touched indices, sorted, each marked PRESENT when it holds a live entity in scope. */
+/* The peer's own: the indices whose visibility changed since the baseline (whole: they may
+ * have entered its view), and those it is owed (forgiven once a baseline at or after the delta
+ * that carried them is acknowledged). */
+static void collect_peer(tes_replicator_t *rep, uint64_t baseline) {
+    tes_peer_t *peer = rep->peer;
+    for (uint32_t i = tesi_log_after(peer->log_ticks, peer->log_count, baseline);
+         i < peer->log_count; i++)
+        touch(rep, peer->log[i], WHOLE);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < peer->owed_count; i++) {
+        uint32_t index = peer->owed[i];
+        const tesi_sight_t *s = tesi_sight_find(peer, index);
+        if (!(s->flags & SIGHT_OWED)) continue;
+        if (s->sent && baseline >= s->sent) {
+            tesi_peer_forgive(peer, index);
+            continue;
+        }
+        peer->owed[kept++] = index;
+        touch(rep, index, OWED);
+    }
+    peer->owed_count = kept;
+}
+
+/* Sorts the touched indices and marks PRESENT each that holds a live entity in scope (and in
+ * the peer's view). */
+static tes_result_t settle_touched(tes_replicator_t *rep) {
+    tes_world_t *world = rep->world;
+    sort_indices(rep->touched, rep->spare, rep->touched_count);
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        const tesi_record_t *record = tesi_record_find(world, index);
+        if (!record || !record->chunk) continue;
+        tes_entity_t e = tesi_make_handle(index, record->generation);
+        if (rep->peer && !tesi_peer_visible(rep->peer, e)) continue;
+        bool present;
+        tes_result_t result = in_scope(rep, e, &present);
+        if (result != TES_OK) return result;
+        if (present) rep->marks[index] |= PRESENT;
+    }
+    return TES_OK;
+}
+
+/* What changed since `baseline`: the touched indices, sorted, marked. */
 static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
     tes_world_t *world = rep->world;
     for (uint32_t k = 0; k < rep->watched_count; k++)
@@ -366,17 +454,24 @@ static tes_result_t collect(tes_replicator_t *rep, uint64_t baseline) {
         const uint64_t *tick = tesi_paged_at(&world->index_ticks, index, sizeof *tick);
         if ((*tick & ~TESI_INDEX_LISTED) > baseline) touch(rep, index, WHOLE);
     }
-    sort_indices(rep->touched, rep->spare, rep->touched_count);
-    for (uint32_t i = 0; i < rep->touched_count; i++) {
-        uint32_t index = rep->touched[i];
+    if (rep->peer) collect_peer(rep, baseline);
+    return settle_touched(rep);
+}
+
+/* A peer's keyframe: every live entity, listed like changes (so a budget can choose among
+ * them), and what the peer is owed. */
+static tes_result_t collect_all(tes_replicator_t *rep, uint64_t baseline) {
+    tes_world_t *world = rep->world;
+    collect_peer(rep, baseline);
+    for (uint32_t index = 1; index < world->record_count; index++) {
         const tesi_record_t *record = tesi_record_find(world, index);
-        if (!record || !record->chunk) continue;
-        bool present;
-        tes_result_t result = in_scope(rep, tesi_make_handle(index, record->generation), &present);
-        if (result != TES_OK) return result;
-        if (present) rep->marks[index] |= PRESENT;
+        if (!record) {
+            index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
+            continue;
+        }
+        if (record->chunk) touch(rep, index, WHOLE);
     }
-    return TES_OK;
+    return settle_touched(rep);
 }
 
 /* ---- encoding: writing ------------------------------------------------------------------ */
@@ -440,11 +535,31 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
     w->size -= (uint32_t)(start + room - out);
 }
 
-/* Both ends alive and in scope: a pair the replica holds. */
+/* Whether a record goes whole and brings its pairs from before the baseline: it may have
+ * entered the scope or the peer's view, or it is owed (withheld while its pairs went by). */
+static bool brings_pairs(const tes_replicator_t *rep, uint8_t mark) {
+    if ((mark & (PRESENT | WITHHELD)) != PRESENT) return false;
+    if (mark & OWED) return true;
+    bool may_enter = rep->scope || (rep->peer && (rep->peer->flags & TES_PEER_VISIBILITY));
+    return may_enter && (mark & WHOLE);
+}
+
+/* An entity the peer's replica will lack after this delta: not in its view, or withheld by
+ * its budget when it would have arrived whole. */
+static bool missing_for_peer(const tes_replicator_t *rep, tes_entity_t e) {
+    if (!tesi_peer_visible(rep->peer, e)) return true;
+    uint8_t mark = rep->marks[e & TESI_INDEX_MASK];
+    return (mark & WITHHELD) && (mark & (WHOLE | OWED));
+}
+
+/* Both ends alive, in scope and on the replica: a pair the replica holds. */
 static tes_result_t pair_in_scope(tes_replicator_t *rep, tes_entity_t source, tes_entity_t target,
                                   bool *out) {
     *out = false;
     if (!tesi_record_of(rep->world, source) || !tesi_record_of(rep->world, target)) return TES_OK;
+    if (rep->peer && (missing_for_peer(rep, source) || missing_for_peer(rep, target))) {
+        return TES_OK;
+    }
     tes_result_t result = in_scope(rep, source, out);
     if (result == TES_OK && *out) result = in_scope(rep, target, out);
     return result;
@@ -515,11 +630,12 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
             if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
             rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
         }
-        /* An entity that may have entered the scope brings its pairs from before the baseline
-         * (those of the window came above; adding one the replica has only writes its data). */
-        for (uint32_t i = 0; rep->scope && i < rep->touched_count && result == TES_OK; i++) {
+        /* An entity that may have entered the scope or the peer's view, or that was owed, brings
+         * its pairs from before the baseline (those of the window came above; adding one the
+         * replica has only writes its data). */
+        for (uint32_t i = 0; i < rep->touched_count && result == TES_OK; i++) {
             uint32_t index = rep->touched[i];
-            if ((rep->marks[index] & (WHOLE | PRESENT)) != (WHOLE | PRESENT)) continue;
+            if (!brings_pairs(rep, rep->marks[index])) continue;
             tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
             for (int side = TESI_OUT; side <= TESI_IN; side++) {
                 for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
@@ -553,8 +669,17 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
     if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
     return result;
 }
+/* A touched index whose entity the replica must drop: one not present, or one withheld that
+ * would have arrived whole (the replica may hold another entity there); for a peer, only where
+ * its replica may hold one. A keyframe lists none: the replica drops what it lacks. */
+static bool goes(const tes_replicator_t *rep, uint32_t index, uint64_t baseline) {
+    uint8_t mark = rep->marks[index];
+    bool drop = !(mark & PRESENT) || ((mark & WITHHELD) && (mark & WHOLE));
+    return drop && (!rep->peer || tesi_peer_may_hold(rep->peer, index, baseline));
+}
+
 static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
-                                uint64_t now, bool keyframe) {
+                                uint64_t now, bool keyframe, bool listed) {
     tes_world_t *world = rep->world;
     uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
     tesi_put(w, header, sizeof header);
@@ -565,7 +690,7 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     /* The ids; a keyframe names the components too, for a replica to map them to its own. */
     tesi_put(w, rep->schema, keyframe ? rep->schema_size : rep->ids_size);
     tes_result_t result = TES_OK;
-    if (keyframe) {
+    if (!listed) {
         tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */
         /* Two walks: the count first (a varint), then the records. */
         for (int pass = 0; pass < 2 && result == TES_OK; pass++) {
@@ -587,24 +712,27 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
             if (!pass) tesi_put_varint(w, count);
         }
     } else {
-        uint32_t gone = 0;
-        for (uint32_t i = 0; i < rep->touched_count; i++)
-            gone += !(rep->marks[rep->touched[i]] & PRESENT);
+        uint32_t gone = 0, records = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            uint32_t index = rep->touched[i];
+            gone += !keyframe && goes(rep, index, baseline);
+            records += (rep->marks[index] & (PRESENT | WITHHELD)) == PRESENT;
+        }
         tesi_put_varint(w, gone);
         uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
-        for (uint32_t i = 0; i < rep->touched_count; i++) {
-            if (rep->marks[rep->touched[i]] & PRESENT) continue;
+        for (uint32_t i = 0; i < rep->touched_count && gone; i++) {
+            if (!goes(rep, rep->touched[i], baseline)) continue;
             tesi_put_varint(w, rep->touched[i] - previous);
             previous = rep->touched[i];
         }
-        tesi_put_varint(w, rep->touched_count - gone);
+        tesi_put_varint(w, records);
         previous = 0;
         for (uint32_t i = 0; i < rep->touched_count; i++) {
             uint32_t index = rep->touched[i];
             uint8_t mark = rep->marks[index];
-            if (!(mark & PRESENT)) continue;
+            if ((mark & (PRESENT | WITHHELD)) != PRESENT) continue;
             tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
-            put_record(w, rep, e, baseline, mark & WHOLE, &previous);
+            put_record(w, rep, e, baseline, keyframe || (mark & (WHOLE | OWED)), &previous);
         }
     }
     for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
@@ -615,9 +743,77 @@ static tes_result_t write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     return result != TES_OK ? result : w->result;
 }
 
-tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const uint8_t **out_bytes,
-                              uint32_t *out_size, uint64_t *out_tick) {
-    if (!rep || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+/* Higher scores first; ties in index order. */
+static int by_score(const void *a, const void *b) {
+    const due_t *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Which due records go within the peer's budget (bytes of records): the highest scores first,
+ * and the first always; the others are marked WITHHELD, with their sights and places in the
+ * owed list reserved, so settling after the write cannot fail. A record's size is learned by
+ * writing it aside (its head with a gap of 0, so up to 3 bytes more for a real gap). */
+static tes_result_t choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe,
+                           uint32_t budget) {
+    tes_world_t *world = rep->world;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rep->touched_count; i++)
+        n += (rep->marks[rep->touched[i]] & PRESENT) != 0;
+    tes_result_t result =
+        tesi_reserve(world, (void **)&rep->due, &rep->due_slots, n, sizeof *rep->due, 64);
+    if (result != TES_OK) return result;
+    tesi_writer_t aside = {world, &rep->aside, &rep->aside_slots, 0, TES_OK};
+    uint64_t total = 0;
+    n = 0;
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        uint8_t mark = rep->marks[index];
+        if (!(mark & PRESENT)) continue;
+        tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
+        uint32_t previous = index;
+        aside.size = 0;
+        put_record(&aside, rep, e, baseline, keyframe || (mark & (WHOLE | OWED)), &previous);
+        if (aside.result != TES_OK) return aside.result;
+        rep->due[n] = (due_t){tesi_peer_score(rep->peer, index), index, aside.size + 3, i};
+        total += rep->due[n++].size;
+    }
+    if (total <= budget) return TES_OK;
+    qsort(rep->due, n, sizeof *rep->due, by_score);
+    uint64_t used = 0;
+    uint32_t withheld = 0;
+    for (uint32_t k = 0; k < n && result == TES_OK; k++) {
+        if (k == 0 || used + rep->due[k].size <= budget) {
+            used += rep->due[k].size;
+            continue;
+        }
+        rep->marks[rep->due[k].index] |= WITHHELD;
+        result = tesi_peer_reserve(rep->peer, &rep->due[k].index, 1, 0);
+        withheld++;
+    }
+    return result == TES_OK ? tesi_peer_reserve(rep->peer, NULL, 0, withheld) : result;
+}
+
+/* After a peer's delta was written: the withheld are owed, the owed that went are sent, and
+ * the owed that are gone (or that a keyframe lacks) are forgiven. */
+static void settle_peer(tes_replicator_t *rep, uint64_t now) {
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        uint8_t mark = rep->marks[index];
+        if (mark & WITHHELD) {
+            tesi_peer_withhold(rep->peer, index);
+        } else if (mark & PRESENT) {
+            tesi_peer_sent(rep->peer, index, now);
+        } else {
+            tesi_peer_forgive(rep->peer, index);
+        }
+    }
+}
+
+/* tes_delta_encode, for a peer (NULL: the replicator's whole scope) within a budget (0: none). */
+static tes_result_t encode(tes_replicator_t *rep, tes_peer_t *peer, uint64_t baseline,
+                           uint32_t budget, const uint8_t **out_bytes, uint32_t *out_size,
+                           uint64_t *out_tick) {
     tes_world_t *world = rep->world;
     if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
     uint64_t now = world->change_tick;
@@ -640,8 +836,12 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
     for (uint32_t i = 0; i < rep->watched_count; i++)
         tesi_prune_component(world, rep->watched[i].component);
     if (world->index_dirty_count) tesi_index_prune(world, tesi_replicators_floor(world));
+    if (peer) tesi_peer_prune(peer, floor_of(rep));
     rep->touched_count = 0;
-    if (!keyframe) {
+    rep->peer = peer;
+    /* Records come from a list of touched indices, but for a whole-scope keyframe (a walk). */
+    bool listed = !keyframe || peer;
+    if (listed) {
         uint32_t old = rep->mark_slots;
         result = tesi_reserve(world, (void **)&rep->marks, &rep->mark_slots, world->record_count, 1,
                               1024);
@@ -649,12 +849,16 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
             memset(rep->marks + old, 0, rep->mark_slots - old);
             result = touched_reserve(rep, world->record_count);
         }
-        if (result == TES_OK) result = collect(rep, baseline);
+        if (result == TES_OK)
+            result = keyframe ? collect_all(rep, baseline) : collect(rep, baseline);
+        if (result == TES_OK && peer && budget) result = choose(rep, baseline, keyframe, budget);
     }
     tesi_writer_t w = {world, &rep->bytes, &rep->byte_slots, 0, TES_OK};
-    if (result == TES_OK) result = write_delta(&w, rep, baseline, now, keyframe);
+    if (result == TES_OK) result = write_delta(&w, rep, baseline, now, keyframe, listed);
+    if (result == TES_OK && peer) settle_peer(rep, now);
     for (uint32_t i = 0; i < rep->touched_count; i++)
         rep->marks[rep->touched[i]] = 0;
+    rep->peer = NULL;
     if (result != TES_OK) return result;
     uint32_t crc = tesi_crc32(rep->bytes + HEADER_BYTES, w.size - HEADER_BYTES);
     memcpy(rep->bytes + 8, &w.size, 4);
@@ -669,4 +873,16 @@ tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const ui
     *out_size = w.size;
     if (out_tick) *out_tick = now;
     return TES_OK;
+}
+
+tes_result_t tes_delta_encode(tes_replicator_t *rep, uint64_t baseline, const uint8_t **out_bytes,
+                              uint32_t *out_size, uint64_t *out_tick) {
+    if (!rep || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+    return encode(rep, NULL, baseline, 0, out_bytes, out_size, out_tick);
+}
+
+tes_result_t tes_peer_encode(tes_peer_t *peer, uint64_t baseline, uint32_t budget,
+                             const uint8_t **out_bytes, uint32_t *out_size, uint64_t *out_tick) {
+    if (!peer || !out_bytes || !out_size) return TES_ERR_INVALID_ARGUMENT;
+    return encode(peer->replicator, peer, baseline, budget, out_bytes, out_size, out_tick);
 }

@@ -1091,6 +1091,54 @@ TES_API tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, u
 /* The source tick of the last delta applied to the world (0: none, or a failed apply). */
 TES_API uint64_t tes_replica_tick(const tes_world_t *world);
 
+/*
+ * Peers: one replica as the sending side sees it, for what it alone gets (docs/format.md,
+ * "Peers"). A peer's deltas come from its replicator, narrowed two ways:
+ *
+ * Visibility (TES_PEER_VISIBILITY): the peer sees only the entities tes_peer_show showed it
+ * (and that are in the replicator's scope), as a game shows each client what is near it. One
+ * shown since the baseline arrives whole with its pairs; one hidden, or despawned, goes as a
+ * gone entry; changes to entities it does not see cost it nothing but the walk over what
+ * changed. Showing and hiding are logged per peer, so an encode walks what changed and the
+ * visibility changes since its baseline, never every entity or every shown one.
+ *
+ * Budget: tes_peer_encode's `budget` caps the bytes of entity records in one delta. When the
+ * records that are due do not fit, the ones with the highest score go, where the score is the
+ * entity's priority (tes_peer_show's; 1 without visibility) times one more than the encodes it
+ * has waited; the rest are owed and compete again in the next encode, with a higher score each
+ * time, so everything is eventually sent. The record with the highest score always goes (a
+ * budget smaller than one record still makes progress). An owed entity goes whole, and keeps
+ * going whole in each delta until the peer acknowledges one that carried it (a lost delta
+ * cannot lose it). Gone entries, the head and pair events are never withheld; an entity that
+ * arrives whole is withheld with its pairs. 0: no budget.
+ *
+ * A peer belongs to its replicator: destroying the replicator destroys its peers.
+ */
+typedef struct tes_peer_t tes_peer_t;
+
+#define TES_PEER_VISIBILITY 1u /* sees only the entities tes_peer_show shows it */
+
+/* Flags other than TES_PEER_* are TES_ERR_INVALID_ARGUMENT. */
+TES_API tes_result_t tes_peer_create(tes_replicator_t *replicator, uint32_t flags,
+                                     tes_peer_t **out_peer);
+/* NULL is ignored. */
+TES_API void tes_peer_destroy(tes_peer_t *peer);
+/* Shows a live entity to a peer with visibility, or changes its priority when it is shown
+ * already (a finite number > 0; the score of its owed records). TES_ERR_STALE_ENTITY /
+ * TES_ERR_PENDING_ENTITY for an entity that is not placed and alive; TES_ERR_INVALID_ARGUMENT
+ * for a peer without visibility or a priority that is not > 0. */
+TES_API tes_result_t tes_peer_show(tes_peer_t *peer, tes_entity_t entity, float priority);
+/* Hides an entity the peer was shown (also one despawned since): its replica loses it at the
+ * next delta. Hiding one it was not shown changes nothing. */
+TES_API tes_result_t tes_peer_hide(tes_peer_t *peer, tes_entity_t entity);
+/* Whether the peer sees the entity: alive, and shown to it when it has visibility (the
+ * replicator's scope aside). */
+TES_API bool tes_peer_sees(const tes_peer_t *peer, tes_entity_t entity);
+/* tes_delta_encode for one peer: its visibility and its budget (bytes of records; 0: none). */
+TES_API tes_result_t tes_peer_encode(tes_peer_t *peer, uint64_t baseline, uint32_t budget,
+                                     const uint8_t **out_bytes, uint32_t *out_size,
+                                     uint64_t *out_tick);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Memory for hosts (JavaScript passes arrays through these)                                 */
 /* ---------------------------------------------------------------------------------------- */

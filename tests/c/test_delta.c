@@ -7,6 +7,8 @@
 #include "../crc32_reference.h"
 #include "fixtures.h"
 
+#include <math.h>
+
 typedef fx_mixed_t world_t;
 typedef fx_live_t live_t;
 
@@ -434,10 +436,16 @@ static int compare_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* What a replica limited to the entities with Vel holds: those entities with their replicated
- * components and values, and the pairs between them (as a sorted set: an entity entering the
- * scope brings its pairs after the others). */
-static fx_snapshot_t *dump_scoped(const world_t *w) {
+/* What a replica limited to some entities holds (`keep`; NULL: all): those entities with their
+ * replicated components and values, and the pairs between them (as a sorted set: an entity
+ * entering the scope brings its pairs after the others). */
+typedef bool (*keep_fn)(const world_t *w, tes_entity_t e, const void *context);
+
+static bool keep_kept(keep_fn keep, const world_t *w, tes_entity_t e, const void *context) {
+    return !keep || keep(w, e, context);
+}
+
+static fx_snapshot_t *dump_kept(const world_t *w, keep_fn keep, const void *context) {
     tes_world_t *world = w->world;
     fx_snapshot_t *s = dump_new();
     uint32_t n, pair_count = 0;
@@ -446,7 +454,7 @@ static fx_snapshot_t *dump_scoped(const world_t *w) {
     CHECK(pairs != NULL);
     for (uint32_t i = 0; i < n; i++) {
         tes_entity_t e = all[i];
-        if (!fx_has(world, e, w->vel)) continue;
+        if (!keep_kept(keep, w, e, context)) continue;
         put_entity(s, w, e);
         tes_entity_t targets[512];
         uint32_t count = 0;
@@ -454,7 +462,7 @@ static fx_snapshot_t *dump_scoped(const world_t *w) {
             tes_component_t r = rel ? w->child : w->likes;
             CHECK_OK(tes_pair_targets(world, e, r, targets, 512, &count));
             for (uint32_t k = 0; k < count; k++) {
-                if (fx_has(world, targets[k], w->vel)) {
+                if (keep_kept(keep, w, targets[k], context)) {
                     pairs[pair_count++] = (uint64_t)rel << 63 | (uint64_t)e << 32 | targets[k];
                 }
             }
@@ -466,6 +474,11 @@ static fx_snapshot_t *dump_scoped(const world_t *w) {
     free(all);
     free(pairs);
     return s;
+}
+
+static bool has_vel(const world_t *w, tes_entity_t e, const void *context) {
+    (void)context;
+    return fx_has(w->world, e, w->vel);
 }
 
 TEST(a_scoped_replica_holds_exactly_the_entities_in_scope_after_every_tick) {
@@ -492,7 +505,8 @@ TEST(a_scoped_replica_holds_exactly_the_entities_in_scope_after_every_tick) {
             delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
             apply(&replica, &d, true);
             free(d.bytes);
-            fx_snapshot_t *a = dump_scoped(&source), *b = dump_scoped(&replica);
+            fx_snapshot_t *a = dump_kept(&source, has_vel, NULL),
+                          *b = dump_kept(&replica, NULL, NULL);
             check_equal_dumps(a, b, "scoped replica differs", tick);
             fx_snapshot_delete(a);
             fx_snapshot_delete(b);
@@ -925,4 +939,263 @@ TEST(a_keyframe_at_the_highest_indices_allocates_pages_not_the_table) {
     CHECK_OK(tes_world_validate(replica.world));
     CHECK_EQ(fx_stats(replica.world).entity_count, 4);
     free(key.bytes);
+}
+
+/* ---- peers: visibility and budgets ------------------------------------------------------ */
+
+static delta_copy_t peer_encode(tes_peer_t *peer, uint64_t baseline, uint32_t budget) {
+    const uint8_t *bytes = NULL;
+    delta_copy_t d = {NULL, 0, 0};
+    CHECK_OK(tes_peer_encode(peer, baseline, budget, &bytes, &d.size, &d.tick));
+    d.bytes = (uint8_t *)malloc(d.size); /* the caller frees it */
+    CHECK(d.bytes != NULL);
+    memcpy(d.bytes, bytes, d.size);
+    return d;
+}
+
+static tes_peer_t *peer_of(tes_replicator_t *rep, uint32_t flags) {
+    tes_peer_t *peer = NULL;
+    CHECK_OK(tes_peer_create(rep, flags, &peer));
+    return peer;
+}
+
+static bool seen_by(const world_t *w, tes_entity_t e, const void *context) {
+    (void)w;
+    return tes_peer_sees((const tes_peer_t *)context, e);
+}
+
+static void check_holds_what_it_sees(const world_t *source, const tes_peer_t *peer,
+                                     const world_t *replica, uint32_t at) {
+    fx_snapshot_t *a = dump_kept(source, seen_by, peer), *b = dump_kept(replica, NULL, NULL);
+    check_equal_dumps(a, b, "the replica differs from what its peer sees", at);
+    fx_snapshot_delete(a);
+    fx_snapshot_delete(b);
+    CHECK_OK(tes_world_validate(replica->world));
+}
+
+/* Shows and hides at random: a few live entities shown (random priorities), a few hidden. */
+static void change_sight(tes_peer_t *peer, fx_rng_t *rng, const live_t *live) {
+    for (uint32_t k = 0; live->n && k < 4; k++) {
+        tes_entity_t e = live->e[fx_rng_below(rng, live->n)];
+        if (fx_rng_chance(rng, 65)) {
+            CHECK_OK(tes_peer_show(peer, e, (float)(1 + fx_rng_below(rng, 8))));
+            CHECK(tes_peer_sees(peer, e));
+        } else {
+            CHECK_OK(tes_peer_hide(peer, e));
+            CHECK(!tes_peer_sees(peer, e));
+        }
+    }
+}
+
+TEST(peers_with_visibility_hold_exactly_what_they_are_shown_after_every_tick) {
+    for (uint64_t seed = 51; seed <= 54; seed++) {
+        world_t source = make(), replicas[2] = {make(), make()};
+        tes_replicator_t *rep = replicator(source.world, NULL, 0);
+        tes_peer_t *peers[2] = {peer_of(rep, TES_PEER_VISIBILITY),
+                                peer_of(rep, TES_PEER_VISIBILITY)};
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        for (uint32_t tick = 0; tick < 60; tick++) {
+            fx_mixed_changes(&source, &rng, &live, 1 + fx_rng_below(&rng, 8), tick * 10);
+            for (int p = 0; p < 2; p++) {
+                change_sight(peers[p], &rng, &live);
+                delta_copy_t d = peer_encode(peers[p], tes_replica_tick(replicas[p].world), 0);
+                apply(&replicas[p], &d, true);
+                free(d.bytes);
+                check_holds_what_it_sees(&source, peers[p], &replicas[p], tick);
+            }
+            CHECK_OK(tes_tick(source.world));
+        }
+    }
+}
+
+/* Under a budget, with lost deltas: while the world changes the replica lags, and once it stops
+ * changing, encodes that fit the budget bring the replica to exactly what the peer sees. A record
+ * owed by the budget must not be lost with a delta that carried it. */
+static void check_budget_converges(uint32_t flags, uint32_t budget, uint64_t seed) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_peer_t *peer = peer_of(rep, flags);
+    fx_rng_t rng = {seed};
+    live_t live = {.n = 0};
+    uint64_t acked = 0;
+    uint32_t over = 0;
+    for (uint32_t tick = 0; tick < 160; tick++) {
+        bool changing = tick < 60;
+        if (changing) fx_mixed_changes(&source, &rng, &live, 1 + fx_rng_below(&rng, 12), tick * 10);
+        if (changing && (flags & TES_PEER_VISIBILITY)) change_sight(peer, &rng, &live);
+        delta_copy_t d = peer_encode(peer, acked, budget);
+        /* Records beyond the budget wait: a delta is its head, gone entries and events, and
+         * records within the budget (or the one with the highest score). */
+        over += d.size > budget + 600;
+        if (!changing || fx_rng_chance(&rng, 70)) {
+            bool applied = false;
+            CHECK_OK(tes_delta_apply(replica.world, d.bytes, d.size, &applied));
+            if (applied) acked = d.tick;
+        }
+        free(d.bytes);
+        CHECK_OK(tes_world_validate(replica.world));
+        CHECK_OK(tes_tick(source.world));
+    }
+    CHECK_EQ(over, 0);
+    check_holds_what_it_sees(&source, peer, &replica, 160);
+}
+
+TEST(a_budget_withholds_records_and_everything_arrives_once_the_world_is_still) {
+    for (uint64_t seed = 61; seed <= 63; seed++) {
+        check_budget_converges(0, 200, seed);
+        check_budget_converges(TES_PEER_VISIBILITY, 120, seed);
+    }
+}
+
+/* The number of records in a delta (after the head, the ids and the gone entries). */
+static uint32_t records_of(const delta_copy_t *d) {
+    cursor_t c = {d->bytes, 16};
+    take_varint64(&c), take_varint64(&c), take_u32(&c);
+    uint32_t count = take_varint(&c);
+    for (uint32_t i = 0; i < count; i++)
+        take_varint(&c);
+    CHECK(!is_keyframe(d));
+    uint32_t gone = take_varint(&c);
+    for (uint32_t i = 0; i < gone; i++)
+        take_varint(&c);
+    return take_varint(&c);
+}
+
+TEST(a_budget_sends_the_highest_priority_first_and_starves_nothing) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_peer_t *peer = peer_of(rep, TES_PEER_VISIBILITY);
+    tes_entity_t e[40];
+    for (uint32_t i = 0; i < 40; i++) {
+        CHECK_OK(tes_spawn(source.world, &source.body, 1, &e[i]));
+        CHECK_OK(tes_peer_show(peer, e[i], i == 29 ? 1000.0f : 1.0f));
+    }
+    delta_copy_t d = peer_encode(peer, 0, 0);
+    apply(&replica, &d, true);
+    uint64_t acked = d.tick;
+    free(d.bytes);
+    /* Every entity changes every tick; the budget fits about two records. */
+    uint32_t last_seen[40] = {0};
+    for (uint32_t tick = 1; tick <= 200; tick++) {
+        for (uint32_t i = 0; i < 40; i++)
+            CHECK_OK(tes_set_number(source.world, e[i], source.body, 1, 0, tick));
+        d = peer_encode(peer, acked, 50); /* a record is 23 bytes with the gap allowance */
+        CHECK(records_of(&d) >= 1 && records_of(&d) <= 3);
+        apply(&replica, &d, true);
+        acked = d.tick;
+        free(d.bytes);
+        for (uint32_t i = 0; i < 40; i++) {
+            double v = 0;
+            CHECK_OK(tes_get_number(replica.world, e[i], replica.body, 1, 0, &v));
+            if (v == tick) last_seen[i] = tick;
+        }
+        /* The high-priority entity goes every time: its score beats waiting 999 encodes. */
+        CHECK_EQ(last_seen[29], tick);
+        CHECK_OK(tes_tick(source.world));
+    }
+    /* The others still go: each waited at most long enough for its score to reach the top. */
+    for (uint32_t i = 0; i < 40; i++)
+        CHECK(last_seen[i] > 150);
+}
+
+TEST(changes_a_peer_does_not_see_cost_its_deltas_nothing) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_peer_t *peer = peer_of(rep, TES_PEER_VISIBILITY);
+    tes_entity_t e[300];
+    for (uint32_t i = 0; i < 300; i++)
+        CHECK_OK(tes_spawn(source.world, &source.body, 1, &e[i]));
+    for (uint32_t i = 0; i < 300; i += 30)
+        CHECK_OK(tes_peer_show(peer, e[i], 1.0f));
+    delta_copy_t d = peer_encode(peer, 0, 0);
+    apply(&replica, &d, true);
+    CHECK_EQ(fx_stats(replica.world).entity_count, 10);
+    uint64_t acked = d.tick;
+    free(d.bytes);
+    d = peer_encode(peer, acked, 0);
+    uint32_t empty = d.size;
+    apply(&replica, &d, true);
+    acked = d.tick;
+    free(d.bytes);
+    for (uint32_t i = 0; i < 300; i++)
+        if (i % 30) CHECK_OK(tes_set_number(source.world, e[i], source.body, 0, 0, 7));
+    d = peer_encode(peer, acked, 0);
+    CHECK_EQ(d.size, empty);
+    CHECK_EQ(records_of(&d), 0);
+    free(d.bytes);
+}
+
+TEST(showing_refuses_what_is_not_a_live_entity_and_changes_nothing) {
+    world_t source = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_peer_t *all = peer_of(rep, 0), *some = peer_of(rep, TES_PEER_VISIBILITY);
+    tes_peer_t *none = NULL;
+    CHECK_EQ(tes_peer_create(rep, 2, &none), TES_ERR_INVALID_ARGUMENT);
+    CHECK(none == NULL);
+    tes_entity_t e, dead;
+    CHECK_OK(tes_spawn(source.world, &source.body, 1, &e));
+    CHECK_OK(tes_spawn(source.world, &source.body, 1, &dead));
+    CHECK_OK(tes_despawn(source.world, dead));
+    CHECK_EQ(tes_peer_show(some, dead, 1.0f), TES_ERR_STALE_ENTITY);
+    CHECK_EQ(tes_peer_show(some, 0, 1.0f), TES_ERR_STALE_ENTITY);
+    CHECK_EQ(tes_peer_show(some, e, 0.0f), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_peer_show(some, e, -1.0f), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_peer_show(some, e, NAN), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_peer_show(some, e, INFINITY), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_peer_show(all, e, 1.0f), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(tes_peer_hide(all, e), TES_ERR_INVALID_ARGUMENT);
+    CHECK(!tes_peer_sees(some, e));
+    CHECK(tes_peer_sees(all, e));
+    CHECK(!tes_peer_sees(all, dead));
+    /* Pending: a deferred spawn. */
+    CHECK_OK(tes_defer_begin(source.world));
+    tes_entity_t pending;
+    CHECK_OK(tes_spawn(source.world, &source.body, 1, &pending));
+    CHECK_EQ(tes_peer_show(some, pending, 1.0f), TES_ERR_PENDING_ENTITY);
+    CHECK_OK(tes_defer_end(source.world));
+    CHECK_OK(tes_peer_show(some, e, 2.0f));
+    CHECK(tes_peer_sees(some, e));
+    CHECK_OK(tes_peer_hide(some, e));
+    CHECK_OK(tes_peer_hide(some, e)); /* not shown: nothing to do */
+    CHECK(!tes_peer_sees(some, e));
+    tes_peer_destroy(some);
+    tes_peer_destroy(NULL);
+    /* `all` is destroyed with its replicator (the world's destruction). */
+}
+
+TEST(an_owed_record_stays_owed_until_a_delta_that_carried_it_is_acknowledged) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_peer_t *peer = peer_of(rep, 0);
+    tes_entity_t e[3];
+    for (uint32_t i = 0; i < 3; i++)
+        CHECK_OK(tes_spawn(source.world, &source.body, 1, &e[i]));
+    delta_copy_t d = peer_encode(peer, 0, 0);
+    apply(&replica, &d, true);
+    uint64_t acked = d.tick;
+    free(d.bytes);
+    for (uint32_t i = 0; i < 3; i++)
+        CHECK_OK(tes_set_number(source.world, e[i], source.body, 1, 0, 10 + i));
+    d = peer_encode(peer, acked, 1); /* one record: two are owed */
+    CHECK_EQ(records_of(&d), 1);
+    apply(&replica, &d, true);
+    acked = d.tick;
+    free(d.bytes);
+    d = peer_encode(peer, acked, 0); /* carries the two owed: lost */
+    CHECK_EQ(records_of(&d), 2);
+    free(d.bytes);
+    d = peer_encode(peer, acked, 0); /* the same baseline: they are still owed */
+    CHECK_EQ(records_of(&d), 2);
+    apply(&replica, &d, true);
+    acked = d.tick;
+    free(d.bytes);
+    for (uint32_t i = 0; i < 3; i++) {
+        double v = 0;
+        CHECK_OK(tes_get_number(replica.world, e[i], replica.body, 1, 0, &v));
+        CHECK_EQ(v, 10 + i);
+    }
+    d = peer_encode(peer, acked, 0); /* acknowledged: owed no more */
+    CHECK_EQ(records_of(&d), 0);
+    free(d.bytes);
 }
