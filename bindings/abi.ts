@@ -75,6 +75,11 @@ export const DELTA_HEADER = {
     keyframe: 1,
 } as const;
 
+/** tes_peer_create's flags. */
+export const PEER_FLAGS = {
+    visibility: 1,
+} as const;
+
 /** tes_op_kind_t: column operations. */
 export const OP_KIND = {
     fill: 1,

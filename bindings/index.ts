@@ -54,7 +54,7 @@ export { Query, type QueryDesc, type Term } from './query.js';
 export { Chunk } from './chunk.js';
 export { ChunkIterator } from './chunk-iterator.js';
 export { Subscription, Changes, type SubscriptionDesc, type PairEvent, type PairEventKind } from './subscription.js';
-export { Replicator, Peer, type ReplicatorOptions, type Delta } from './replicate.js';
+export { Replicator, Peer, type ReplicatorOptions, type PeerOptions, type Delta } from './replicate.js';
 export { ReplicationServer, ReplicationClient, Connection, MESSAGE, type Transport } from './session.js';
 export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';

@@ -202,6 +202,18 @@ export interface TesseraExports {
     tes_delta_encode(replicator: Pointer, baseline: bigint, outBytes: Pointer, outSize: Pointer, outTick: Pointer): number;
     /** `tes_replicator_release(replicator, uint64_t tick)`: no replica needs an older baseline. */
     tes_replicator_release(replicator: Pointer, tick: bigint): number;
+    /** `tes_peer_create(replicator, flags, tes_peer_t **out)`. */
+    tes_peer_create(replicator: Pointer, flags: number, out: Pointer): number;
+    /** `tes_peer_destroy(peer)`. */
+    tes_peer_destroy(peer: Pointer): void;
+    /** `tes_peer_show(peer, entity, float priority)`. */
+    tes_peer_show(peer: Pointer, entity: number, priority: number): number;
+    /** `tes_peer_hide(peer, entity)`. */
+    tes_peer_hide(peer: Pointer, entity: number): number;
+    /** `tes_peer_sees(peer, entity)`: 1 or 0. */
+    tes_peer_sees(peer: Pointer, entity: number): number;
+    /** `tes_peer_encode(peer, uint64_t baseline, budget, const uint8_t **out_bytes, uint32_t *out_size, uint64_t *out_tick)`. */
+    tes_peer_encode(peer: Pointer, baseline: bigint, budget: number, outBytes: Pointer, outSize: Pointer, outTick: Pointer): number;
     /** `tes_run_reserve(size_t bytes)`: room in the C heap that nothing outgrows until tes_run_release. */
     tes_run_reserve(bytes: number): number;
     /** `size_t tes_run_release(void)`: ends the reserve; returns the bytes taken under it. */

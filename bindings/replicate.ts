@@ -5,18 +5,20 @@
  *
  * @module
  */
-import { DELTA_HEADER, REPLICATOR_DESC } from './abi.js';
+import { DELTA_HEADER, PEER_FLAGS, REPLICATOR_DESC } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
+import { handle } from './entities.js';
 import { guardView, viewProblem } from './heap.js';
 import { forgetReplicator, watchReplicator } from './lifetime.js';
 import { checkKeys } from './options.js';
 import { Query, type Term } from './query.js';
 import { checkOutsideRun } from './snapshot.js';
 import type { Component, Relation } from './schema.js';
-import type { World } from './world.js';
+import type { Entity, World } from './world.js';
 
 const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;
 const SCOPE_KEYS = ['all', 'none', 'any'] as const;
+const PEER_KEYS = ['visibility', 'budget'] as const;
 
 /** Options of {@link World.replicator}. */
 export interface ReplicatorOptions {
@@ -140,6 +142,12 @@ export class Replicator {
         const heap = this.world.heap;
         const out = heap.scratch;
         checkOutsideRun(this.world, heap.exports.tes_delta_encode(this.pointer, BigInt(baseline), out, out + 4, out + 8), operation);
+        return this.delta(out);
+    }
+
+    /** @internal The Delta an encode left at `out` (bytes pointer, size, tick). */
+    delta(out: number): Delta {
+        const heap = this.world.heap;
         const pointer = heap.u32At(out),
             size = heap.u32At(out + 4),
             tick = heap.u64At(out + 8);
@@ -182,9 +190,28 @@ export class Replicator {
      * so a lost delta is covered by the next one, and a replica that fell behind the history
      * gets a keyframe.
      */
-    peer(): Peer {
-        this.live('replicator.peer');
-        const peer = new Peer(this);
+    peer(options: PeerOptions = {}): Peer {
+        const operation = 'replicator.peer';
+        this.live(operation);
+        checkKeys(operation, 'peer options', options, PEER_KEYS);
+        const { visibility = 'all', budget = 0 } = options;
+        if (visibility !== 'all' && visibility !== 'explicit') {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `visibility must be 'all' or 'explicit', got ${describeValue(visibility)}`,
+            );
+        }
+        const heap = this.world.heap;
+        const out = heap.scratch;
+        this.world.check(heap.exports.tes_peer_create(this.pointer, visibility === 'explicit' ? PEER_FLAGS.visibility : 0, out), operation);
+        const peer = new Peer(this, heap.u32At(out), visibility === 'explicit');
+        try {
+            peer.budget = budget;
+        } catch (error) {
+            peer.close();
+            throw error;
+        }
         this.peers.add(peer);
         return peer;
     }
@@ -225,21 +252,67 @@ export class Replicator {
     }
 }
 
-/** One replica as the sending side sees it: the newest tick it acknowledged. */
+/** Options of {@link Replicator.peer}. */
+export interface PeerOptions {
+    /**
+     * What the replica sees: `'all'` (default), every entity in the replicator's scope;
+     * `'explicit'`, only the entities {@link Peer.show} showed it (a game shows each client
+     * what is near it). An entity shown arrives whole with its pairs; one hidden or despawned
+     * is removed from the replica.
+     */
+    readonly visibility?: 'all' | 'explicit';
+    /** Bytes of entity records per delta (see {@link Peer.budget}); 0, the default: no limit. */
+    readonly budget?: number;
+}
+
+/**
+ * One replica as the sending side sees it: the newest tick it acknowledged, what it sees, and
+ * its byte budget.
+ */
 export class Peer {
     /** The replicator it encodes with. */
     readonly replicator: Replicator;
+    /** @internal The `tes_peer_t *` (freed with its replicator). */
+    readonly pointer: number;
+    /** True when it sees only what {@link Peer.show} showed it. */
+    readonly explicit: boolean;
     private ackedTick = 0;
+    private budgetBytes = 0;
     private closed = false;
 
     /** @internal Use `replicator.peer()`. */
-    constructor(replicator: Replicator) {
+    constructor(replicator: Replicator, pointer: number, explicit: boolean) {
         this.replicator = replicator;
+        this.pointer = pointer;
+        this.explicit = explicit;
     }
 
     /** The newest tick the replica acknowledged (0: none yet, so the next encode is a keyframe). */
     get acked(): number {
         return this.ackedTick;
+    }
+
+    /**
+     * Bytes of entity records per delta; 0: no limit. When the records due do not fit, those
+     * with the highest score go: the entity's priority ({@link Peer.show}; 1 otherwise) times
+     * one more than the deltas it waited, so the rest go later and nothing waits forever. The
+     * record with the highest score always goes. A withheld record is sent whole, again in
+     * each delta until the replica acknowledges one that carried it. The head, removals and
+     * relation events are never withheld.
+     */
+    get budget(): number {
+        return this.budgetBytes;
+    }
+
+    set budget(bytes: number) {
+        if (!(Number.isInteger(bytes) && bytes >= 0 && bytes <= 0xffffffff)) {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                'peer.budget',
+                `budget must be a whole number of bytes (0: none), got ${describeValue(bytes)}`,
+            );
+        }
+        this.budgetBytes = bytes;
     }
 
     /**
@@ -260,12 +333,56 @@ export class Peer {
         this.ackedTick = 0;
     }
 
-    /** The delta since the acknowledged tick (a keyframe when it is 0 or too old). */
+    /**
+     * Shows a live entity to a peer with `visibility: 'explicit'` (from its next delta), or
+     * changes its priority when it is shown already: a number above 0, the weight of its
+     * records under a {@link Peer.budget} (e.g. higher for what is closer).
+     */
+    show(entity: Entity, priority = 1): void {
+        const operation = 'peer.show';
+        this.live(operation);
+        const e = handle(entity, operation);
+        if (!this.explicit) throw notExplicit(operation);
+        if (typeof priority !== 'number' || !(priority > 0) || priority === Infinity) {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `priority must be a finite number above 0, got ${describeValue(priority)}`,
+                {
+                    entity: e,
+                },
+            );
+        }
+        this.replicator.world.check(this.replicator.world.heap.exports.tes_peer_show(this.pointer, e, priority), operation, e);
+    }
+
+    /** Hides an entity from the peer: its replica loses it at the next delta. Nothing when not shown. */
+    hide(entity: Entity): void {
+        const operation = 'peer.hide';
+        this.live(operation);
+        const e = handle(entity, operation);
+        if (!this.explicit) throw notExplicit(operation);
+        this.replicator.world.check(this.replicator.world.heap.exports.tes_peer_hide(this.pointer, e), operation, e);
+    }
+
+    /** Whether the peer sees the entity: alive, and shown when its visibility is explicit. */
+    sees(entity: Entity): boolean {
+        this.live('peer.sees');
+        return this.replicator.world.heap.exports.tes_peer_sees(this.pointer, handle(entity, 'peer.sees')) !== 0;
+    }
+
+    /** The delta since the acknowledged tick (a keyframe when it is 0 or too old), for this peer. */
     encode(): Delta {
         // Before releasing: that calls into C with the replicator, which must still exist.
-        this.live('peer.encode');
-        this.replicator.releaseAcknowledged();
-        return this.replicator.encode(this.ackedTick);
+        const operation = 'peer.encode';
+        this.live(operation);
+        const replicator = this.replicator;
+        replicator.releaseAcknowledged();
+        const heap = replicator.world.heap;
+        const out = heap.scratch;
+        const result = heap.exports.tes_peer_encode(this.pointer, BigInt(this.ackedTick), this.budgetBytes, out, out + 4, out + 8);
+        checkOutsideRun(replicator.world, result, operation);
+        return replicator.delta(out);
     }
 
     /**
@@ -273,8 +390,10 @@ export class Peer {
      * replicator's history. Idempotent.
      */
     close(): void {
+        if (this.closed) return;
         this.replicator.peers.delete(this);
         this.closed = true;
+        if (!this.replicator.closed) this.replicator.world.heap.exports.tes_peer_destroy(this.pointer);
     }
 
     /** `DESTROYED` when the peer was closed, or its replicator or world is gone. */
@@ -282,4 +401,12 @@ export class Peer {
         this.replicator.live(operation);
         if (this.closed) throw new TesseraError('DESTROYED', operation, 'the peer was closed');
     }
+}
+
+function notExplicit(operation: string): TesseraError {
+    return new TesseraError(
+        'INVALID_ARGUMENT',
+        operation,
+        "the peer sees every entity: make it with { visibility: 'explicit' } to show and hide",
+    );
 }

@@ -20,7 +20,7 @@
  * @module
  */
 import { TesseraError, describeValue } from './errors.js';
-import type { Peer, Replicator, ReplicatorOptions } from './replicate.js';
+import type { Peer, PeerOptions, Replicator, ReplicatorOptions } from './replicate.js';
 import type { World } from './world.js';
 
 /** Where a session's messages go: anything with `send`. */
@@ -49,8 +49,12 @@ export class ReplicationServer {
         this.replicator = world.replicator(options);
     }
 
-    /** A new client, sent to over `transport`: its first delta is a keyframe. */
-    connect(transport: Transport): Connection {
+    /**
+     * A new client, sent to over `transport`: its first delta is a keyframe. `options` are its
+     * peer's: `visibility: 'explicit'` to show it only what the game shows it
+     * (`connection.peer.show(e)`), `budget` to cap the bytes of records per delta.
+     */
+    connect(transport: Transport, options: PeerOptions = {}): Connection {
         this.replicator.live('server.connect');
         if (typeof transport !== 'object' || transport === null || typeof transport.send !== 'function') {
             throw new TesseraError(
@@ -59,7 +63,7 @@ export class ReplicationServer {
                 `expected a transport with send(bytes), got ${describeValue(transport)}`,
             );
         }
-        const connection = new Connection(this, transport, this.replicator.peer());
+        const connection = new Connection(this, transport, this.replicator.peer(options));
         this.connections.add(connection);
         return connection;
     }
@@ -99,7 +103,8 @@ export class Connection {
     constructor(
         private readonly server: ReplicationServer,
         readonly transport: Transport,
-        private readonly peer: Peer,
+        /** The client's peer: what it sees (`show` / `hide`) and its byte budget. */
+        readonly peer: Peer,
     ) {}
 
     /** The newest tick the client acknowledged (0: none yet). */

@@ -367,6 +367,10 @@ static void constants(void) {
     value("keyframe", TESI_DELTA_KEYFRAME);
     end();
 
+    group("PEER_FLAGS", "tes_peer_create's flags.");
+    value("visibility", TES_PEER_VISIBILITY);
+    end();
+
     group("OP_KIND", "tes_op_kind_t: column operations.");
     value("fill", TES_OP_FILL);
     value("add", TES_OP_ADD);

@@ -264,3 +264,107 @@ describe('replication sessions', () => {
         server.close();
     });
 });
+
+describe('per-client interest and budgets', () => {
+    /** The replicated state a client of the region should hold: its entities, parents it also sees. */
+    function stateIn(world: World, inside: (e: number) => boolean): Map<number, unknown[]> {
+        const out = new Map<number, unknown[]>();
+        for (const [e, value] of state(world)) {
+            if (!inside(e)) continue;
+            const parent = value[3] as number;
+            out.set(e, [...value.slice(0, 3), parent !== 0 && inside(parent) ? parent : 0]);
+        }
+        return out;
+    }
+
+    test('each client holds exactly what the game shows it, one of them under a byte budget over a lossy link', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const rnd = random(20261127);
+        const west = attach(server, await newWorld(), rnd);
+        const east = attach(server, await newWorld(), rnd, 0.3, 2);
+        // The halves of the map, decided per client the way a game decides what is near it.
+        const left = (e: number) => world.has(e, Position) && world.get(e, Position, 'x') < 50;
+        const right = (e: number) => world.has(e, Position) && !left(e);
+        const regions = [
+            { client: west, inside: left, options: { visibility: 'explicit' as const } },
+            { client: east, inside: right, options: { visibility: 'explicit' as const, budget: 120 } },
+        ];
+        const connections = regions.map((r) => server.connect({ send: (bytes) => r.client.down.send(bytes) }, r.options));
+        // attach() connected a peer that sees everything: drop it, the clients talk to the new ones.
+        for (const r of regions) r.client.connection.close();
+        const pump = (r: (typeof regions)[number], i: number) => {
+            r.client.down.deliver((bytes) => r.client.client.receive(bytes));
+            r.client.up.deliver((bytes) => connections[i]!.receive(bytes));
+        };
+        const live: number[] = [];
+        for (let frame = 0; frame < 400; frame++) {
+            if (frame < 250) change(world, rnd, live);
+            regions.forEach((r, i) => {
+                for (const e of live) {
+                    if (r.inside(e)) connections[i]!.peer.show(e, 1 + (e % 4));
+                    else connections[i]!.peer.hide(e);
+                }
+            });
+            const before = east.down.sent;
+            server.update();
+            expect(east.down.sent).toBe(before + 1);
+            regions.forEach(pump);
+            if (frame === 100) expect(stateIn(west.client.world, () => true)).toEqual(stateIn(world, left));
+        }
+        for (const [i, r] of regions.entries()) {
+            expect(
+                stateIn(r.client.client.world, () => true),
+                `client ${i}`,
+            ).toEqual(stateIn(world, r.inside));
+        }
+        expect(west.client.world.stats().entityCount).toBeGreaterThan(5);
+        expect(east.client.world.stats().entityCount).toBeGreaterThan(5);
+    });
+
+    test('a peer shows, hides and budgets; bad arguments are refused clearly and change nothing', async () => {
+        const world = await newWorld();
+        const replicator = world.replicator({ components: [Position] });
+        const all = replicator.peer();
+        const some = replicator.peer({ visibility: 'explicit', budget: 30 });
+        const ids = world.spawnMany(50, Position);
+        expectError(() => all.show(ids[0]!), 'INVALID_ARGUMENT', { operation: 'peer.show' });
+        expectError(() => some.show(ids[0]!, 0), 'INVALID_ARGUMENT', { operation: 'peer.show', entity: ids[0] });
+        expectError(() => some.show(ids[0]!, Infinity), 'INVALID_ARGUMENT', { operation: 'peer.show' });
+        expectError(() => replicator.peer({ visibility: 'some' as 'all' }), 'INVALID_ARGUMENT', { operation: 'replicator.peer' });
+        expectError(() => replicator.peer({ budget: -1 }), 'INVALID_ARGUMENT', { operation: 'peer.budget' });
+        expectError(() => replicator.peer({ visible: 'all' } as never), 'INVALID_ARGUMENT', { operation: 'replicator.peer' });
+        const dead = world.spawn(Position);
+        world.despawn(dead);
+        expectError(() => some.show(dead), 'STALE_ENTITY', { operation: 'peer.show', entity: dead });
+        expect(some.sees(ids[0]!)).toBe(false);
+        for (const e of ids.slice(0, 10)) some.show(e);
+        some.show(ids[9]!, 50); // the highest score goes first under the budget
+        expect(some.sees(ids[3]!)).toBe(true);
+        expect(all.sees(ids[3]!)).toBe(true);
+        const replica = await newWorld();
+        const first = some.encode();
+        replica.applyDelta(first.bytes.slice());
+        some.ack(first.tick);
+        // 30 bytes of records: the first delta brings the entity of priority 50 and few others.
+        expect(replica.isAlive(ids[9]!)).toBe(true);
+        const count = replica.stats().entityCount;
+        expect(count).toBeLessThan(10);
+        for (let i = 0; i < 10; i++) {
+            const d = some.encode();
+            replica.applyDelta(d.bytes.slice());
+            some.ack(d.tick);
+        }
+        expect(replica.stats().entityCount).toBe(10);
+        some.hide(ids[3]!);
+        expect(some.sees(ids[3]!)).toBe(false);
+        const d = some.encode();
+        replica.applyDelta(d.bytes.slice());
+        expect(replica.isAlive(ids[3]!)).toBe(false);
+        expect(replica.stats().entityCount).toBe(9);
+        some.close();
+        expectError(() => some.show(ids[0]!), 'DESTROYED', { operation: 'peer.show' });
+        replicator.close();
+        expectError(() => all.sees(ids[0]!), 'DESTROYED', { operation: 'peer.sees' });
+    });
+});
