@@ -3,6 +3,11 @@
 // Node) client that connects to /multiplayer over a WebSocket (the `ws` package), through a
 // ReplicationServer. The repository root is served over HTTP beside it, so the browser client
 // (examples/multiplayer/index.html) and the package's dist/ load from the same origin.
+//
+// Interest: a client that connects to /multiplayer?view=R sees only the dots within R units of
+// its focus (the centre, until it sends "x,y" as a text message), closer ones first under a
+// byte budget (&budget=bytes per tick): each tick the game shows its peer what is near the
+// focus and hides the rest, the way a game decides what each player needs.
 import { WebSocketServer } from 'ws';
 
 import { init, ReplicationServer } from '../../dist/index.js';
@@ -14,7 +19,8 @@ export { Hue, Position, SIZE };
 /**
  * Starts the arena: `entities` dots, HTTP on `port` (0: any) serving `root`, WebSockets on
  * /multiplayer. Returns its URL, the world, the server, a counter of bytes sent, and
- * `close()`. `tick()` runs one simulation step and update by hand when `tickMs` is 0.
+ * `close()`. `tick()` runs one simulation step and update by hand when `tickMs` is 0; `update()`
+ * sends without simulating (what a budget held back goes then).
  */
 export async function startArena({ root = '.', port = 0, entities = 2000, tickMs = 50, seed = 1 } = {}) {
     const tessera = await init();
@@ -52,26 +58,64 @@ export async function startArena({ root = '.', port = 0, entities = 2000, tickMs
     };
 
     const sessions = new ReplicationServer(world, { components: [Position, Hue] });
+    /** The clients with a view: their connection, focus and radius. */
+    const viewers = new Set();
+    const everyDot = world.query({ all: [Position] });
+    /** Shows each viewer the dots within its radius (closer: a higher priority), hides the rest. */
+    const look = () => {
+        for (const viewer of viewers) {
+            const { peer } = viewer.client;
+            for (const chunk of everyDot) {
+                const x = chunk.column(Position, 'x'),
+                    y = chunk.column(Position, 'y');
+                for (let i = 0, n = chunk.count; i < n; i++) {
+                    const distance = Math.hypot(x[i] - viewer.x, y[i] - viewer.y);
+                    if (distance <= viewer.radius) peer.show(chunk.entities[i], 1 + viewer.radius - distance);
+                    else peer.hide(chunk.entities[i]);
+                }
+            }
+        }
+    };
     const stats = { bytesSent: 0, clients: 0 };
     const { server: http, url } = await serve(root, port);
     const sockets = new WebSocketServer({ server: http, path: '/multiplayer' });
-    sockets.on('connection', (socket) => {
-        const client = sessions.connect({
-            send(bytes) {
-                stats.bytesSent += bytes.length;
-                socket.send(bytes);
+    sockets.on('connection', (socket, request) => {
+        const query = new URL(request.url, 'http://arena').searchParams;
+        const radius = Number(query.get('view') ?? 0),
+            budget = Number(query.get('budget') ?? 0);
+        const options = radius > 0 ? { visibility: 'explicit', budget: Math.max(0, Math.floor(budget) || 0) } : {};
+        const client = sessions.connect(
+            {
+                send(bytes) {
+                    stats.bytesSent += bytes.length;
+                    socket.send(bytes);
+                },
             },
-        });
+            options,
+        );
+        const viewer = radius > 0 ? { client, radius, x: SIZE / 2, y: SIZE / 2 } : undefined;
+        if (viewer) viewers.add(viewer);
         stats.clients = sessions.clients;
-        socket.on('message', (data) => client.receive(new Uint8Array(data)));
+        socket.on('message', (data, binary) => {
+            if (binary) return client.receive(new Uint8Array(data));
+            // A text message: the viewer's focus, "x,y" (ignored when malformed).
+            const [x, y] = String(data).split(',').map(Number);
+            if (viewer && Number.isFinite(x) && Number.isFinite(y)) Object.assign(viewer, { x, y });
+        });
         socket.on('close', () => {
+            viewers.delete(viewer);
             client.close();
             stats.clients = sessions.clients;
         });
     });
+    /** Sends every client what changed (and what entered or left a viewer's view). */
+    const update = () => {
+        look();
+        sessions.update();
+    };
     const tick = () => {
         simulate();
-        sessions.update();
+        update();
     };
     const timer = tickMs > 0 ? setInterval(tick, tickMs) : undefined;
     return {
@@ -80,6 +124,7 @@ export async function startArena({ root = '.', port = 0, entities = 2000, tickMs
         sessions,
         stats,
         tick,
+        update,
         async close() {
             clearInterval(timer);
             for (const socket of sockets.clients) socket.terminate();

@@ -15,6 +15,7 @@ type Arena = {
     world: World;
     stats: { clients: number; bytesSent: number };
     tick(): void;
+    update(): void;
     close(): Promise<void>;
 };
 
@@ -27,9 +28,9 @@ afterAll(async () => arena.close());
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /** A client over a WebSocket; `loss` (changeable) drops and delays messages both ways. */
-async function connect(url: string, seed = 0) {
+async function connect(url: string, seed = 0, interest = '') {
     const world = await createWorld();
-    const socket = new WebSocket(url.replace('http', 'ws') + 'multiplayer');
+    const socket = new WebSocket(url.replace('http', 'ws') + 'multiplayer' + interest);
     const rnd = random(seed);
     const link = { loss: 0, received: 0, dropped: 0 };
     const deliver = (action: () => void) => {
@@ -70,19 +71,32 @@ function dots(world: World): Map<number, number[]> {
     return out;
 }
 
-/** Waits (up to 10 s, no ticks) until the client's world equals the server's; the last difference. */
-async function settled(world: World): Promise<void> {
-    for (let waited = 0; waited < 10_000; waited += 20) {
-        if (JSON.stringify([...dots(world)]) === JSON.stringify([...dots(arena.world)])) return;
-        await pause(20);
-    }
-    expect(dots(world)).toEqual(dots(arena.world));
+/** Whether two sets of dots are equal (in any order: a replica's chunks may order them otherwise). */
+function same(a: Map<number, number[]>, b: Map<number, number[]>): boolean {
+    return a.size === b.size && [...a].every(([e, dot]) => JSON.stringify(b.get(e)) === JSON.stringify(dot));
 }
 
-/** Ticks the arena `n` times, letting the sockets carry the traffic between ticks. */
-async function run(n: number) {
-    for (let i = 0; i < n; i++) {
-        arena.tick();
+/**
+ * Waits (up to 10 s, no ticks) until the client's world equals the server's (or the part of it
+ * `keep` says the client sees); the last difference.
+ */
+async function settled(world: World, keep: (dot: number[]) => boolean = () => true): Promise<void> {
+    const expected = () => new Map([...dots(arena.world)].filter(([, dot]) => keep(dot)));
+    for (let waited = 0; waited < 10_000; waited += 20) {
+        if (same(dots(world), expected())) return;
+        await pause(20);
+    }
+    expect(dots(world)).toEqual(expected());
+}
+
+/**
+ * Ticks the arena `n` times, letting the sockets carry the traffic between ticks; then `still`
+ * updates without simulating (what a byte budget held back goes then).
+ */
+async function run(n: number, still = 0) {
+    for (let i = 0; i < n + still; i++) {
+        if (i < n) arena.tick();
+        else arena.update();
         await pause(5);
     }
 }
@@ -110,5 +124,27 @@ describe('the multiplayer example over WebSockets', () => {
         for (const client of [clean, lossy, late]) client.socket.close();
         for (let waited = 0; waited < 5000 && arena.stats.clients > 0; waited += 20) await pause(20);
         expect(arena.stats.clients).toBe(0);
+    });
+
+    test('a client with a view holds exactly the dots near its focus, under a byte budget', async () => {
+        const viewer = await connect(arena.url, 4, '?view=120&budget=200');
+        const everything = await connect(arena.url, 5);
+        viewer.socket.send('200,300'); // its focus: a text message
+        await pause(20);
+        await run(40, 10);
+        const near = ([x, y]: number[]) => Math.hypot(x! - 200, y! - 300) <= 120;
+        // The dots within 120 units at the last tick, and nothing else; the other client sees all.
+        await settled(viewer.world, near);
+        await settled(everything.world);
+        const seen = dots(viewer.world).size;
+        expect(seen).toBeGreaterThan(5);
+        expect(seen).toBeLessThan(250);
+        // Moving the focus: the dots near the new one arrive, the old ones leave.
+        viewer.socket.send('600,600');
+        await pause(20);
+        await run(30, 10);
+        await settled(viewer.world, ([x, y]) => Math.hypot(x! - 600, y! - 600) <= 120);
+        for (const client of [viewer, everything]) client.socket.close();
+        for (let waited = 0; waited < 5000 && arena.stats.clients > 0; waited += 20) await pause(20);
     });
 });
