@@ -238,7 +238,7 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
     CHECK_OK(tes_world_validate(w));
 
     /* Replication: a replicator (its consumer queries, the index stamps), a keyframe, a delta
-     * after spawns, pair changes and a reordered child, and one after a new component. */
+     * after spawns, pair changes and a reordered child, a peer's, and one after a new component. */
     tes_replicator_t *rep = NULL;
     STEP(tes_replicator_create(w, &(tes_replicator_desc_t){.history = 4}, &rep));
     const uint8_t *bytes = NULL;
@@ -254,6 +254,16 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
     STEP(tes_pair_set_number(w, batch[0], likes, batch[1], 0, 0, 6));
     STEP(tes_despawn(w, more[1]));
     STEP(tes_delta_encode(rep, keyframe_tick, &bytes, &size, &tick));
+    /* A peer with visibility: its sights, its log, its owed list, a budgeted keyframe. */
+    tes_peer_t *peer = NULL;
+    STEP(tes_peer_create(rep, TES_PEER_VISIBILITY, &peer));
+    STEP(tes_peer_show(peer, parent, 2.0f));
+    STEP(tes_peer_show(peer, more[0], 1.0f));
+    STEP(tes_peer_show(peer, more[2], 1.0f));
+    uint64_t seen = 0;
+    STEP(tes_peer_encode(peer, 0, 8, &bytes, &size, &seen)); /* withholds all but one */
+    STEP(tes_peer_hide(peer, more[0]));
+    STEP(tes_peer_encode(peer, seen, 8, &bytes, &size, &seen));
     tes_component_t late = 0;
     STEP((late = reg(run, "Late", value_fields, 1, &r), r));
     STEP(tes_add(w, parent, late));
