@@ -1046,6 +1046,11 @@ TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8
  * they are. With a `scope` query (all / none / any terms), only the entities it matches are
  * replicated; an entity leaving the scope is despawned on the replica, one entering it arrives
  * whole, and pairs are replicated between entities in scope.
+ *
+ * Precision: values travel exactly (their bytes), unless the replicator lists the field in
+ * `quanta` (tes_quantum_t): then each element travels as the nearest multiple of a step, a varint
+ * of 1-3 bytes for most values, and the replica holds that multiple. The steps are part of the
+ * delta's schema (a keyframe carries them; format version 3).
  */
 typedef struct tes_replicator_t tes_replicator_t;
 
