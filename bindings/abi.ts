@@ -370,16 +370,26 @@ export const SYSTEM_DESC = {
 
 /** `tes_replicator_desc_t`: tes_replicator_create's description. */
 export const REPLICATOR_DESC = {
-    size: 16,
+    size: 24,
     components: 0,
     component_count: 4,
     scope: 8,
     history: 12,
+    quanta: 16,
+    quantum_count: 20,
+} as const;
+
+/** `tes_quantum_t`: a quantized field of tes_replicator_desc_t's quanta. */
+export const QUANTUM = {
+    size: 16,
+    component: 0,
+    field: 4,
+    step: 8,
 } as const;
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 432,
+    size: 440,
     records_pages: 76,
     records_page_slots: 80,
     record_count: 88,
@@ -387,8 +397,8 @@ export const WORLD = {
     component_count: 36,
     archetypes: 44,
     archetype_count: 48,
-    defer_depth: 316,
-    layout: 276,
+    defer_depth: 324,
+    layout: 284,
 } as const;
 
 /** `tesi_record_t`: an entity table entry. */

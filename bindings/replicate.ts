@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { DELTA_HEADER, PEER_FLAGS, REPLICATOR_DESC } from './abi.js';
+import { DELTA_HEADER, PEER_FLAGS, QUANTUM, REPLICATOR_DESC } from './abi.js';
+import { fieldsOf } from './definitions.js';
 import { TesseraError, describeValue } from './errors.js';
 import { handle } from './entities.js';
 import { guardView, viewProblem } from './heap.js';
@@ -16,7 +17,7 @@ import { checkOutsideRun } from './snapshot.js';
 import type { Component, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
-const REPLICATOR_KEYS = ['components', 'scope', 'history'] as const;
+const REPLICATOR_KEYS = ['components', 'scope', 'history', 'quantize'] as const;
 const SCOPE_KEYS = ['all', 'none', 'any'] as const;
 const PEER_KEYS = ['visibility', 'budget'] as const;
 
@@ -39,6 +40,91 @@ export interface ReplicatorOptions {
      * the world's change history.
      */
     readonly history?: number;
+    /**
+     * Fields sent quantized: per component, a step per f32 or f64 field (array fields: every
+     * element). A value travels as the integer `Math.round(value / step)` in a varint (1-3
+     * bytes for most values instead of 4 or 8), and the replica holds that multiple of the step
+     * (as an f32 for an f32 field); NaN, infinities and values beyond 2^53 steps travel exactly.
+     * The source keeps its exact values: precision is the wire's, so replicators of one world
+     * may differ. `quantize: [[Position, { x: 0.01, y: 0.01 }]]`. Each component must be
+     * replicated by this replicator (and not a relation), each step finite and above 0.
+     */
+    readonly quantize?: readonly (readonly [Component<any>, Readonly<Record<string, number>>])[];
+}
+
+/** One quantized field as the options name it. */
+interface Quantum {
+    readonly component: Component<any>;
+    readonly id: number;
+    readonly field: string;
+    readonly index: number;
+    readonly type: string;
+    readonly step: number;
+}
+
+/** `quantize` resolved to field indices: unknown field names and steps that are not numbers
+ *  are refused here, every other rule is C's. */
+function resolveQuanta(world: World, operation: string, quantize: unknown): Quantum[] {
+    if (quantize === undefined) return [];
+    if (!Array.isArray(quantize)) {
+        throw new TesseraError(
+            'INVALID_ARGUMENT',
+            operation,
+            `quantize must be an array of [component, steps], got ${describeValue(quantize)}`,
+        );
+    }
+    const quanta: Quantum[] = [];
+    for (const entry of quantize as unknown[]) {
+        if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[1] !== 'object' || entry[1] === null) {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `each quantize entry must be [component, { field: step }], got ${describeValue(entry)}`,
+            );
+        }
+        const component = entry[0] as Component<any>;
+        const id = world.idOf(component, operation);
+        const fields = fieldsOf(component);
+        for (const [field, step] of Object.entries(entry[1] as Record<string, unknown>)) {
+            const meta = fields.find((f) => f.name === field);
+            if (meta === undefined) {
+                throw new TesseraError('INVALID_ARGUMENT', operation, `quantize names a field the component does not have`, {
+                    component: component.name,
+                    field,
+                });
+            }
+            if (typeof step !== 'number') {
+                throw new TesseraError('INVALID_ARGUMENT', operation, `a quantization step must be a number, got ${describeValue(step)}`, {
+                    component: component.name,
+                    field,
+                });
+            }
+            quanta.push({ component, id, field, index: meta.index, type: meta.type, step });
+        }
+    }
+    return quanta;
+}
+
+/** Why the C core refused the quanta (INVALID_ARGUMENT), naming the first field at fault. */
+function quantumProblem(quanta: readonly Quantum[], replicated: ReadonlySet<number> | undefined): TesseraError | undefined {
+    const operation = 'world.replicator';
+    for (const [i, q] of quanta.entries()) {
+        const context = { component: q.component.name, field: q.field };
+        let problem: string | undefined;
+        if ((q.component as { isRelation?: boolean }).isRelation === true) {
+            problem = "a relation's fields cannot be quantized (pair data travels exactly)";
+        } else if (replicated ? !replicated.has(q.id) : !q.component.replicate) {
+            problem = 'only the fields of components this replicator replicates can be quantized';
+        } else if (q.type !== 'f32' && q.type !== 'f64') {
+            problem = `only f32 and f64 fields can be quantized, this one is ${q.type}`;
+        } else if (!(Number.isFinite(q.step) && q.step > 0)) {
+            problem = `a quantization step must be finite and above 0, got ${describeValue(q.step)}`;
+        } else if (quanta.slice(0, i).some((p) => p.id === q.id && p.index === q.index)) {
+            problem = 'the field is quantized twice';
+        }
+        if (problem !== undefined) return new TesseraError('INVALID_ARGUMENT', operation, problem, context);
+    }
+    return undefined;
 }
 
 /** One encoded delta (or keyframe), as {@link Replicator.encode} hands it out. */
@@ -80,7 +166,7 @@ export class Replicator {
         const operation = 'world.replicator';
         const pointerOfWorld = world.live(operation);
         checkKeys(operation, 'replicator options', options, REPLICATOR_KEYS);
-        const { components, scope, history } = options;
+        const { components, scope, history, quantize } = options;
         // Only matching terms: filters and writes mean nothing for a scope.
         if (scope !== undefined) checkKeys(operation, 'scope', scope, SCOPE_KEYS);
         if (history !== undefined && !(Number.isInteger(history) && history > 0 && history <= 1 << 20)) {
@@ -90,20 +176,32 @@ export class Replicator {
             throw new TesseraError('INVALID_ARGUMENT', operation, `components must be an array, got ${describeValue(components)}`);
         }
         const ids = (components ?? []).map((c) => world.idOf(c, operation));
+        const quanta = resolveQuanta(world, operation, quantize);
         this.world = world;
         // Owned: freed by close() or the replicator's finalizer, after the replicator.
         this.scope = scope === undefined ? undefined : new Query(world, scope, operation, true);
         const heap = world.heap;
         try {
-            // A tes_replicator_desc_t, then its component ids.
-            const block = heap.tempBlock(REPLICATOR_DESC.size + ids.length * 4 + 4, operation);
+            // A tes_replicator_desc_t, its component ids, then (8-aligned) its tes_quantum_t's.
+            const idsEnd = REPLICATOR_DESC.size + ids.length * 4;
+            const quantaAt = Math.ceil(idsEnd / 8) * 8;
+            const block = heap.tempBlock(quantaAt + quanta.length * QUANTUM.size + 4, operation);
             const list = block + REPLICATOR_DESC.size;
             const u32 = heap.u32;
+            const f64 = heap.f64;
             u32.set(ids, list >>> 2);
+            for (const [i, q] of quanta.entries()) {
+                const at = block + quantaAt + i * QUANTUM.size;
+                u32[(at + QUANTUM.component) >>> 2] = q.id;
+                u32[(at + QUANTUM.field) >>> 2] = q.index;
+                f64[(at + QUANTUM.step) >>> 3] = q.step;
+            }
             u32[(block + REPLICATOR_DESC.components) >>> 2] = components === undefined ? 0 : list;
             u32[(block + REPLICATOR_DESC.component_count) >>> 2] = ids.length;
             u32[(block + REPLICATOR_DESC.scope) >>> 2] = this.scope?.pointer ?? 0;
             u32[(block + REPLICATOR_DESC.history) >>> 2] = history ?? 0;
+            u32[(block + REPLICATOR_DESC.quanta) >>> 2] = quanta.length ? block + quantaAt : 0;
+            u32[(block + REPLICATOR_DESC.quantum_count) >>> 2] = quanta.length;
             const out = heap.scratch;
             const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
             if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {
@@ -113,6 +211,11 @@ export class Replicator {
                         component: local.name,
                     });
                 }
+            }
+            if (result === heap.results.INVALID_ARGUMENT && quanta.length) {
+                const replicated = components === undefined ? undefined : new Set(ids);
+                const problem = quantumProblem(quanta, replicated);
+                if (problem) throw problem;
             }
             world.check(result, operation);
             this.pointer = heap.u32At(out);

@@ -552,6 +552,9 @@ struct tes_world_t {
     uint32_t *replica_ids;
     uint32_t replica_id_count;
     uint32_t replica_schema;
+    /* The fields that keyframe said travel quantized, by (source id, field) (delta.h). */
+    struct tesi_quantum_t *replica_quanta;
+    uint32_t replica_quantum_count;
 
     /* Bumped whenever rows or chunks move (tes_world_layout): a plain query's chunk list is
      * unchanged while it holds. */

@@ -11,6 +11,8 @@ typedef struct replicated_t {
     uint32_t schema_at;  /* keyframe: where its schema is in the bytes */
     const uint8_t *name; /* keyframe: its name in the bytes */
     uint32_t name_length;
+    const tesi_quantum_t *quanta; /* its fields that travel quantized, by field */
+    uint32_t quantum_count;
 } replicated_t;
 
 /* What the checking pass learns, for the applying pass. Allocated with room for `count`
@@ -33,6 +35,9 @@ typedef struct delta_t {
     uint32_t *gone;
     uint32_t gone_count;
     uint32_t plain; /* replicated components that are not relations: two bits each in a record */
+    /* A keyframe's quantized fields (the replica keeps them once it applied it). */
+    tesi_quantum_t *quanta;
+    uint32_t quantum_count;
 } delta_t;
 
 /* One component of the record being read. */
@@ -66,11 +71,57 @@ static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
 static void delta_free(tes_world_t *world, delta_t *d) {
     if (!d) return;
     tesi_free(world, d->gone, (size_t)d->gone_count * sizeof *d->gone + 1);
+    tesi_free(world, d->quanta, (size_t)d->quantum_count * sizeof *d->quanta + 1);
     tesi_free(world, d, delta_bytes(d->count));
 }
 
+/* A keyframe's quantized fields, after the schemas (`schema` is scratch): ascending by (place,
+ * field), each a replicated component's f32 or f64 field (not a relation's) with a step finite
+ * and above 0. */
+static void read_quanta(tesi_reader_t *r, tes_world_t *world, delta_t *d, tesi_schema_t *schema) {
+    uint32_t count = tesi_get_varint(r);
+    /* 10 bytes each at least: a count the bytes cannot hold is refused before it sizes anything. */
+    if (count > (r->size - r->at) / 10) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (r->result != TES_OK) return;
+    d->quanta = tesi_alloc(world, (size_t)count * sizeof *d->quanta + 1);
+    if (!d->quanta) {
+        tesi_fail(r, TES_ERR_OUT_OF_MEMORY);
+        return;
+    }
+    d->quantum_count = count;
+    uint32_t place = 0, field = 0;
+    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+        uint32_t at = tesi_get_varint(r), f = tesi_get_varint(r);
+        double step;
+        tesi_take(r, &step, sizeof step);
+        bool ascending = !i || at > place || (at == place && f > field);
+        replicated_t *c = &d->comps[at < d->count ? at : 0];
+        if (r->result != TES_OK || !ascending || at >= d->count || f >= c->field_count ||
+            (c->flags & TES_COMPONENT_RELATION) || !isfinite(step) || !(step > 0)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        tesi_reader_t s = {r->bytes, r->size, c->schema_at, TES_OK, TES_ERR_BAD_DELTA};
+        tesi_get_schema(&s, schema); /* (read whole before: its types are valid) */
+        uint32_t offset = 0;
+        for (uint32_t k = 0; k < f; k++)
+            offset += tes_type_size(schema->fields[k].type) * schema->fields[k].length;
+        tes_type_t type = schema->fields[f].type;
+        if (type != TES_F32 && type != TES_F64) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+            break;
+        }
+        d->quanta[i] = (tesi_quantum_t){
+            c->source, f, offset, tes_type_size(type), schema->fields[f].length, step};
+        if (!c->quantum_count) c->quanta = &d->quanta[i];
+        c->quantum_count++;
+        place = at;
+        field = f;
+    }
+}
+
 /* A keyframe's component schemas: each matched by name to the replica's component (which must
- * have the same schema), or to be registered. */
+ * have the same schema), or to be registered; then its quantized fields. */
 static void read_schemas(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
     tesi_schema_t *schema = tesi_alloc(world, sizeof *schema);
     if (!schema) {
@@ -112,6 +163,7 @@ static void read_schemas(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
             }
         }
     }
+    if (r->result == TES_OK) read_quanta(r, world, d, schema);
     tesi_free(world, schema, sizeof *schema);
 }
 
@@ -175,8 +227,16 @@ static delta_t *read_head(tesi_reader_t *r, tes_world_t *world) {
     } else if (r->result == TES_OK) {
         /* The components the last keyframe mapped, unchanged since. */
         if (schema_crc != world->replica_schema) tesi_fail(r, TES_ERR_DELTA_SCHEMA);
+        const tesi_quantum_t *quantum = world->replica_quanta;
+        const tesi_quantum_t *quantum_end = quantum ? quantum + world->replica_quantum_count : NULL;
         for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
             replicated_t *c = &d->comps[i];
+            /* Both by source id: its quanta are the next ones. */
+            while (quantum < quantum_end && quantum->component < c->source)
+                quantum++;
+            c->quanta = quantum;
+            while (quantum < quantum_end && quantum->component == c->source)
+                c->quantum_count++, quantum++;
             c->local =
                 c->source < world->replica_id_count ? world->replica_ids[c->source] : UINT32_MAX;
             if (c->local == UINT32_MAX) {
@@ -217,6 +277,13 @@ static tes_result_t map_components(tes_world_t *world, delta_t *d, const uint8_t
         world->replica_id_count = slots;
         world->replica_schema = d->schema_crc;
         ids = NULL;
+        /* The steps stay for the deltas that follow (the components point at them already). */
+        tesi_free(world, world->replica_quanta,
+                  (size_t)world->replica_quantum_count * sizeof *d->quanta + 1);
+        world->replica_quanta = d->quanta;
+        world->replica_quantum_count = d->quantum_count;
+        d->quanta = NULL;
+        d->quantum_count = 0;
     }
     tesi_free(world, ids, slots * sizeof *ids);
     tesi_free(world, schema, sizeof *schema);
@@ -225,6 +292,8 @@ static tes_result_t map_components(tes_world_t *world, delta_t *d, const uint8_t
 
 void tesi_replica_fini(tes_world_t *world) {
     tesi_free(world, world->replica_ids, world->replica_id_count * sizeof *world->replica_ids);
+    tesi_free(world, world->replica_quanta,
+              (size_t)world->replica_quantum_count * sizeof *world->replica_quanta + 1);
 }
 
 /* Applying, step by step; any failure leaves the replica valid, at replica tick 0. */
@@ -251,12 +320,68 @@ static void doom(applier_t *ap, tes_entity_t e) {
     if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
 }
 
-/* Writes a component's packed values into the live entity's storage. As tes_set, a write
- * stamps it changed, unless it is its initial value (`init`) or the values were there already
- * (sent again for a replica ahead of the delta's baseline): the replica's own change detection
- * sees what changed for it. */
-static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t component,
+/* A component's values in the bytes: its fields packed, each element of a quantized field a
+ * varint, ESCAPE then the exact bytes or zigzag(q) + 1 with |q| <= 2^53 (what put_quantized
+ * writes). Where they start, or NULL when they are cut short or not well formed. */
+static const uint8_t *read_values(tesi_reader_t *r, const replicated_t *c) {
+    if (!c->quantum_count) return tesi_span(r, 1, c->row_bytes);
+    const uint8_t *start = r->bytes + r->at;
+    uint32_t done = 0; /* of the packed row */
+    for (uint32_t k = 0; k < c->quantum_count && r->result == TES_OK; k++) {
+        const tesi_quantum_t *quantum = &c->quanta[k];
+        tesi_span(r, 1, quantum->offset - done); /* the exact fields before it */
+        for (uint32_t i = 0; i < quantum->length && r->result == TES_OK; i++) {
+            uint64_t u = tesi_get_varint64(r);
+            if (u == ESCAPE) {
+                tesi_span(r, 1, quantum->size);
+            } else if ((u - 1) >> 1 > (uint64_t)QUANTUM_LIMIT - ((u - 1) & 1)) {
+                tesi_fail(r, TES_ERR_BAD_DELTA); /* |q| past 2^53: no source writes it */
+            }
+        }
+        done = quantum->offset + quantum->size * quantum->length;
+    }
+    tesi_span(r, 1, c->row_bytes - done);
+    return r->result == TES_OK ? start : NULL;
+}
+
+/* A quantized field's elements (checked by read_values) decoded into `to`: q * step, or the
+ * exact bytes after ESCAPE. The bytes after them. */
+static const uint8_t *get_quantized(const uint8_t *packed, uint8_t *to,
+                                    const tesi_quantum_t *quantum) {
+    for (uint32_t i = 0; i < quantum->length; i++, to += quantum->size) {
+        uint64_t u = 0;
+        for (uint32_t shift = 0;; shift += 7) {
+            uint8_t byte = *packed++;
+            u |= (uint64_t)(byte & 0x7F) << shift;
+            if (!(byte & 0x80)) break;
+        }
+        if (u == ESCAPE) {
+            memcpy(to, packed, quantum->size);
+            packed += quantum->size;
+            continue;
+        }
+        uint64_t zigzag = u - 1;
+        int64_t q = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+        double value = (double)q * quantum->step;
+        if (quantum->size == sizeof(float)) {
+            float f = (float)value;
+            memcpy(to, &f, sizeof f);
+        } else {
+            memcpy(to, &value, sizeof value);
+        }
+    }
+    return packed;
+}
+
+/* Writes a component's packed values (its quantized fields decoded) into the live entity's
+ * storage. As tes_set, a write stamps it changed, unless it is its initial value (`init`) or the
+ * values were there already (sent again for a replica ahead of the delta's baseline, or the
+ * same quantized value): the replica's own change detection sees what changed for it. */
+static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t *replicated,
                          const uint8_t *packed, bool init) {
+    tes_component_t component = replicated->local;
+    const tesi_quantum_t *quantum = replicated->quanta;
+    const tesi_quantum_t *quantum_end = quantum ? quantum + replicated->quantum_count : NULL;
     const tesi_component_t *c = &world->components[component];
     const tesi_record_t *record = tesi_record_of(world, e);
     uint8_t *row = NULL;
@@ -274,9 +399,16 @@ static void write_packed(tes_world_t *world, tes_entity_t e, tes_component_t com
                 : tesi_cell(record->chunk, tesi_column_of(record->chunk->archetype, type, f),
                             record->row);
         uint32_t bytes = c->fields[f].bytes;
-        differs = differs || memcmp(to, packed, bytes) != 0;
-        memcpy(to, packed, bytes);
-        packed += bytes;
+        const uint8_t *from = packed;
+        uint8_t decoded[TES_MAX_ARRAY_LENGTH * sizeof(double)];
+        if (quantum < quantum_end && quantum->field == f) {
+            packed = get_quantized(packed, decoded, quantum++);
+            from = decoded;
+        } else {
+            packed += bytes;
+        }
+        differs = differs || memcmp(to, from, bytes) != 0;
+        memcpy(to, from, bytes);
     }
     if (init || !differs) return;
     if (row) {
@@ -428,7 +560,7 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
         uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
         j++;
         if (state == ABSENT) continue;
-        if (state == WITH_VALUES) listed[m].values = tesi_span(r, 1, c->row_bytes);
+        if (state == WITH_VALUES) listed[m].values = read_values(r, c);
         m++;
     }
     if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
@@ -459,7 +591,7 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
     /* Values: a component the entity just got starts with them (an init), others change. */
     for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
         if (listed[i].values) {
-            write_packed(w, e, d->comps[listed[i].at].local, listed[i].values, listed[i].init);
+            write_packed(w, e, &d->comps[listed[i].at], listed[i].values, listed[i].init);
         }
     }
 }

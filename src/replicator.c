@@ -76,6 +76,9 @@ struct tes_replicator_t {
     uint32_t due_slots;
     uint8_t *aside;
     uint32_t aside_slots;
+    /* The fields sent quantized, by (component, field); written in the schema too. */
+    tesi_quantum_t *quanta;
+    uint32_t quantum_count;
 };
 
 /* A record due in a budgeted encode: which goes is decided by score. */
@@ -166,6 +169,7 @@ static void replicator_free(tes_replicator_t *rep) {
     tesi_free(world, rep->touched, 2 * (size_t)rep->touched_slots * sizeof *rep->touched);
     tesi_free(world, rep->ordered, rep->ordered_slots * sizeof *rep->ordered);
     tesi_free(world, rep->schema, rep->schema_slots);
+    tesi_free(world, rep->quanta, rep->quantum_count * sizeof *rep->quanta);
     tesi_free(world, rep, sizeof *rep);
 }
 
@@ -193,8 +197,10 @@ static tes_result_t watch(tes_replicator_t *rep, tes_component_t c, bool term) {
     return TES_OK;
 }
 
-/* The ids (the first as it is, then the gaps: they ascend) and the schemas as a keyframe writes
- * them after the count (a delta writes the ids alone), and the CRC every delta carries. */
+/* The ids (the first as it is, then the gaps: they ascend), then the schemas and the quantized
+ * fields as a keyframe writes them after the count (a delta writes the ids alone), and the CRC
+ * every delta carries: a replica decodes with the steps of its keyframe, and other steps are
+ * another schema. */
 static tes_result_t write_schema(tes_replicator_t *rep) {
     tesi_writer_t w = {rep->world, &rep->schema, &rep->schema_slots, 0, TES_OK};
     for (uint32_t i = 0; i < rep->component_count; i++)
@@ -202,6 +208,15 @@ static tes_result_t write_schema(tes_replicator_t *rep) {
     rep->ids_size = w.size;
     for (uint32_t i = 0; i < rep->component_count; i++)
         tesi_put_schema(&w, &rep->world->components[rep->components[i]]);
+    tesi_put_varint(&w, rep->quantum_count);
+    for (uint32_t q = 0, i = 0; q < rep->quantum_count; q++) {
+        const tesi_quantum_t *quantum = &rep->quanta[q];
+        while (rep->components[i] != quantum->component) /* (every quantum's is replicated) */
+            i++;
+        tesi_put_varint(&w, i); /* its place among the ids */
+        tesi_put_varint(&w, quantum->field);
+        tesi_put(&w, &quantum->step, sizeof quantum->step);
+    }
     if (w.result != TES_OK) return w.result;
     rep->schema_size = w.size;
     rep->schema_crc = w.size ? tesi_crc32(rep->schema, w.size) : 0;
@@ -223,6 +238,56 @@ static tes_result_t adopt(tes_replicator_t *rep) {
     return result == TES_OK ? write_schema(rep) : result;
 }
 
+/* A quantum tes_replicator_create accepts: a replicated component's f32 or f64 field, a step
+ * finite and above 0, each (component, field) once. */
+static tes_result_t check_quantum(const tes_world_t *world, const tes_replicator_desc_t *desc,
+                                  uint32_t at) {
+    const tes_quantum_t *q = &desc->quanta[at];
+    if (q->component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
+    const tesi_component_t *c = &world->components[q->component];
+    bool replicated = !desc->components && !(c->flags & TES_COMPONENT_LOCAL);
+    for (uint32_t i = 0; i < desc->component_count && !replicated; i++)
+        replicated = desc->components[i] == q->component;
+    /* (A relation's data travels with its pair events, exactly.) */
+    if (!replicated || tesi_is_relation(c) || q->field >= c->field_count) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    tes_type_t type = c->fields[q->field].type;
+    if ((type != TES_F32 && type != TES_F64) || !isfinite(q->step) || !(q->step > 0)) {
+        return TES_ERR_INVALID_ARGUMENT;
+    }
+    for (uint32_t i = 0; i < at; i++) {
+        if (desc->quanta[i].component == q->component && desc->quanta[i].field == q->field) {
+            return TES_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return TES_OK;
+}
+
+static bool quantum_before(const tesi_quantum_t *a, const tesi_quantum_t *b) {
+    return a->component != b->component ? a->component < b->component : a->field < b->field;
+}
+
+/* The replicator's copy of the checked quanta, sorted by (component, field). */
+static tes_result_t copy_quanta(tes_replicator_t *rep, const tes_replicator_desc_t *desc) {
+    uint32_t n = desc->quantum_count;
+    if (!n) return TES_OK;
+    rep->quanta = tesi_alloc(rep->world, n * sizeof *rep->quanta);
+    if (!rep->quanta) return TES_ERR_OUT_OF_MEMORY;
+    rep->quantum_count = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const tes_quantum_t *q = &desc->quanta[i];
+        const tesi_field_t *f = &rep->world->components[q->component].fields[q->field];
+        tesi_quantum_t quantum = {q->component,           q->field,  f->offset,
+                                  tes_type_size(f->type), f->length, q->step};
+        uint32_t at = i; /* insertion: a replicator names a few */
+        for (; at && quantum_before(&quantum, &rep->quanta[at - 1]); at--)
+            rep->quanta[at] = rep->quanta[at - 1];
+        rep->quanta[at] = quantum;
+    }
+    return TES_OK;
+}
+
 tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
                                    tes_replicator_t **out_replicator) {
     if (!world || !desc || !out_replicator) return TES_ERR_INVALID_ARGUMENT;
@@ -234,6 +299,13 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
         if (world->components[desc->components[i]].flags & TES_COMPONENT_LOCAL) {
             return TES_ERR_INVALID_ARGUMENT;
         }
+    }
+    if (desc->quantum_count && !desc->quanta) return TES_ERR_INVALID_ARGUMENT;
+    /* More than a world has fields: some (component, field) twice. */
+    if (desc->quantum_count > TES_MAX_COMPONENTS * TES_MAX_FIELDS) return TES_ERR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < desc->quantum_count; i++) {
+        tes_result_t result = check_quantum(world, desc, i);
+        if (result != TES_OK) return result;
     }
     uint32_t history = desc->history ? desc->history : DEFAULT_HISTORY;
     tes_result_t result =
@@ -251,7 +323,7 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
     if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
         rep->history_slots = history;
     }
-    if (!ok || !rep->history) {
+    if (!ok || !rep->history || copy_quanta(rep, desc) != TES_OK) {
         replicator_free(rep);
         return TES_ERR_OUT_OF_MEMORY;
     }
@@ -476,6 +548,36 @@ static tes_result_t collect_all(tes_replicator_t *rep, uint64_t baseline) {
 
 /* ---- encoding: writing ------------------------------------------------------------------ */
 
+/* A quantized field's elements at `out` (room for TESI_VARINT_MAX each): zigzag(q) + 1 with
+ * q = llround(value / step), or ESCAPE and the exact bytes for a value that is not finite or too
+ * far from 0. The byte after them. */
+static uint8_t *put_quantized(uint8_t *out, const uint8_t *from, const tesi_quantum_t *quantum) {
+    for (uint32_t i = 0; i < quantum->length; i++, from += quantum->size) {
+        double value;
+        if (quantum->size == sizeof(float)) {
+            float f;
+            memcpy(&f, from, sizeof f);
+            value = f;
+        } else {
+            memcpy(&value, from, sizeof value);
+        }
+        double scaled = value / quantum->step;
+        if (!isfinite(scaled) || fabs(scaled) > QUANTUM_LIMIT) {
+            *out++ = ESCAPE;
+            memcpy(out, from, quantum->size);
+            out += quantum->size;
+            continue;
+        }
+        /* llround without libm: the truncation and its remainder are exact below 2^53. */
+        int64_t q = (int64_t)scaled;
+        double rest = scaled - (double)q;
+        q += rest >= 0.5 ? 1 : rest <= -0.5 ? -1 : 0;
+        uint64_t zigzag = (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
+        out = tesi_varint_to(out, zigzag + 1);
+    }
+    return out;
+}
+
 /* A live entity's record (docs/format.md): its index as the gap from the previous record's
  * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
  * entity already, at that index); two bits per replicated component that is not a relation
@@ -489,6 +591,9 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
     const tesi_archetype_t *a = chunk->archetype;
     uint32_t index = e & TESI_INDEX_MASK;
     uint32_t *states = rep->ids, k = 0, values = 0;
+    /* The quanta follow the components (both by id): quantum_end, those of components before. */
+    const tesi_quantum_t *quantum = rep->quanta;
+    const tesi_quantum_t *quantum_end = quantum ? quantum + rep->quantum_count : NULL;
     for (uint32_t i = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
@@ -499,6 +604,9 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
             bool with = c->field_count && (whole || added > baseline || changed > baseline);
             state = with ? WITH_VALUES : PRESENT_STATE;
             values += with ? c->row_bytes : 0;
+        }
+        for (; quantum < quantum_end && quantum->component == id; quantum++) {
+            if (state == WITH_VALUES) values += quantum->length * TESI_VARINT_MAX;
         }
         states[k++] = state;
     }
@@ -514,9 +622,12 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
     for (uint32_t j = 0; j < k; j++)
         out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
     out += state_bytes;
+    quantum = rep->quanta;
     for (uint32_t i = 0, j = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
+        while (quantum < quantum_end && quantum->component < id)
+            quantum++;
         if (tesi_is_relation(c) || states[j++] != WITH_VALUES) continue;
         const uint8_t *row = NULL;
         uint32_t type = TESI_NO_TYPE;
@@ -528,6 +639,10 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
         for (uint32_t f = 0; f < c->field_count; f++) {
             const uint8_t *from = row ? row + c->fields[f].offset
                                       : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
+            if (quantum < quantum_end && quantum->component == id && quantum->field == f) {
+                out = put_quantized(out, from, quantum++);
+                continue;
+            }
             memcpy(out, from, c->fields[f].bytes);
             out += c->fields[f].bytes;
         }

@@ -1046,18 +1046,46 @@ TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8
  * they are. With a `scope` query (all / none / any terms), only the entities it matches are
  * replicated; an entity leaving the scope is despawned on the replica, one entering it arrives
  * whole, and pairs are replicated between entities in scope.
+ *
+ * Precision: values travel exactly (their bytes), unless the replicator lists the field in
+ * `quanta` (tes_quantum_t): then each element travels as the nearest multiple of a step, a varint
+ * of 1-3 bytes for most values, and the replica holds that multiple. The steps are part of the
+ * delta's schema (a keyframe carries them; format version 3).
  */
 typedef struct tes_replicator_t tes_replicator_t;
 
-/* wasm32 layout: components 0, component_count 4, scope 8, history 12; 16 bytes. */
+/* A replicated f32 or f64 field the replicator's deltas carry quantized: each element (every
+ * element of an array field) travels as the integer q = llround(value / step) in a varint of
+ * 1-3 bytes for most values, and the replica holds (float)(q * step) (or the double); a value
+ * that is not finite or is too far from 0 (|value / step| > 2^53) travels exactly. Precision is
+ * the wire's, not the storage's: the source keeps its exact values, and another replicator of
+ * the same world may send them at another precision. The steps are part of the replicated
+ * schema: a replica whose keyframe had other steps refuses the deltas (TES_ERR_DELTA_SCHEMA)
+ * until a keyframe comes.
+ * wasm32 layout: component 0, field 4, step 8; 16 bytes. */
+typedef struct tes_quantum_t {
+    tes_component_t component;
+    uint32_t field; /* its index in the component's fields */
+    double step;    /* finite and above 0 */
+} tes_quantum_t;
+
+/* wasm32 layout: components 0, component_count 4, scope 8, history 12, quanta 16,
+ * quantum_count 20; 24 bytes. */
 typedef struct tes_replicator_desc_t {
     const tes_component_t *components; /* NULL: every component registered without LOCAL */
     uint32_t component_count;
-    tes_query_t *scope; /* NULL: every entity */
-    uint32_t history;   /* encodes whose changes stay available (0: 64) */
+    tes_query_t *scope;          /* NULL: every entity */
+    uint32_t history;            /* encodes whose changes stay available (0: 64) */
+    const tes_quantum_t *quanta; /* fields sent quantized (NULL: every field exact) */
+    uint32_t quantum_count;
 } tes_replicator_desc_t;
 
-/* A component named in `components` that is TES_COMPONENT_LOCAL is TES_ERR_INVALID_ARGUMENT. */
+/* A component named in `components` that is TES_COMPONENT_LOCAL is TES_ERR_INVALID_ARGUMENT. A
+ * quantum whose component is unknown is TES_ERR_UNKNOWN_COMPONENT; one whose component this
+ * replicator does not replicate (not in `components`, or LOCAL when `components` is NULL) or is
+ * a relation, whose field index is out of range or not an f32 or f64 field, whose step is not
+ * finite and above 0, or that names a (component, field) another quantum names, is
+ * TES_ERR_INVALID_ARGUMENT. */
 TES_API tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
                                            tes_replicator_t **out_replicator);
 /* Stops the tracking the replicator asked for. NULL is ignored. Destroying the world destroys

@@ -236,6 +236,14 @@ static void public_structures(void) {
     MEMBER(tes_replicator_desc_t, component_count);
     MEMBER(tes_replicator_desc_t, scope);
     MEMBER(tes_replicator_desc_t, history);
+    MEMBER(tes_replicator_desc_t, quanta);
+    MEMBER(tes_replicator_desc_t, quantum_count);
+    end();
+
+    STRUCT("QUANTUM", tes_quantum_t, "a quantized field of tes_replicator_desc_t's quanta.");
+    MEMBER(tes_quantum_t, component);
+    MEMBER(tes_quantum_t, field);
+    MEMBER(tes_quantum_t, step);
     end();
 }
 

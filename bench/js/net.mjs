@@ -10,6 +10,10 @@
 //   tessera   a component Position { x: f32, y: f32 }; world.set(e, Position, { x, y }) per
 //             move; a replicator's peer: peer.encode() plus the sender's copy (bytes.slice()),
 //             replica.applyDelta(bytes), peer.ack(tick).
+//   tessera (0.01)  the same with `quantize: [[Position, { x: 0.01, y: 0.01 }]]`: each value
+//             travels as round(v / 0.01) in a varint; the check expects the replica to hold
+//             Math.fround(Math.round(v / 0.01) * 0.01) (the core rounds half away from 0, the
+//             same for these positive values).
 //   colyseus  schema({ x: t.float32(), y: t.float32() }) entities in a t.map keyed by id, the
 //             usual Colyseus room state; entity.x = ..., encoder.encode() (copied) and
 //             encoder.discardChanges(), decoder.decode(bytes).
@@ -54,42 +58,50 @@ function moves(n, k, seed) {
     return ticks;
 }
 
+/** tessera's contender, exact or with every value quantized to `step`. */
+function tesseraContender(n, step) {
+    const source = tessera.createWorld(),
+        replica = tessera.createWorld();
+    const ids = source.spawnMany(n, Position);
+    const quantize = step === undefined ? undefined : [[Position, { x: step, y: step }]];
+    const peer = source.replicator({ components: [Position], quantize }).peer();
+    const expected = step === undefined ? (v) => v : (v) => Math.fround(Math.round(v / step) * step);
+    const key = peer.encode();
+    replica.applyDelta(key.bytes.slice());
+    peer.ack(key.tick);
+    return {
+        move(i, x, y) {
+            source.set(ids[i], Position, { x, y });
+        },
+        encode() {
+            const delta = peer.encode();
+            this.tick = delta.tick;
+            return delta.bytes.slice();
+        },
+        apply(bytes) {
+            replica.applyDelta(bytes);
+            peer.ack(this.tick);
+        },
+        check() {
+            for (let i = 0; i < n; i++) {
+                const a = source.get(ids[i], Position),
+                    b = replica.get(ids[i], Position);
+                const x = expected(a.x),
+                    y = expected(a.y);
+                if (x !== b.x || y !== b.y) return `entity ${i}: ${b.x},${b.y} != ${x},${y}`;
+            }
+            return null;
+        },
+        dispose() {
+            source.destroy();
+            replica.destroy();
+        },
+    };
+}
+
 const contenders = {
-    tessera(n) {
-        const source = tessera.createWorld(),
-            replica = tessera.createWorld();
-        const ids = source.spawnMany(n, Position);
-        const peer = source.replicator({ components: [Position] }).peer();
-        const key = peer.encode();
-        replica.applyDelta(key.bytes.slice());
-        peer.ack(key.tick);
-        return {
-            move(i, x, y) {
-                source.set(ids[i], Position, { x, y });
-            },
-            encode() {
-                const delta = peer.encode();
-                this.tick = delta.tick;
-                return delta.bytes.slice();
-            },
-            apply(bytes) {
-                replica.applyDelta(bytes);
-                peer.ack(this.tick);
-            },
-            check() {
-                for (let i = 0; i < n; i++) {
-                    const a = source.get(ids[i], Position),
-                        b = replica.get(ids[i], Position);
-                    if (a.x !== b.x || a.y !== b.y) return `entity ${i}: ${b.x},${b.y} != ${a.x},${a.y}`;
-                }
-                return null;
-            },
-            dispose() {
-                source.destroy();
-                replica.destroy();
-            },
-        };
-    },
+    tessera: (n) => tesseraContender(n),
+    'tessera (0.01)': (n) => tesseraContender(n, 0.01),
     colyseus(n) {
         const Entity = schema({ x: t.float32(), y: t.float32() }, 'Entity');
         const State = schema({ entities: t.map(Entity) }, 'State');
@@ -200,7 +212,7 @@ const lines = [
     '',
     envLine(),
     '',
-    `N entities with a position { x, y } (f32 each); every tick K of them, picked at random, move (the same picks for every contender); the source encodes what changed and a second state applies it. ${TICKS} ticks per run, ${runs} runs after a warm-up run; bytes are the mean per tick, times the median of the ticks' times. Each receiving state is checked against its source after the ticks. Contenders in their own idiom (bench/js/net.mjs): tessera's replicator peer (\`peer.encode()\`, \`applyDelta\`); a Colyseus room state (\`t.map\` of \`schema({ x: t.float32(), y: t.float32() })\`, \`encoder.encode()\` / \`decoder.decode()\`); bitECS's SoA serializer with \`diff: true\`, given every networked entity each tick (it has no change tracking). "vs tessera": the contender's bytes over tessera's (above 1: tessera sends fewer).`,
+    `N entities with a position { x, y } (f32 each); every tick K of them, picked at random, move (the same picks for every contender); the source encodes what changed and a second state applies it. ${TICKS} ticks per run, ${runs} runs after a warm-up run; bytes are the mean per tick, times the median of the ticks' times. Each receiving state is checked against its source after the ticks. Contenders in their own idiom (bench/js/net.mjs): tessera's replicator peer (\`peer.encode()\`, \`applyDelta\`), exact and with \`quantize\` at a step of 0.01 on x and y ("tessera (0.01)": the replica holds each value rounded to the nearest 0.01); a Colyseus room state (\`t.map\` of \`schema({ x: t.float32(), y: t.float32() })\`, \`encoder.encode()\` / \`decoder.decode()\`); bitECS's SoA serializer with \`diff: true\`, given every networked entity each tick (it has no change tracking). "vs tessera": the contender's bytes over tessera's (above 1: tessera sends fewer).`,
     '',
     '| entities | moved per tick | contender | bytes per tick | bytes per moved entity | vs tessera | encode µs | apply µs |',
     '|--:|--:|---|--:|--:|--:|--:|--:|',

@@ -568,12 +568,14 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
         }
         fx_world_destroy_now(probe.world);
     }
-    /* Version 1 (fixed-width records, no longer read), another schema, a baseline the replica
-     * lacks. */
-    memcpy(copy, d.bytes, d.size);
-    copy[4] = 1;
-    crc32_reseal(copy, d.size);
-    CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
+    /* Versions 1 (fixed-width records) and 2 (no quantized fields), no longer read; another
+     * schema, a baseline the replica lacks. */
+    for (uint8_t version = 1; version <= 2; version++) {
+        memcpy(copy, d.bytes, d.size);
+        copy[4] = version;
+        crc32_reseal(copy, d.size);
+        CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
+    }
     world_t fresh = make();
     CHECK_ERR(tes_delta_apply(fresh.world, d.bytes, d.size, NULL), TES_ERR_DELTA_BASELINE);
     tes_world_t *stranger = fx_world(NULL);
@@ -588,7 +590,7 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     free(d.bytes);
 }
 
-/* Delta bytes (format version 2, docs/format.md) read and written again by the tests, to make
+/* Delta bytes (format version 3, docs/format.md) read and written again by the tests, to make
  * deltas a source could write but no test world can reach. */
 typedef struct cursor_t {
     const uint8_t *bytes;
@@ -672,6 +674,12 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
                 c.at += take_u32(&c);
                 c.at += 8;
             }
+        }
+        uint32_t quanta = take_varint(&c); /* (place, field, f64 step) each */
+        for (uint32_t q = 0; q < quanta; q++) {
+            take_varint(&c);
+            take_varint(&c);
+            c.at += 8;
         }
     }
     put_bytes(&o, d->bytes, c.at);
@@ -1197,5 +1205,457 @@ TEST(an_owed_record_stays_owed_until_a_delta_that_carried_it_is_acknowledged) {
     }
     d = peer_encode(peer, acked, 0); /* acknowledged: owed no more */
     CHECK_EQ(records_of(&d), 0);
+    free(d.bytes);
+}
+
+/* ---- quantized fields --------------------------------------------------------------------- */
+
+/* A world for quantization: Pos {x, y: f32}, sparse Wide {d: f64}, Arr {id: u16, v: f32[4],
+ * n: i32} (a quantized array between exact fields), a LOCAL component and a relation. */
+typedef struct qworld_t {
+    tes_world_t *world;
+    tes_component_t pos, wide, arr, local, likes;
+} qworld_t;
+
+static const tes_field_desc_t q_pos_fields[] = {{"x", TES_F32, 0}, {"y", TES_F32, 0}};
+static const tes_field_desc_t q_wide_fields[] = {{"d", TES_F64, 0}};
+static const tes_field_desc_t q_arr_fields[] = {
+    {"id", TES_U16, 0}, {"v", TES_F32, 4}, {"n", TES_I32, 0}};
+static const tes_field_desc_t q_local_fields[] = {{"v", TES_F32, 0}};
+static const tes_field_desc_t q_likes_fields[] = {{"w", TES_F32, 0}};
+
+static qworld_t qworld(void) {
+    qworld_t q = {fx_world(NULL), 0, 0, 0, 0, 0};
+    q.pos = fx_component(q.world, "Pos", q_pos_fields, 2);
+    q.wide = fx_sparse(q.world, "Wide", q_wide_fields, 1);
+    q.arr = fx_component(q.world, "Arr", q_arr_fields, 3);
+    q.local = fx_component_flags(q.world, "Local", q_local_fields, 1, TES_COMPONENT_LOCAL);
+    q.likes = fx_relation(q.world, "Likes", q_likes_fields, 1, 0);
+    return q;
+}
+
+static void qapply(const qworld_t *q, const delta_copy_t *d, bool expect_applied) {
+    world_t w = {.world = q->world};
+    apply(&w, d, expect_applied);
+}
+
+static tes_replicator_t *quantized(const qworld_t *q, const tes_quantum_t *quanta, uint32_t n) {
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {.quanta = quanta, .quantum_count = n};
+    CHECK_OK(tes_replicator_create(q->world, &desc, &rep));
+    return rep;
+}
+
+/* What the replica of a quantized value holds: the nearest multiple of the step. */
+static float nearest_f32(float v, double step) {
+    return (float)((double)llround((double)v / step) * step);
+}
+
+static double nearest_f64(double v, double step) {
+    return (double)llround(v / step) * step;
+}
+
+static float get_f32(tes_world_t *world, tes_entity_t e, tes_component_t c, uint32_t field,
+                     uint32_t element) {
+    float values[4];
+    tes_field_info_t info;
+    CHECK_OK(tes_field_info(world, c, field, &info));
+    CHECK_OK(tes_get(world, e, c, field, values, info.bytes));
+    return values[element];
+}
+
+static void check_same_bits(const void *a, const void *b, size_t n, tes_entity_t e,
+                            const char *what) {
+    if (memcmp(a, b, n)) harness_fail(__FILE__, __LINE__, "entity %u: %s differs", e, what);
+}
+
+/* The steps the tests send with: x to 0.01, y to 0.5, Wide.d to 0.001, every Arr.v to 0.25. */
+static const double STEP_X = 0.01, STEP_Y = 0.5, STEP_D = 0.001, STEP_V = 0.25;
+
+static tes_replicator_t *quantized_all(const qworld_t *q) {
+    tes_quantum_t quanta[] = {{q->arr, 1, STEP_V},
+                              {q->pos, 1, STEP_Y},
+                              {q->wide, 0, STEP_D},
+                              {q->pos, 0, STEP_X}}; /* any order */
+    return quantized(q, quanta, 4);
+}
+
+/* Every entity of the list: the replica's quantized values are the source's to the nearest step,
+ * and the exact fields are equal. */
+static void check_quantized(const qworld_t *source, const qworld_t *replica, const tes_entity_t *e,
+                            uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        tes_world_t *s = source->world, *r = replica->world;
+        float want = nearest_f32(get_f32(s, e[i], source->pos, 0, 0), STEP_X);
+        float got = get_f32(r, e[i], replica->pos, 0, 0);
+        check_same_bits(&want, &got, 4, e[i], "Pos.x");
+        want = nearest_f32(get_f32(s, e[i], source->pos, 1, 0), STEP_Y);
+        got = get_f32(r, e[i], replica->pos, 1, 0);
+        check_same_bits(&want, &got, 4, e[i], "Pos.y");
+        double d = nearest_f64(fx_get_number(s, e[i], source->wide, 0, 0), STEP_D);
+        double dr = fx_get_number(r, e[i], replica->wide, 0, 0);
+        check_same_bits(&d, &dr, 8, e[i], "Wide.d");
+        for (uint32_t k = 0; k < 4; k++) {
+            want = nearest_f32(get_f32(s, e[i], source->arr, 1, k), STEP_V);
+            got = get_f32(r, e[i], replica->arr, 1, k);
+            check_same_bits(&want, &got, 4, e[i], "Arr.v");
+        }
+        CHECK_EQ(fx_get_number(r, e[i], replica->arr, 0, 0),
+                 fx_get_number(s, e[i], source->arr, 0, 0));
+        CHECK_EQ(fx_get_number(r, e[i], replica->arr, 2, 0),
+                 fx_get_number(s, e[i], source->arr, 2, 0));
+    }
+}
+
+/* A value in about [-1000, 1000) with a fraction no step divides, negative half the time. */
+static double random_value(fx_rng_t *rng) {
+    return ((double)fx_rng_below(rng, 2000000000u) - 1e9) / 1e6 + 1.0 / 3.0;
+}
+
+static void set_random(const qworld_t *q, fx_rng_t *rng, tes_entity_t e) {
+    CHECK_OK(tes_set_number(q->world, e, q->pos, 0, 0, random_value(rng)));
+    CHECK_OK(tes_set_number(q->world, e, q->pos, 1, 0, random_value(rng)));
+    CHECK_OK(tes_set_number(q->world, e, q->wide, 0, 0, random_value(rng) * 1e3));
+    for (uint32_t k = 0; k < 4; k++)
+        CHECK_OK(tes_set_number(q->world, e, q->arr, 1, k, random_value(rng)));
+    CHECK_OK(tes_set_number(q->world, e, q->arr, 0, 0, fx_rng_below(rng, 65536)));
+    CHECK_OK(tes_set_number(q->world, e, q->arr, 2, 0, (double)fx_rng_below(rng, 2000) - 1000));
+}
+
+TEST(quantized_fields_arrive_as_the_nearest_multiple_of_their_step) {
+    qworld_t source = qworld(), replica = qworld(), exact_replica = qworld();
+    tes_replicator_t *rep = quantized_all(&source);
+    tes_replicator_t *exact = quantized(&source, NULL, 0);
+    enum { N = 300 };
+    tes_entity_t e[N];
+    CHECK_OK(tes_spawn_batch(source.world, FX_IDS(source.pos, source.wide, source.arr), N, e));
+    fx_rng_t rng = {51};
+    for (uint32_t i = 0; i < N; i++)
+        set_random(&source, &rng, e[i]);
+    /* Large values still quantized (|v / step| up to 2^53), and the extremes of the range. */
+    CHECK_OK(tes_set_number(source.world, e[0], source.pos, 0, 0, -9.0e13));
+    CHECK_OK(tes_set_number(source.world, e[1], source.wide, 0, 0, 9.0e12));
+    CHECK_OK(tes_set_number(source.world, e[2], source.pos, 1, 0, -0.25)); /* a tie: away from 0 */
+    delta_copy_t key = encode(rep, 0), exact_key = encode(exact, 0);
+    CHECK(is_keyframe(&key));
+    qapply(&replica, &key, true);
+    qapply(&exact_replica, &exact_key, true);
+    check_quantized(&source, &replica, e, N);
+    CHECK_EQ(get_f32(replica.world, e[2], replica.pos, 1, 0), -0.5f);
+    /* Keyframes are quantized too: x 3 bytes, y and each v 2, d 5 instead of 4, 4, 4 and 8. */
+    CHECK(key.size + N * 12 < exact_key.size);
+    free(key.bytes);
+    free(exact_key.bytes);
+    /* Deltas: the replica decodes with the steps of its keyframe. */
+    for (uint32_t round = 0; round < 3; round++) {
+        for (uint32_t i = round; i < N; i += 3)
+            set_random(&source, &rng, e[i]);
+        delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+        delta_copy_t x = encode(exact, tes_replica_tick(exact_replica.world));
+        CHECK(!is_keyframe(&d));
+        qapply(&replica, &d, true);
+        qapply(&exact_replica, &x, true);
+        check_quantized(&source, &replica, e, N);
+        CHECK(d.size + (N / 3) * 12 < x.size);
+        free(d.bytes);
+        free(x.bytes);
+    }
+    CHECK_OK(tes_world_validate(replica.world));
+}
+
+TEST(values_a_step_cannot_hold_travel_exactly) {
+    qworld_t source = qworld(), replica = qworld();
+    tes_replicator_t *rep = quantized_all(&source);
+    tes_entity_t e[4];
+    CHECK_OK(tes_spawn_batch(source.world, FX_IDS(source.pos, source.wide, source.arr), 4, e));
+    uint32_t nan_bits = 0x7FC01234u; /* a NaN with a payload, bit for bit */
+    float nan, inf = INFINITY, big = 1e30f;
+    memcpy(&nan, &nan_bits, 4);
+    float xs[4] = {nan, inf, -inf, big};
+    float vs[4] = {-big, nan, inf, 5.25f}; /* an array with some escaped, some not */
+    double ds[4] = {-INFINITY, 1e300, (double)NAN, 9.1e12}; /* 9.1e12 / 0.001 > 2^53 */
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK_OK(tes_set(source.world, e[i], source.pos, 0, &xs[i], 4));
+        CHECK_OK(tes_set(source.world, e[i], source.pos, 1, &xs[3 - i], 4));
+        CHECK_OK(tes_set(source.world, e[i], source.wide, 0, &ds[i], 8));
+        CHECK_OK(tes_set(source.world, e[i], source.arr, 1, vs, sizeof vs));
+    }
+    delta_copy_t key = encode(rep, 0);
+    qapply(&replica, &key, true);
+    for (uint32_t i = 0; i < 4; i++) {
+        float got[4];
+        CHECK_OK(tes_get(replica.world, e[i], replica.pos, 0, got, 4));
+        check_same_bits(&xs[i], got, 4, e[i], "Pos.x");
+        CHECK_OK(tes_get(replica.world, e[i], replica.pos, 1, got, 4));
+        check_same_bits(&xs[3 - i], got, 4, e[i], "Pos.y");
+        double d;
+        CHECK_OK(tes_get(replica.world, e[i], replica.wide, 0, &d, 8));
+        check_same_bits(&ds[i], &d, 8, e[i], "Wide.d");
+        CHECK_OK(tes_get(replica.world, e[i], replica.arr, 1, got, sizeof got));
+        check_same_bits(vs, got, 12, e[i], "Arr.v"); /* the escaped ones */
+        CHECK(got[3] == 5.25f);
+    }
+    free(key.bytes);
+}
+
+/* A value that quantizes to what the replica holds is no change there: the replica compares the
+ * decoded value with its own. */
+TEST(a_value_that_rounds_to_the_same_step_is_no_change_on_the_replica) {
+    qworld_t source = qworld(), replica = qworld();
+    tes_replicator_t *rep = quantized_all(&source);
+    tes_entity_t e = fx_spawn(source.world, FX_IDS(source.pos));
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 1.001));
+    tes_query_t *watch =
+        fx_query(replica.world, &(tes_query_desc_t){.changed = FX_IDS(replica.pos)});
+    (void)watch;
+    delta_copy_t key = encode(rep, 0);
+    qapply(&replica, &key, true);
+    CHECK_OK(tes_tick(replica.world));
+    uint64_t added, changed, changed_after;
+    CHECK_OK(tes_ticks(replica.world, e, replica.pos, &added, &changed));
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 1.004)); /* still 1.00 */
+    delta_copy_t d = encode(rep, key.tick);
+    qapply(&replica, &d, true);
+    CHECK_OK(tes_ticks(replica.world, e, replica.pos, &added, &changed_after));
+    CHECK_EQ(changed_after, changed);
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 1.006)); /* 1.01 */
+    delta_copy_t d2 = encode(rep, d.tick);
+    qapply(&replica, &d2, true);
+    CHECK_OK(tes_ticks(replica.world, e, replica.pos, &added, &changed_after));
+    CHECK(changed_after > changed);
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == nearest_f32(1.006f, STEP_X));
+    free(key.bytes);
+    free(d.bytes);
+    free(d2.bytes);
+}
+
+static void check_quanta_refused(const qworld_t *q, const tes_component_t *components,
+                                 uint32_t component_count, const tes_quantum_t *quanta,
+                                 uint32_t quantum_count, tes_result_t expected) {
+    fx_snapshot_t *before = fx_snapshot_full_of(q->world);
+    uint64_t bytes = fx_stats(q->world).bytes_allocated;
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {.components = components,
+                                  .component_count = component_count,
+                                  .quanta = quanta,
+                                  .quantum_count = quantum_count};
+    CHECK_ERR(tes_replicator_create(q->world, &desc, &rep), expected);
+    CHECK(rep == NULL);
+    CHECK_EQ(fx_stats(q->world).bytes_allocated, bytes);
+    FX_CHECK_UNCHANGED_FULL(before, q->world);
+}
+
+TEST(invalid_quanta_are_refused_and_change_nothing) {
+    qworld_t q = qworld();
+    tes_entity_t e = fx_spawn(q.world, FX_IDS(q.pos, q.arr));
+    CHECK_OK(tes_set_number(q.world, e, q.pos, 0, 0, 1.5));
+    tes_component_t both[] = {q.pos, q.arr};
+    const tes_result_t INVALID = TES_ERR_INVALID_ARGUMENT;
+    /* A count without a list. */
+    check_quanta_refused(&q, NULL, 0, NULL, 1, INVALID);
+    /* An unknown component. */
+    check_quanta_refused(&q, NULL, 0, &(tes_quantum_t){q.likes + 1, 0, 0.1}, 1,
+                         TES_ERR_UNKNOWN_COMPONENT);
+    /* Not replicated: outside `components`, or LOCAL without a list. */
+    check_quanta_refused(&q, both, 2, &(tes_quantum_t){q.wide, 0, 0.1}, 1, INVALID);
+    check_quanta_refused(&q, NULL, 0, &(tes_quantum_t){q.local, 0, 0.1}, 1, INVALID);
+    /* A relation (its data travels with the pair events). */
+    check_quanta_refused(&q, NULL, 0, &(tes_quantum_t){q.likes, 0, 0.1}, 1, INVALID);
+    /* A field index out of range; a field that is not f32 or f64 (u16, i32). */
+    check_quanta_refused(&q, NULL, 0, &(tes_quantum_t){q.pos, 2, 0.1}, 1, INVALID);
+    check_quanta_refused(&q, both, 2, &(tes_quantum_t){q.arr, 0, 0.1}, 1, INVALID);
+    check_quanta_refused(&q, both, 2, &(tes_quantum_t){q.arr, 2, 0.1}, 1, INVALID);
+    /* Steps that are not finite and above 0. */
+    const double bad_steps[] = {0.0, -0.0, -0.01, INFINITY, -INFINITY, NAN};
+    for (uint32_t i = 0; i < sizeof bad_steps / sizeof *bad_steps; i++)
+        check_quanta_refused(&q, NULL, 0, &(tes_quantum_t){q.pos, 1, bad_steps[i]}, 1, INVALID);
+    /* The same field twice (even with the same step), after a good one. */
+    tes_quantum_t twice[] = {{q.pos, 0, 0.1}, {q.pos, 1, 0.1}, {q.pos, 0, 0.1}};
+    check_quanta_refused(&q, NULL, 0, twice, 3, INVALID);
+    /* A bad one after good ones: still nothing. */
+    tes_quantum_t late[] = {{q.pos, 0, 0.1}, {q.arr, 1, 0.5}, {q.arr, 3, 0.5}};
+    check_quanta_refused(&q, both, 2, late, 3, INVALID);
+    /* And the same world accepts good ones: the smallest step a double holds, too. */
+    late[2] = (tes_quantum_t){q.pos, 1, 5e-324};
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {
+        .components = both, .component_count = 2, .quanta = late, .quantum_count = 3};
+    CHECK_OK(tes_replicator_create(q.world, &desc, &rep));
+    qworld_t replica = qworld();
+    delta_copy_t key = encode(rep, 0);
+    qapply(&replica, &key, true);
+    CHECK_EQ(fx_get_number(replica.world, e, replica.pos, 0, 0), 1.5);
+    free(key.bytes);
+}
+
+/* The delta of one entity whose Pos {x, y} changed: its record ends with the two values, and
+ * Likes' empty section (4 bytes) ends the delta. */
+static delta_copy_t one_pos_delta(tes_replicator_t *rep, const qworld_t *source, tes_entity_t e,
+                                  uint64_t baseline) {
+    CHECK_OK(tes_set_number(source->world, e, source->pos, 0, 0, 0.5));  /* q 50: 1 byte */
+    CHECK_OK(tes_set_number(source->world, e, source->pos, 1, 0, 64.0)); /* q 128: 2 bytes */
+    return encode(rep, baseline);
+}
+
+/* `d` with y's two bytes (before the last 4) replaced by `n` bytes, resealed, into `out`. */
+static uint32_t with_y(uint8_t *out, const delta_copy_t *d, const uint8_t *y, uint32_t n) {
+    uint32_t end = d->size - 4;
+    memcpy(out, d->bytes, end - 2);
+    memcpy(out + end - 2, y, n);
+    memcpy(out + end - 2 + n, d->bytes + end, 4);
+    crc32_reseal(out, end - 2 + n + 4);
+    return end - 2 + n + 4;
+}
+
+static uint32_t varint64_to(uint8_t *out, uint64_t v) {
+    uint32_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        out[n++] = (uint8_t)(v | 0x80);
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+TEST(a_cut_short_or_malformed_quantized_value_is_a_bad_delta) {
+    qworld_t source = qworld(), replica = qworld();
+    tes_quantum_t quanta[] = {{source.pos, 0, 0.01}, {source.pos, 1, 0.5}};
+    tes_replicator_t *rep = quantized(&source, quanta, 2);
+    tes_entity_t e = fx_spawn(source.world, FX_IDS(source.pos));
+    delta_copy_t key = encode(rep, 0);
+    qapply(&replica, &key, true);
+    delta_copy_t d = one_pos_delta(rep, &source, e, key.tick);
+    /* y: zigzag(128) + 1 = 257, the varint 0x81 0x02; x before it: zigzag(50) + 1. */
+    uint32_t end = d.size - 4;
+    CHECK(d.bytes[end - 2] == 0x81 && d.bytes[end - 1] == 0x02 && d.bytes[end - 3] == 101);
+    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
+    world_t as_world = {.world = replica.world};
+    uint8_t *copy = (uint8_t *)fx_malloc(d.size + 16);
+    /* Cut short: the varint ends on a byte with the continuation bit (then the next section's
+     * bytes would be read as its rest: the delta is then a byte short). */
+    uint32_t n = with_y(copy, &d, (const uint8_t[]){0x81}, 1);
+    check_refused(&as_world, copy, n, before, key.tick);
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    /* And the whole delta cut in the middle of y. */
+    memcpy(copy, d.bytes, end - 1);
+    crc32_reseal(copy, end - 1);
+    CHECK_EQ(tes_delta_apply(replica.world, copy, end - 1, NULL), TES_ERR_BAD_DELTA);
+    /* Overlong: 257 as 0x81 0x82 0x00. */
+    n = with_y(copy, &d, (const uint8_t[]){0x81, 0x82, 0x00}, 3);
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    /* |q| past 2^53: u = zigzag(2^53 + 1) + 1 = 2^54 + 3, or zigzag(-2^53 - 1) + 1. */
+    uint8_t varint[10];
+    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 3));
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 2));
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    /* Past 64 bits. */
+    n = with_y(copy, &d,
+               (const uint8_t[]){0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02}, 10);
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    /* An escape without its 4 bytes. */
+    n = with_y(copy, &d, (const uint8_t[]){0x00, 0x01, 0x02}, 3);
+    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
+    FX_CHECK_UNCHANGED_FULL(before, replica.world);
+    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
+    /* ... while +-2^53 are values (u = 2^54 + 1 and 2^54). */
+    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 1));
+    qapply(&replica, &(delta_copy_t){copy, n, d.tick}, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 1, 0) == (float)(0x1p53 * 0.5));
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == 0.5f);
+    delta_copy_t d2 = one_pos_delta(rep, &source, e, d.tick);
+    n = with_y(copy, &d2, varint, varint64_to(varint, 1ull << 54));
+    qapply(&replica, &(delta_copy_t){copy, n, d2.tick}, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 1, 0) == (float)(-0x1p53 * 0.5));
+    free(key.bytes);
+    free(d.bytes);
+    free(d2.bytes);
+}
+
+TEST(a_changed_step_is_another_schema_and_a_keyframe_brings_it) {
+    qworld_t source = qworld(), replica = qworld();
+    tes_quantum_t fine = {source.pos, 0, 0.01}, coarse = {source.pos, 0, 0.5};
+    tes_entity_t e = fx_spawn(source.world, FX_IDS(source.pos));
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 3.14159));
+    tes_replicator_t *b = quantized(&source, &coarse, 1), *a = quantized(&source, &fine, 1);
+    tes_replicator_t *exact = quantized(&source, NULL, 0);
+    delta_copy_t b_key = encode(b, 0), x_key = encode(exact, 0), a_key = encode(a, 0);
+    qapply(&replica, &a_key, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == nearest_f32(3.14159f, 0.01));
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 2.71828));
+    /* The same components at another step (or exact): the replica cannot decode them. */
+    delta_copy_t b_delta = encode(b, b_key.tick), x_delta = encode(exact, x_key.tick);
+    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
+    CHECK_ERR(tes_delta_apply(replica.world, b_delta.bytes, b_delta.size, NULL),
+              TES_ERR_DELTA_SCHEMA);
+    CHECK_ERR(tes_delta_apply(replica.world, x_delta.bytes, x_delta.size, NULL),
+              TES_ERR_DELTA_SCHEMA);
+    FX_CHECK_UNCHANGED_FULL(before, replica.world);
+    CHECK_EQ(tes_replica_tick(replica.world), a_key.tick);
+    /* Its own replicator's delta applies; then b's keyframe switches it to b's steps. */
+    delta_copy_t a_delta = encode(a, a_key.tick);
+    qapply(&replica, &a_delta, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == nearest_f32(2.71828f, 0.01));
+    delta_copy_t b_again = encode(b, 0);
+    qapply(&replica, &b_again, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == 2.5f);
+    CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, -1.3));
+    delta_copy_t b_next = encode(b, b_again.tick);
+    qapply(&replica, &b_next, true);
+    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == -1.5f);
+    /* and a's deltas are now the other schema. */
+    delta_copy_t a_next = encode(a, a_delta.tick);
+    CHECK_ERR(tes_delta_apply(replica.world, a_next.bytes, a_next.size, NULL),
+              TES_ERR_DELTA_SCHEMA);
+    delta_copy_t *all[] = {&b_key,   &x_key,   &a_key,  &b_delta, &x_delta,
+                           &a_delta, &b_again, &b_next, &a_next};
+    for (uint32_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]->bytes);
+}
+
+/* Every truncation and flipped bit of a quantized delta and keyframe is refused with the replica
+ * untouched, or (a flip inside a value) applied to a valid world. */
+TEST(corrupt_quantized_deltas_are_refused_or_applied_whole) {
+    qworld_t source = qworld(), replica = qworld();
+    tes_replicator_t *rep = quantized_all(&source);
+    tes_entity_t e[6];
+    CHECK_OK(tes_spawn_batch(source.world, FX_IDS(source.pos, source.wide, source.arr), 6, e));
+    fx_rng_t rng = {61};
+    for (uint32_t i = 0; i < 6; i++)
+        set_random(&source, &rng, e[i]);
+    delta_copy_t key = encode(rep, 0);
+    set_random(&source, &rng, e[2]);
+    set_random(&source, &rng, e[5]);
+    delta_copy_t d = encode(rep, key.tick);
+    const delta_copy_t *both[] = {&key, &d};
+    for (uint32_t which = 0; which < 2; which++) {
+        const delta_copy_t *x = both[which];
+        qworld_t probe = qworld();
+        if (which) qapply(&probe, &key, true);
+        uint64_t tick = tes_replica_tick(probe.world);
+        fx_snapshot_t *before = fx_snapshot_full_of(probe.world);
+        world_t as_world = {.world = probe.world};
+        for (uint32_t n = 0; n < x->size; n++)
+            check_refused(&as_world, x->bytes, n, before, tick);
+        uint8_t *copy = (uint8_t *)fx_malloc(x->size);
+        for (uint32_t bit = 16 * 8; bit < x->size * 8; bit++) {
+            memcpy(copy, x->bytes, x->size);
+            copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            crc32_reseal(copy, x->size);
+            qworld_t fresh = qworld();
+            if (which) qapply(&fresh, &key, true);
+            fx_snapshot_t *fresh_before = fx_snapshot_full_of(fresh.world);
+            tes_result_t r = tes_delta_apply(fresh.world, copy, x->size, NULL);
+            if (r == TES_OK) {
+                CHECK_OK(tes_world_validate(fresh.world));
+            } else {
+                world_t w = {.world = fresh.world};
+                check_refused(&w, copy, x->size, fresh_before, tick);
+            }
+            fx_world_destroy_now(fresh.world);
+        }
+    }
+    qapply(&replica, &key, true);
+    qapply(&replica, &d, true);
+    check_quantized(&source, &replica, e, 6);
+    free(key.bytes);
     free(d.bytes);
 }

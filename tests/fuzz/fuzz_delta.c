@@ -197,7 +197,13 @@ static void source_create(source_t *s, const uint8_t **keyframe, uint32_t *size,
         must(tes_despawn(w, gone));
     }
     spawn_one(s, 12);
-    must(tes_replicator_create(w, &(tes_replicator_desc_t){.history = 256}, &s->rep));
+    /* Quantized fields: a scalar f32 and f64 (chunk) and a sparse f64, so the seeds carry
+     * varint values and the schema's steps. */
+    const tes_quantum_t quanta[] = {
+        {s->c[BODY], 0, 0.25}, {s->c[VEL], 0, 0.01}, {s->c[VEL], 1, 0.5}, {s->c[WEIGHT], 0, 0.1}};
+    must(tes_replicator_create(
+        w, &(tes_replicator_desc_t){.history = 256, .quanta = quanta, .quantum_count = 4},
+        &s->rep));
     must(tes_delta_encode(s->rep, 0, keyframe, size, tick));
 }
 
@@ -312,7 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case TES_OK:
         if (tes_world_validate(w) != TES_OK) abort();
         if (applied) {
-            /* `to`: the varint after the 16-byte header (format version 2). */
+            /* `to`: the varint after the 16-byte header (format version 3). */
             uint64_t to = 0;
             uint32_t at = 16;
             for (uint32_t shift = 0; at < n && shift < 64; shift += 7) {

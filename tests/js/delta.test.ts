@@ -3,7 +3,8 @@
 // data, reordered children); lost, late and reordered deltas follow the baseline rules through a
 // Peer; `replicate: false` components stay out and the replica's own stay; a scope limits the
 // entities; the replica's subscriptions see the changes; bad bytes are refused and change
-// nothing; the delta's bytes are a view that a later encode invalidates.
+// nothing; the delta's bytes are a view that a later encode invalidates; `quantize` sends chosen
+// float fields as multiples of a step, in fewer bytes.
 import { describe, expect, test } from 'vitest';
 
 import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
@@ -20,6 +21,7 @@ const Likes = relation('DeltaLikes', { amount: 'f32' });
 const Sprite = component('DeltaSprite', { frame: 'u16' }, { replicate: false });
 
 const kinds = { Body, Vel, Frozen, Weight, Marked, Likes, extra: [Sprite] };
+const Pos = component('DeltaPos', { x: 'f32', y: 'f32', hp: 'i16', path: ['f64', 2] });
 
 /** Everything replicated about the handles: components, values, pairs, child order. */
 function observe(world: World, handles: readonly Entity[]): unknown {
@@ -152,7 +154,7 @@ describe('deltas', () => {
         const delta = peer.encode();
         expect(delta.keyframe).toBe(false);
         // Ten records: an index gap (2 bytes: 997 apart), a byte of states, Body's values; plus
-        // the fixed parts (format version 2).
+        // the fixed parts (format version 3).
         expect(delta.bytes.length).toBeLessThan(10 * (2 + 1 + 17) + 80);
         expect(keyframeSize).toBeGreaterThan(10_000 * (17 + 4));
         replica.applyDelta(delta.bytes);
@@ -378,5 +380,93 @@ describe('deltas', () => {
         expectError(() => replicator.encode(), 'DESTROYED');
         expect(replicator.closed).toBe(true);
         expectError(() => source.replicator({ history: 0 }), 'INVALID_ARGUMENT');
+    });
+
+    test('quantize: the replica holds the nearest multiple of the step, in fewer bytes', async () => {
+        const source = await newWorld();
+        const quantized = await newWorld();
+        const exact = await newWorld();
+        const below = rng(5);
+        const value = (): number => (below(2_000_000) - 1_000_000) / 1000 + 1 / 3;
+        const entities = source.spawnMany(1000, Pos);
+        for (const e of entities) source.set(e, Pos, { x: value(), y: value(), hp: below(100), path: [value(), value()] });
+        source.set(entities[0]!, Pos, { x: NaN, y: Infinity }); // travel exactly
+        const steps = { x: 0.01, y: 0.5 };
+        const q = source.replicator({ components: [Pos], quantize: [[Pos, { ...steps, path: 0.001 }]] }).peer();
+        const x = source.replicator({ components: [Pos] }).peer();
+        const near = (v: number, step: number): number => Math.fround(Math.round(v / step) * step);
+        const check = (): void => {
+            for (const e of entities.slice(1)) {
+                const want = source.get(e, Pos);
+                const got = quantized.get(e, Pos);
+                // (Math.round rounds a tie up, the core away from 0: no value here is a tie.)
+                expect(got.x).toBe(near(want.x, steps.x));
+                expect(got.y).toBe(near(want.y, steps.y));
+                expect(Math.abs(got.x - want.x)).toBeLessThanOrEqual(steps.x / 2 + 1e-4);
+                expect(got.hp).toBe(want.hp);
+                expect(got.path[0]).toBe(Math.round(want.path[0]! / 0.001) * 0.001);
+            }
+            expect(quantized.get(entities[0]!, Pos).x).toBeNaN();
+            expect(quantized.get(entities[0]!, Pos).y).toBe(Infinity);
+        };
+        for (let tick = 0; tick < 3; tick++) {
+            if (tick > 0) {
+                for (let i = tick; i < entities.length; i += 10) source.set(entities[i]!, Pos, { x: value(), y: value() });
+            }
+            const xd = x.encode(); // (first: its baseline is then older than the quantized replica's)
+            const qd = q.encode();
+            expect(qd.keyframe).toBe(tick === 0);
+            // x in 3 bytes, y in 2, each path element in 4 or less: 8+ bytes fewer an entity.
+            expect(qd.bytes.length).toBeLessThan(xd.bytes.length - (tick === 0 ? 1000 : 100) * 8);
+            expect(quantized.applyDelta(qd.bytes)).toBe(true);
+            expect(exact.applyDelta(xd.bytes)).toBe(true);
+            q.ack(qd.tick);
+            x.ack(xd.tick);
+            check();
+        }
+        expect(exact.get(entities[5]!, Pos)).toEqual(source.get(entities[5]!, Pos));
+        // Another precision is another schema: deltas of the exact replicator are refused.
+        source.set(entities[1]!, Pos, { x: 1 });
+        expectError(() => quantized.applyDelta(x.encode().bytes), 'DELTA_SCHEMA');
+    });
+
+    test('quantize: bad options name the component and the field', async () => {
+        const source = await newWorld();
+        source.spawn(Pos, Body, Sprite);
+        const refused = (options: Parameters<World['replicator']>[0], expected: { component?: string; field?: string }): string =>
+            expectError(() => source.replicator(options), 'INVALID_ARGUMENT', { operation: 'world.replicator', ...expected }).message;
+        // Checked in TS: a field the component lacks, a step that is not a number.
+        expect(refused({ quantize: [[Pos, { z: 0.1 }]] }, { component: 'DeltaPos', field: 'z' })).toMatch(/does not have/);
+        expect(refused({ quantize: [[Pos, { x: '0.1' as unknown as number }]] }, { component: 'DeltaPos', field: 'x' })).toMatch(
+            /must be a number/,
+        );
+        expect(refused({ quantize: Pos as never }, {})).toMatch(/array/);
+        // Refused by the core, named here.
+        expect(refused({ quantize: [[Pos, { hp: 1 }]] }, { component: 'DeltaPos', field: 'hp' })).toMatch(/f32 and f64/);
+        for (const step of [0, -1, NaN, Infinity]) {
+            expect(refused({ quantize: [[Pos, { x: 0.5, y: step }]] }, { component: 'DeltaPos', field: 'y' })).toMatch(
+                /finite and above 0/,
+            );
+        }
+        expect(refused({ components: [Body], quantize: [[Pos, { x: 0.1 }]] }, { component: 'DeltaPos', field: 'x' })).toMatch(/replicates/);
+        expect(refused({ quantize: [[Sprite, { frame: 1 }]] }, { component: 'DeltaSprite', field: 'frame' })).toMatch(/replicates/);
+        expect(
+            refused(
+                {
+                    quantize: [
+                        [Pos, { x: 0.1 }],
+                        [Pos, { x: 0.2 }],
+                    ],
+                },
+                { component: 'DeltaPos', field: 'x' },
+            ),
+        ).toMatch(/twice/);
+        expect(refused({ quantize: [[Likes as never, { amount: 0.1 }]] }, { component: 'DeltaLikes', field: 'amount' })).toMatch(
+            /relation/,
+        );
+        // A refused replicator leaves nothing behind: a good one still works.
+        const peer = source.replicator({ quantize: [[Pos, { x: 0.5, path: 1 }]] }).peer();
+        const replica = await newWorld();
+        expect(replica.applyDelta(peer.encode().bytes)).toBe(true);
     });
 });
