@@ -75,6 +75,11 @@ export const DELTA_HEADER = {
     keyframe: 1,
 } as const;
 
+/** tes_replicator_desc_t.flags. */
+export const REPLICATOR_FLAGS = {
+    changed_fields: 1,
+} as const;
+
 /** tes_peer_create's flags. */
 export const PEER_FLAGS = {
     visibility: 1,
@@ -370,13 +375,14 @@ export const SYSTEM_DESC = {
 
 /** `tes_replicator_desc_t`: tes_replicator_create's description. */
 export const REPLICATOR_DESC = {
-    size: 24,
+    size: 28,
     components: 0,
     component_count: 4,
     scope: 8,
     history: 12,
     quanta: 16,
     quantum_count: 20,
+    flags: 24,
 } as const;
 
 /** `tes_quantum_t`: a quantized field of tes_replicator_desc_t's quanta. */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { DELTA_HEADER, PEER_FLAGS, QUANTUM, REPLICATOR_DESC } from './abi.js';
+import { DELTA_HEADER, PEER_FLAGS, QUANTUM, REPLICATOR_DESC, REPLICATOR_FLAGS } from './abi.js';
 import { fieldsOf } from './definitions.js';
 import { TesseraError, describeValue } from './errors.js';
 import { handle } from './entities.js';
@@ -17,7 +17,7 @@ import { checkOutsideRun } from './snapshot.js';
 import type { Component, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
-const REPLICATOR_KEYS = ['components', 'scope', 'history', 'quantize'] as const;
+const REPLICATOR_KEYS = ['components', 'scope', 'history', 'quantize', 'changedFields'] as const;
 const SCOPE_KEYS = ['all', 'none', 'any'] as const;
 const PEER_KEYS = ['visibility', 'budget'] as const;
 
@@ -50,6 +50,14 @@ export interface ReplicatorOptions {
      * replicated by this replicator (and not a relation), each step finite and above 0.
      */
     readonly quantize?: readonly (readonly [Component<any>, Readonly<Record<string, number>>])[];
+    /**
+     * Send only the fields whose values changed (default false: every field of a component
+     * that changed). A component with several fields, of which a write changed one (a Transform
+     * whose rotation stayed), costs that field and a byte of mask, not the whole component. To
+     * tell which changed, the replicator keeps a copy of those components' values per entity
+     * and a tick per field (their bytes and 8 per field, for each entity it encoded).
+     */
+    readonly changedFields?: boolean;
 }
 
 /** One quantized field as the options name it. */
@@ -166,7 +174,14 @@ export class Replicator {
         const operation = 'world.replicator';
         const pointerOfWorld = world.live(operation);
         checkKeys(operation, 'replicator options', options, REPLICATOR_KEYS);
-        const { components, scope, history, quantize } = options;
+        const { components, scope, history, quantize, changedFields = false } = options;
+        if (typeof changedFields !== 'boolean') {
+            throw new TesseraError(
+                'INVALID_ARGUMENT',
+                operation,
+                `changedFields must be true or false, got ${describeValue(changedFields)}`,
+            );
+        }
         // Only matching terms: filters and writes mean nothing for a scope.
         if (scope !== undefined) checkKeys(operation, 'scope', scope, SCOPE_KEYS);
         if (history !== undefined && !(Number.isInteger(history) && history > 0 && history <= 1 << 20)) {
@@ -202,6 +217,7 @@ export class Replicator {
             u32[(block + REPLICATOR_DESC.history) >>> 2] = history ?? 0;
             u32[(block + REPLICATOR_DESC.quanta) >>> 2] = quanta.length ? block + quantaAt : 0;
             u32[(block + REPLICATOR_DESC.quantum_count) >>> 2] = quanta.length;
+            u32[(block + REPLICATOR_DESC.flags) >>> 2] = changedFields ? REPLICATOR_FLAGS.changed_fields : 0;
             const out = heap.scratch;
             const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
             if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {

@@ -13,6 +13,7 @@
 /* A record's two bits per replicated component (relations aside), in id order. */
 #define ABSENT        0u
 #define PRESENT_STATE 1u
+#define SOME_VALUES   2u     /* present, a field mask and the values of those fields follow */
 #define WITH_VALUES   3u     /* present, and its values follow */
 #define DATA          0x100u /* on a pair event's kind: the pair's data follows */
 /* A quantized element's varint: 0 escapes (the exact bytes follow), else zigzag(q) + 1. */

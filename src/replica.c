@@ -44,6 +44,7 @@ typedef struct delta_t {
 typedef struct listed_t {
     uint32_t at;           /* its place in comps */
     const uint8_t *values; /* in the bytes; NULL when none came */
+    uint64_t mask;         /* the fields whose values came */
     bool init;             /* the entity just got it: the values are its initial ones */
 } listed_t;
 
@@ -320,24 +321,47 @@ static void doom(applier_t *ap, tes_entity_t e) {
     if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
 }
 
-/* A component's values in the bytes: its fields packed, each element of a quantized field a
- * varint, ESCAPE then the exact bytes or zigzag(q) + 1 with |q| <= 2^53 (what put_quantized
- * writes). Where they start, or NULL when they are cut short or not well formed. */
-static const uint8_t *read_values(tesi_reader_t *r, const replicated_t *c) {
-    if (!c->quantum_count) return tesi_span(r, 1, c->row_bytes);
+/* A quantized field's elements in the bytes, checked: each a varint, ESCAPE then the exact
+ * bytes or zigzag(q) + 1 with |q| <= 2^53 (what put_quantized writes). */
+static void read_quantized(tesi_reader_t *r, const tesi_quantum_t *quantum) {
+    for (uint32_t i = 0; i < quantum->length && r->result == TES_OK; i++) {
+        uint64_t u = tesi_get_varint64(r);
+        if (u == ESCAPE) {
+            tesi_span(r, 1, quantum->size);
+        } else if ((u - 1) >> 1 > (uint64_t)QUANTUM_LIMIT - ((u - 1) & 1)) {
+            tesi_fail(r, TES_ERR_BAD_DELTA); /* |q| past 2^53: no source writes it */
+        }
+    }
+}
+
+/* A component's values in the bytes: its fields packed, a quantized field's elements as
+ * read_quantized reads them; with a field mask (`mask`, not all: the replica has the component,
+ * `local` its schema), only the fields in it. Where they start, or NULL when they are cut short
+ * or not well formed. */
+static const uint8_t *read_values(tesi_reader_t *r, const replicated_t *c,
+                                  const tesi_component_t *local, uint64_t mask) {
+    if (!c->quantum_count && !local) return tesi_span(r, 1, c->row_bytes);
     const uint8_t *start = r->bytes + r->at;
+    if (local) {
+        const tesi_quantum_t *quantum = c->quanta, *end = quantum + c->quantum_count;
+        for (uint32_t f = 0; f < c->field_count && r->result == TES_OK; f++) {
+            bool quantized = quantum < end && quantum->field == f;
+            if (mask >> f & 1u) {
+                if (quantized) {
+                    read_quantized(r, quantum);
+                } else {
+                    tesi_span(r, 1, local->fields[f].bytes);
+                }
+            }
+            quantum += quantized;
+        }
+        return r->result == TES_OK ? start : NULL;
+    }
     uint32_t done = 0; /* of the packed row */
     for (uint32_t k = 0; k < c->quantum_count && r->result == TES_OK; k++) {
         const tesi_quantum_t *quantum = &c->quanta[k];
         tesi_span(r, 1, quantum->offset - done); /* the exact fields before it */
-        for (uint32_t i = 0; i < quantum->length && r->result == TES_OK; i++) {
-            uint64_t u = tesi_get_varint64(r);
-            if (u == ESCAPE) {
-                tesi_span(r, 1, quantum->size);
-            } else if ((u - 1) >> 1 > (uint64_t)QUANTUM_LIMIT - ((u - 1) & 1)) {
-                tesi_fail(r, TES_ERR_BAD_DELTA); /* |q| past 2^53: no source writes it */
-            }
-        }
+        read_quantized(r, quantum);
         done = quantum->offset + quantum->size * quantum->length;
     }
     tesi_span(r, 1, c->row_bytes - done);
@@ -378,7 +402,7 @@ static const uint8_t *get_quantized(const uint8_t *packed, uint8_t *to,
  * values were there already (sent again for a replica ahead of the delta's baseline, or the
  * same quantized value): the replica's own change detection sees what changed for it. */
 static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t *replicated,
-                         const uint8_t *packed, bool init) {
+                         const uint8_t *packed, uint64_t mask, bool init) {
     tes_component_t component = replicated->local;
     const tesi_quantum_t *quantum = replicated->quanta;
     const tesi_quantum_t *quantum_end = quantum ? quantum + replicated->quantum_count : NULL;
@@ -401,7 +425,12 @@ static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t 
         uint32_t bytes = c->fields[f].bytes;
         const uint8_t *from = packed;
         uint8_t decoded[TES_MAX_ARRAY_LENGTH * sizeof(double)];
-        if (quantum < quantum_end && quantum->field == f) {
+        bool quantized = quantum < quantum_end && quantum->field == f;
+        if (!(mask >> f & 1u)) {
+            quantum += quantized; /* not in the record: the replica's value stays */
+            continue;
+        }
+        if (quantized) {
             packed = get_quantized(packed, decoded, quantum++);
             from = decoded;
         } else {
@@ -546,13 +575,23 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
         if (c->flags & TES_COMPONENT_RELATION) continue;
         uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
         j++;
-        /* Values only for components with fields. */
-        if (state == 2u || (state == WITH_VALUES && !c->field_count)) {
+        /* Values only for components with fields; some of them only for a component with
+         * several that the replica's entity has (the source sends all of them otherwise). */
+        bool some_ok = c->field_count > 1 && !whole && !d->keyframe;
+        if ((state == SOME_VALUES && !some_ok) || (state == WITH_VALUES && !c->field_count)) {
             tesi_fail(r, TES_ERR_BAD_DELTA);
             return;
         }
+        if (state == SOME_VALUES) {
+            bool has = false;
+            tes_has(world, e, c->local, &has);
+            if (!has) {
+                tesi_fail(r, TES_ERR_BAD_DELTA);
+                return;
+            }
+        }
         if (state == ABSENT) continue;
-        listed[n++] = (listed_t){i, NULL, false};
+        listed[n++] = (listed_t){i, NULL, UINT64_MAX, false};
     }
     for (uint32_t i = 0, j = 0, m = 0; i < d->count && m < n && r->result == TES_OK; i++) {
         const replicated_t *c = &d->comps[i];
@@ -560,7 +599,16 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
         uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
         j++;
         if (state == ABSENT) continue;
-        if (state == WITH_VALUES) listed[m].values = read_values(r, c);
+        if (state == WITH_VALUES) listed[m].values = read_values(r, c, NULL, UINT64_MAX);
+        if (state == SOME_VALUES) {
+            /* Some fields, not none and not all (a record says those as states 1 and 3). */
+            uint64_t mask = tesi_get_varint64(r);
+            uint64_t all = c->field_count >= 64 ? UINT64_MAX : (1ull << c->field_count) - 1;
+            if (!mask || mask == all || (mask & ~all)) tesi_fail(r, TES_ERR_BAD_DELTA);
+            const tesi_component_t *local = &world->components[c->local];
+            if (r->result == TES_OK) listed[m].values = read_values(r, c, local, mask);
+            listed[m].mask = mask;
+        }
         m++;
     }
     if (!ap || r->result != TES_OK || ap->result != TES_OK) return;
@@ -591,7 +639,8 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
     /* Values: a component the entity just got starts with them (an init), others change. */
     for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
         if (listed[i].values) {
-            write_packed(w, e, &d->comps[listed[i].at], listed[i].values, listed[i].init);
+            write_packed(w, e, &d->comps[listed[i].at], listed[i].values, listed[i].mask,
+                         listed[i].init);
         }
     }
 }

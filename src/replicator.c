@@ -67,6 +67,13 @@ struct tes_replicator_t {
     uint32_t ids_size; /* the schema's first bytes: the ids, as every delta writes them */
     uint32_t schema_slots;
     uint32_t schema_crc;
+    uint32_t flags; /* TES_REPLICATOR_* */
+    /* CHANGED_FIELDS: by component id, the shadows of its entities' values (see observe), and a
+     * record's field masks while it is written; the tick the encode writes. */
+    tesi_paged_t *shadows;
+    uint32_t shadow_slots;
+    uint64_t *masks;
+    uint64_t now;
     tes_peer_t **peers; /* its peers (peer.c), destroyed with it */
     uint32_t peer_count;
     uint32_t peer_slots;
@@ -150,6 +157,13 @@ void tesi_replicator_remove_peer(tes_replicator_t *rep, tes_peer_t *peer) {
     }
 }
 
+/* A component's shadow of one entity (CHANGED_FIELDS): the entity's generation + 1 (0: none
+ * yet), then per field the tick of the encode that first saw its current value, then the values
+ * packed. */
+static uint32_t shadow_size(const tesi_component_t *c) {
+    return 8u + 8u * c->field_count + ((c->row_bytes + 7u) & ~7u);
+}
+
 static void replicator_free(tes_replicator_t *rep) {
     tes_world_t *world = rep->world;
     for (uint32_t i = 0; i < rep->peer_count; i++)
@@ -157,6 +171,10 @@ static void replicator_free(tes_replicator_t *rep) {
     tesi_free(world, rep->peers, rep->peer_slots * sizeof *rep->peers);
     tesi_free(world, rep->due, rep->due_slots * sizeof *rep->due);
     tesi_free(world, rep->aside, rep->aside_slots);
+    for (uint32_t id = 0; id < rep->shadow_slots; id++)
+        tesi_paged_fini(world, &rep->shadows[id], shadow_size(&world->components[id]));
+    tesi_free(world, rep->shadows, rep->shadow_slots * sizeof *rep->shadows);
+    tesi_free(world, rep->masks, TES_MAX_COMPONENTS * sizeof *rep->masks);
     for (uint32_t i = 0; i < rep->watched_count; i++)
         tes_query_destroy(world, rep->watched[i].query);
     uint32_t n = TES_MAX_COMPONENTS;
@@ -301,6 +319,7 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
         }
     }
     if (desc->quantum_count && !desc->quanta) return TES_ERR_INVALID_ARGUMENT;
+    if (desc->flags & ~TES_REPLICATOR_CHANGED_FIELDS) return TES_ERR_INVALID_ARGUMENT;
     /* More than a world has fields: some (component, field) twice. */
     if (desc->quantum_count > TES_MAX_COMPONENTS * TES_MAX_FIELDS) return TES_ERR_INVALID_ARGUMENT;
     for (uint32_t i = 0; i < desc->quantum_count; i++) {
@@ -314,7 +333,8 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
     if (result != TES_OK) return result;
     tes_replicator_t *rep = tesi_alloc(world, sizeof *rep);
     if (!rep) return TES_ERR_OUT_OF_MEMORY;
-    *rep = (tes_replicator_t){.world = world, .scope = desc->scope, .created = world->change_tick};
+    *rep = (tes_replicator_t){
+        .world = world, .scope = desc->scope, .created = world->change_tick, .flags = desc->flags};
     /* Per-component arrays with room for every id: components may come later. */
     uint32_t slots = TES_MAX_COMPONENTS;
     bool ok = (rep->components = tesi_alloc(world, slots * sizeof *rep->components)) &&
@@ -322,6 +342,9 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
               (rep->ids = tesi_alloc(world, slots * sizeof *rep->ids));
     if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
         rep->history_slots = history;
+    }
+    if (ok && (desc->flags & TES_REPLICATOR_CHANGED_FIELDS)) {
+        ok = (rep->masks = tesi_alloc(world, slots * sizeof *rep->masks)) != NULL;
     }
     if (!ok || !rep->history || copy_quanta(rep, desc) != TES_OK) {
         replicator_free(rep);
@@ -578,19 +601,89 @@ static uint8_t *put_quantized(uint8_t *out, const uint8_t *from, const tesi_quan
     return out;
 }
 
+/* Where field f of component `id` of a live entity is. */
+static const uint8_t *field_cell(const tes_world_t *world, const tesi_record_t *record,
+                                 tes_component_t id, uint32_t index, uint32_t f) {
+    const tesi_component_t *c = &world->components[id];
+    if (tesi_is_sparse(c)) {
+        const uint8_t *row =
+            tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+        return row + c->fields[f].offset;
+    }
+    const tesi_archetype_t *a = record->chunk->archetype;
+    return tesi_cell(record->chunk, tesi_column_of(a, tesi_type_index(a, id), f), record->row);
+}
+
+/* Every field of a component, as a mask. */
+static uint64_t all_fields(const tesi_component_t *c) {
+    return c->field_count >= 64 ? UINT64_MAX : (1ull << c->field_count) - 1;
+}
+
+/* CHANGED_FIELDS: the fields of component `id` of entity e that changed since the baseline (all
+ * of them when `all`: the replica may lack the component). Compares the values with the
+ * component's shadow of the entity, and stamps the fields that differ with the encode's tick:
+ * every encode that writes a record compares, so a field's tick is that of the first encode that
+ * saw its value, and a replica whose baseline is at or after it has the value. (A record written
+ * for no one, withheld by a budget, goes whole when it goes.) 0 with w->result set when the
+ * shadow's page cannot be allocated. */
+static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t id, tes_entity_t e,
+                        const tesi_record_t *record, bool all, uint64_t baseline) {
+    tes_world_t *world = rep->world;
+    const tesi_component_t *c = &world->components[id];
+    uint32_t index = e & TESI_INDEX_MASK, size = shadow_size(c);
+    tes_result_t result = TES_OK;
+    if (id >= rep->shadow_slots) {
+        uint32_t old = rep->shadow_slots;
+        result = tesi_reserve(world, (void **)&rep->shadows, &rep->shadow_slots, id + 1,
+                              sizeof *rep->shadows, 8);
+        if (result == TES_OK) {
+            memset(rep->shadows + old, 0, (rep->shadow_slots - old) * sizeof *rep->shadows);
+        }
+    }
+    if (result == TES_OK) {
+        result = tesi_paged_reserve(world, &rep->shadows[id], index, index + 1, size);
+    }
+    if (result != TES_OK) {
+        if (w->result == TES_OK) w->result = result;
+        return 0;
+    }
+    uint8_t *shadow = tesi_paged_at(&rep->shadows[id], index, size);
+    uint32_t generation;
+    memcpy(&generation, shadow, sizeof generation);
+    bool fresh = generation != (e >> TES_INDEX_BITS) + 1u;
+    generation = (e >> TES_INDEX_BITS) + 1u;
+    memcpy(shadow, &generation, sizeof generation);
+    uint8_t *values = shadow + 8u + 8u * c->field_count;
+    uint64_t mask = 0;
+    for (uint32_t f = 0, at = 0; f < c->field_count; at += c->fields[f++].bytes) {
+        const uint8_t *cell = field_cell(world, record, id, index, f);
+        uint64_t tick;
+        memcpy(&tick, shadow + 8u + 8u * f, sizeof tick);
+        if (fresh || memcmp(values + at, cell, c->fields[f].bytes) != 0) {
+            memcpy(values + at, cell, c->fields[f].bytes);
+            tick = rep->now;
+            memcpy(shadow + 8u + 8u * f, &tick, sizeof tick);
+        }
+        if (tick > baseline) mask |= 1ull << f;
+    }
+    return all ? all_fields(c) : mask;
+}
+
 /* A live entity's record (docs/format.md): its index as the gap from the previous record's
  * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
  * entity already, at that index); two bits per replicated component that is not a relation
- * (absent, present, present with values); then the values of those added or changed since the
- * baseline (all of them when `whole`). */
-static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity_t e,
-                       uint64_t baseline, bool whole, uint32_t *previous) {
+ * (absent, present, present with some values, present with values); then, for each component
+ * with values, its field mask when only some go, and the values of those added or changed since
+ * the baseline (all of them when `whole`). */
+static void put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, uint64_t baseline,
+                       bool whole, uint32_t *previous) {
     const tes_world_t *world = rep->world;
     const tesi_record_t *record = tesi_record_of(world, e);
     const tesi_chunk_t *chunk = record->chunk;
     const tesi_archetype_t *a = chunk->archetype;
     uint32_t index = e & TESI_INDEX_MASK;
     uint32_t *states = rep->ids, k = 0, values = 0;
+    uint64_t *masks = rep->masks;
     /* The quanta follow the components (both by id): quantum_end, those of components before. */
     const tesi_quantum_t *quantum = rep->quanta;
     const tesi_quantum_t *quantum_end = quantum ? quantum + rep->quantum_count : NULL;
@@ -603,10 +696,19 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
         if (tes_ticks(world, e, id, &added, &changed) == TES_OK) {
             bool with = c->field_count && (whole || added > baseline || changed > baseline);
             state = with ? WITH_VALUES : PRESENT_STATE;
-            values += with ? c->row_bytes : 0;
+            if (with && masks && c->field_count > 1) {
+                uint64_t mask = observe(w, rep, id, e, record, whole || added > baseline, baseline);
+                if (w->result != TES_OK) return;
+                state = mask == all_fields(c) ? WITH_VALUES : mask ? SOME_VALUES : PRESENT_STATE;
+                masks[k] = mask;
+            }
+            values += state == WITH_VALUES || state == SOME_VALUES ? c->row_bytes : 0;
+            values += state == SOME_VALUES ? TESI_VARINT_MAX : 0;
         }
         for (; quantum < quantum_end && quantum->component == id; quantum++) {
-            if (state == WITH_VALUES) values += quantum->length * TESI_VARINT_MAX;
+            if (state == WITH_VALUES || state == SOME_VALUES) {
+                values += quantum->length * TESI_VARINT_MAX;
+            }
         }
         states[k++] = state;
     }
@@ -628,7 +730,12 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
         const tesi_component_t *c = &world->components[id];
         while (quantum < quantum_end && quantum->component < id)
             quantum++;
-        if (tesi_is_relation(c) || states[j++] != WITH_VALUES) continue;
+        if (tesi_is_relation(c)) continue;
+        uint32_t state = states[j];
+        uint64_t mask = state == SOME_VALUES ? masks[j] : UINT64_MAX;
+        j++;
+        if (state != WITH_VALUES && state != SOME_VALUES) continue;
+        if (state == SOME_VALUES) out = tesi_varint_to(out, mask);
         const uint8_t *row = NULL;
         uint32_t type = TESI_NO_TYPE;
         if (tesi_is_sparse(c)) {
@@ -637,9 +744,15 @@ static void put_record(tesi_writer_t *w, const tes_replicator_t *rep, tes_entity
             type = tesi_type_index(a, id);
         }
         for (uint32_t f = 0; f < c->field_count; f++) {
+            bool quantized =
+                quantum < quantum_end && quantum->component == id && quantum->field == f;
+            if (!(mask >> f & 1u)) {
+                quantum += quantized;
+                continue;
+            }
             const uint8_t *from = row ? row + c->fields[f].offset
                                       : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
-            if (quantum < quantum_end && quantum->component == id && quantum->field == f) {
+            if (quantized) {
                 out = put_quantized(out, from, quantum++);
                 continue;
             }
@@ -954,6 +1067,7 @@ static tes_result_t encode(tes_replicator_t *rep, tes_peer_t *peer, uint64_t bas
     if (peer) tesi_peer_prune(peer, floor_of(rep));
     rep->touched_count = 0;
     rep->peer = peer;
+    rep->now = now;
     /* Records come from a list of touched indices, but for a whole-scope keyframe (a walk). */
     bool listed = !keyframe || peer;
     if (listed) {

@@ -1069,8 +1069,16 @@ typedef struct tes_quantum_t {
     double step;    /* finite and above 0 */
 } tes_quantum_t;
 
+/* Flags of a replicator (tes_replicator_desc_t.flags).
+ *
+ * CHANGED_FIELDS: a record carries only the fields of a component whose values changed since the
+ * baseline (behind a field mask), not all of its fields. To tell which, the replicator keeps a
+ * copy of the values of each replicated component with several fields, per entity, and a tick
+ * per field: the component's bytes and 8 per field, for each entity it has encoded. */
+#define TES_REPLICATOR_CHANGED_FIELDS 1u
+
 /* wasm32 layout: components 0, component_count 4, scope 8, history 12, quanta 16,
- * quantum_count 20; 24 bytes. */
+ * quantum_count 20, flags 24; 28 bytes. */
 typedef struct tes_replicator_desc_t {
     const tes_component_t *components; /* NULL: every component registered without LOCAL */
     uint32_t component_count;
@@ -1078,6 +1086,7 @@ typedef struct tes_replicator_desc_t {
     uint32_t history;            /* encodes whose changes stay available (0: 64) */
     const tes_quantum_t *quanta; /* fields sent quantized (NULL: every field exact) */
     uint32_t quantum_count;
+    uint32_t flags; /* TES_REPLICATOR_* */
 } tes_replicator_desc_t;
 
 /* A component named in `components` that is TES_COMPONENT_LOCAL is TES_ERR_INVALID_ARGUMENT. A

@@ -238,6 +238,7 @@ static void public_structures(void) {
     MEMBER(tes_replicator_desc_t, history);
     MEMBER(tes_replicator_desc_t, quanta);
     MEMBER(tes_replicator_desc_t, quantum_count);
+    MEMBER(tes_replicator_desc_t, flags);
     end();
 
     STRUCT("QUANTUM", tes_quantum_t, "a quantized field of tes_replicator_desc_t's quanta.");
@@ -373,6 +374,10 @@ static void constants(void) {
           "A delta's header (docs/format.md): where its flags are, and the keyframe flag.");
     value("flags", TESI_DELTA_FLAGS_BYTE);
     value("keyframe", TESI_DELTA_KEYFRAME);
+    end();
+
+    group("REPLICATOR_FLAGS", "tes_replicator_desc_t.flags.");
+    value("changed_fields", TES_REPLICATOR_CHANGED_FIELDS);
     end();
 
     group("PEER_FLAGS", "tes_peer_create's flags.");

@@ -145,6 +145,14 @@ static bool is_keyframe(const delta_copy_t *d) {
     return (d->bytes[6] & 1) != 0;
 }
 
+static tes_replicator_t *replicator_with(tes_world_t *world, tes_query_t *scope, uint32_t history,
+                                         uint32_t flags) {
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {.scope = scope, .history = history, .flags = flags};
+    CHECK_OK(tes_replicator_create(world, &desc, &rep));
+    return rep;
+}
+
 static tes_replicator_t *replicator(tes_world_t *world, tes_query_t *scope, uint32_t history) {
     tes_replicator_t *rep = NULL;
     tes_replicator_desc_t desc = {.scope = scope, .history = history};
@@ -159,10 +167,11 @@ static void apply(const world_t *replica, const delta_copy_t *d, bool expect_app
     if (expect_applied) CHECK_EQ(tes_replica_tick(replica->world), d->tick);
 }
 
-TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
+/* With TES_REPLICATOR_CHANGED_FIELDS too: records then carry only the fields that changed. */
+static void check_a_delta_per_tick(uint32_t flags) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
         world_t source = make(), replica = make();
-        tes_replicator_t *rep = replicator(source.world, NULL, 0);
+        tes_replicator_t *rep = replicator_with(source.world, NULL, 0, flags);
         fx_rng_t rng = {seed};
         live_t live = {.n = 0};
         for (uint32_t i = 0; i < 40; i++)
@@ -187,11 +196,16 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
     }
 }
 
-TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
+TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
+    check_a_delta_per_tick(0);
+    check_a_delta_per_tick(TES_REPLICATOR_CHANGED_FIELDS);
+}
+
+static void check_baseline_rules(uint32_t flags) {
     enum { TICKS = 80, LAG = 3 };
     for (uint64_t seed = 11; seed <= 14; seed++) {
         world_t source = make(), replica = make();
-        tes_replicator_t *rep = replicator(source.world, NULL, 32);
+        tes_replicator_t *rep = replicator_with(source.world, NULL, 32, flags);
         fx_rng_t rng = {seed};
         live_t live = {.n = 0};
         delta_copy_t sent[TICKS];
@@ -244,6 +258,11 @@ TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
         }
         CHECK_OK(tes_world_validate(replica.world));
     }
+}
+
+TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
+    check_baseline_rules(0);
+    check_baseline_rules(TES_REPLICATOR_CHANGED_FIELDS);
 }
 
 TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica) {
@@ -1022,7 +1041,9 @@ TEST(peers_with_visibility_hold_exactly_what_they_are_shown_after_every_tick) {
  * owed by the budget must not be lost with a delta that carried it. */
 static void check_budget_converges(uint32_t flags, uint32_t budget, uint64_t seed) {
     world_t source = make(), replica = make();
-    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    /* Odd seeds send only the changed fields: withheld records go whole all the same. */
+    tes_replicator_t *rep =
+        replicator_with(source.world, NULL, 0, seed % 2 ? TES_REPLICATOR_CHANGED_FIELDS : 0);
     tes_peer_t *peer = peer_of(rep, flags);
     fx_rng_t rng = {seed};
     live_t live = {.n = 0};
@@ -1658,4 +1679,80 @@ TEST(corrupt_quantized_deltas_are_refused_or_applied_whole) {
     check_quantized(&source, &replica, e, 6);
     free(key.bytes);
     free(d.bytes);
+}
+
+/* ---- only the changed fields ------------------------------------------------------------ */
+
+/* One entity with Body (x f32, hp i16, tags u8[3], mass f64) and a replica at the keyframe; the
+ * delta after `hp` alone changed. */
+typedef struct one_field_t {
+    world_t source, replica;
+    tes_entity_t e;
+    delta_copy_t d;
+} one_field_t;
+
+static one_field_t one_field_changed(uint32_t flags) {
+    one_field_t t = {make(), make(), 0, {NULL, 0, 0}};
+    tes_replicator_t *rep = replicator_with(t.source.world, NULL, 0, flags);
+    CHECK_OK(tes_spawn(t.source.world, &t.source.body, 1, &t.e));
+    CHECK_OK(tes_set_number(t.source.world, t.e, t.source.body, 0, 0, 1.5));
+    delta_copy_t key = encode(rep, 0);
+    apply(&t.replica, &key, true);
+    free(key.bytes);
+    CHECK_OK(tes_set_number(t.source.world, t.e, t.source.body, 1, 0, 77));
+    CHECK_OK(tes_set_number(t.source.world, t.e, t.source.body, 0, 0, 1.5)); /* the same value */
+    t.d = encode(rep, key.tick);
+    return t;
+}
+
+TEST(with_changed_fields_a_record_carries_only_the_fields_whose_values_changed) {
+    one_field_t all = one_field_changed(0), some = one_field_changed(TES_REPLICATOR_CHANGED_FIELDS);
+    /* All four fields (17 bytes) against a mask byte and hp's 2 bytes. */
+    CHECK_EQ(all.d.size - some.d.size, 17 - 3);
+    apply(&some.replica, &some.d, true);
+    check_same(&some.source, &some.replica, 1);
+    double hp = 0;
+    CHECK_OK(tes_get_number(some.replica.world, some.e, some.replica.body, 1, 0, &hp));
+    CHECK_EQ(hp, 77);
+    free(all.d.bytes);
+    free(some.d.bytes);
+}
+
+/* The byte offset of the first record's first component mask (Body's: the first component)
+ * in a delta with no gone entries and one record that is not whole. */
+static uint32_t first_mask_at(const delta_copy_t *d) {
+    cursor_t c = {d->bytes, 16};
+    take_varint64(&c), take_varint64(&c), take_u32(&c);
+    uint32_t count = take_varint(&c);
+    for (uint32_t i = 0; i < count; i++)
+        take_varint(&c);
+    CHECK_EQ(take_varint(&c), 0);     /* gone */
+    CHECK_EQ(take_varint(&c), 1);     /* records */
+    CHECK_EQ(take_varint(&c) & 1, 0); /* not whole */
+    return c.at + 2;                  /* five components' states: two bytes */
+}
+
+TEST(bad_field_masks_are_refused_and_leave_the_replica_as_it_was) {
+    one_field_t t = one_field_changed(TES_REPLICATOR_CHANGED_FIELDS);
+    uint32_t at = first_mask_at(&t.d);
+    CHECK_EQ(t.d.bytes[at], 1u << 1); /* hp */
+    fx_snapshot_t *before = fx_snapshot_new();
+    fx_snapshot_take_full(before, t.replica.world);
+    uint64_t tick = tes_replica_tick(t.replica.world);
+    /* No field, every field (that is state 3's), a field the component lacks. */
+    const uint8_t bad[] = {0, 0xF, 0x12};
+    for (uint32_t i = 0; i < sizeof bad; i++) {
+        uint8_t *copy = (uint8_t *)malloc(t.d.size);
+        CHECK(copy != NULL);
+        memcpy(copy, t.d.bytes, t.d.size);
+        copy[at] = bad[i];
+        crc32_reseal(copy, t.d.size);
+        check_refused(&t.replica, copy, t.d.size, before, tick);
+        free(copy);
+    }
+    /* Some values of a component the replica's entity lacks. */
+    CHECK_OK(tes_remove(t.replica.world, t.e, t.replica.body));
+    fx_snapshot_take_full(before, t.replica.world);
+    check_refused(&t.replica, t.d.bytes, t.d.size, before, tick);
+    free(t.d.bytes);
 }

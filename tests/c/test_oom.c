@@ -240,7 +240,9 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
     /* Replication: a replicator (its consumer queries, the index stamps), a keyframe, a delta
      * after spawns, pair changes and a reordered child, a peer's, and one after a new component. */
     tes_replicator_t *rep = NULL;
-    STEP(tes_replicator_create(w, &(tes_replicator_desc_t){.history = 4}, &rep));
+    /* (Sending only changed fields: the shadows of values are allocated while encoding.) */
+    STEP(tes_replicator_create(
+        w, &(tes_replicator_desc_t){.history = 4, .flags = TES_REPLICATOR_CHANGED_FIELDS}, &rep));
     const uint8_t *bytes = NULL;
     uint32_t size = 0;
     uint64_t tick = 0, keyframe_tick = 0;

@@ -469,4 +469,30 @@ describe('deltas', () => {
         const replica = await newWorld();
         expect(replica.applyDelta(peer.encode().bytes)).toBe(true);
     });
+
+    test('changedFields: a component whose one field changed costs that field and a mask byte', async () => {
+        const source = await newWorld();
+        const entities = source.spawnMany(100, Pos);
+        for (const [i, e] of entities.entries()) source.set(e, Pos, { x: i, y: -i, hp: i, path: [i, i] });
+        const peers = [false, true].map((changedFields) => source.replicator({ components: [Pos], changedFields }).peer());
+        const replicas = [await newWorld(), await newWorld()];
+        const sizes: number[][] = [[], []];
+        for (let tick = 0; tick < 4; tick++) {
+            // Ten entities' hp change (a field of 2 bytes); the rest of Pos (24 bytes) stays.
+            for (let i = tick; i < 100; i += 10) source.set(entities[i]!, Pos, 'hp', 1000 + tick);
+            peers.forEach((peer, k) => {
+                const d = peer.encode();
+                sizes[k]!.push(d.bytes.length);
+                expect(replicas[k]!.applyDelta(d.bytes.slice())).toBe(true);
+                peer.ack(d.tick);
+            });
+            for (const e of entities) {
+                expect(replicas[1]!.get(e, Pos)).toEqual(source.get(e, Pos));
+                expect(replicas[0]!.get(e, Pos)).toEqual(source.get(e, Pos));
+            }
+        }
+        // After the keyframes: 10 records of 26 value bytes against 10 of 2 bytes and a mask.
+        for (let tick = 1; tick < 4; tick++) expect(sizes[0]![tick]! - sizes[1]![tick]!).toBe(10 * (26 - 3));
+        expectError(() => source.replicator({ changedFields: 'yes' as never }), 'INVALID_ARGUMENT', { operation: 'world.replicator' });
+    });
 });
