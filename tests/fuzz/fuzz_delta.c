@@ -201,9 +201,13 @@ static void source_create(source_t *s, const uint8_t **keyframe, uint32_t *size,
      * varint values and the schema's steps. */
     const tes_quantum_t quanta[] = {
         {s->c[BODY], 0, 0.25}, {s->c[VEL], 0, 0.01}, {s->c[VEL], 1, 0.5}, {s->c[WEIGHT], 0, 0.1}};
-    must(tes_replicator_create(
-        w, &(tes_replicator_desc_t){.history = 256, .quanta = quanta, .quantum_count = 4},
-        &s->rep));
+    /* Only the changed fields travel: seeds carry field masks (Body's writes change some). */
+    must(tes_replicator_create(w,
+                               &(tes_replicator_desc_t){.history = 256,
+                                                        .quanta = quanta,
+                                                        .quantum_count = 4,
+                                                        .flags = TES_REPLICATOR_CHANGED_FIELDS},
+                               &s->rep));
     must(tes_delta_encode(s->rep, 0, keyframe, size, tick));
 }
 
