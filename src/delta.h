@@ -16,6 +16,9 @@
 #define SOME_VALUES   2u     /* present, a field mask and the values of those fields follow */
 #define WITH_VALUES   3u     /* present, and its values follow */
 #define DATA          0x100u /* on a pair event's kind: the pair's data follows */
+/* Up to this many such components, a record's states ride in its head varint (above its whole
+ * bit, below its gap) instead of bytes of their own. */
+#define HEAD_STATES   5u
 /* A quantized element's varint: 0 escapes (the exact bytes follow), else zigzag(q) + 1. */
 #define ESCAPE        0u
 /* The largest |value / step| sent as an integer: every q up to it is exact in a double. */

@@ -541,10 +541,16 @@ static bool replay_parent(after_t *a, uint32_t kind, tes_entity_t source, tes_en
 static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap,
                         uint32_t *previous, tes_entity_t *out_handle) {
     uint32_t head = tesi_get_varint(r);
-    uint64_t index = (uint64_t)*previous + (head >> 1);
+    /* With few components (HEAD_STATES) their states ride in the head, above the whole bit. */
+    uint32_t plain = d->plain;
+    bool in_head = plain <= HEAD_STATES;
+    uint32_t gap = in_head ? head >> (1 + 2 * plain) : head >> 1;
+    uint32_t bits = in_head ? (head >> 1) & ((1u << (2 * plain)) - 1) : 0;
+    uint8_t head_states[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)}; /* as state bytes read */
+    uint64_t index = (uint64_t)*previous + gap;
     bool whole = head & 1u;
     tes_entity_t e = 0;
-    if (r->result == TES_OK && (head >> 1) && index <= TESI_INDEX_MASK) {
+    if (r->result == TES_OK && gap && index <= TESI_INDEX_MASK) {
         if (whole) {
             uint32_t generation = tesi_get_varint(r);
             if (generation < (1u << TES_GENERATION_BITS))
@@ -561,10 +567,9 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
     }
     /* Two bits per component that is not a relation, low bits first; the bits past the last
      * are 0. */
-    uint32_t plain = d->plain;
-    const uint8_t *states = tesi_span(r, (2 * plain + 7) / 8, 1);
+    const uint8_t *states = in_head ? head_states : tesi_span(r, (2 * plain + 7) / 8, 1);
     if (r->result != TES_OK) return;
-    if ((2 * plain) % 8 && states[(2 * plain) / 8] >> ((2 * plain) % 8)) {
+    if (!in_head && (2 * plain) % 8 && states[(2 * plain) / 8] >> ((2 * plain) % 8)) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
         return;
     }

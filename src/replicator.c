@@ -713,15 +713,23 @@ static void put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, 
         states[k++] = state;
     }
     /* Room for the longest form, then plain stores; what the varints did not take is given back.
-     * A record is on the hot path when most of the world changes every tick. */
-    uint32_t state_bytes = (2 * k + 7) / 8, room = 10 + state_bytes + values;
+     * A record is on the hot path when most of the world changes every tick. With few
+     * components the states ride in the head, between the gap and the whole bit. */
+    bool in_head = k <= HEAD_STATES;
+    uint32_t state_bytes = in_head ? 0 : (2 * k + 7) / 8, room = 10 + state_bytes + values;
     uint8_t *start = tesi_room(w, room);
     if (!start) return;
-    uint8_t *out = tesi_varint_to(start, (index - *previous) << 1 | (whole ? 1u : 0u));
+    uint64_t head = index - *previous;
+    if (in_head) {
+        head <<= 2 * k;
+        for (uint32_t j = 0; j < k; j++)
+            head |= (uint64_t)states[j] << (2 * j);
+    }
+    uint8_t *out = tesi_varint_to(start, head << 1 | (whole ? 1u : 0u));
     *previous = index;
     if (whole) out = tesi_varint_to(out, e >> TES_INDEX_BITS);
     memset(out, 0, state_bytes);
-    for (uint32_t j = 0; j < k; j++)
+    for (uint32_t j = 0; !in_head && j < k; j++)
         out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
     out += state_bytes;
     quantum = rep->quanta;

@@ -715,24 +715,29 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
     uint32_t records = take_varint(&c);
     put_varint(&o, records);
     uint32_t index = 0, written = 0;
+    /* Up to five components, the states ride in the head (above the whole bit). */
+    bool in_head = plain <= 5;
     for (uint32_t r = 0; r < records; r++) {
         uint32_t head = take_varint(&c);
-        index += head >> 1;
+        uint32_t bits = in_head ? (head >> 1) & ((1u << (2 * plain)) - 1) : 0;
+        uint8_t head_states[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)};
+        index += in_head ? head >> (1 + 2 * plain) : head >> 1;
         CHECK(head & 1u); /* the tests rename entities of whole records */
         tes_entity_t e = renamed(index | take_varint(&c) << TES_INDEX_BITS, from, to, n);
         uint32_t at = e & ((1u << TES_INDEX_BITS) - 1);
         CHECK(at > written);
-        put_varint(&o, (at - written) << 1 | 1u);
+        put_varint(&o, in_head ? ((at - written) << (2 * plain) | bits) << 1 | 1u
+                               : (at - written) << 1 | 1u);
         put_varint(&o, e >> TES_INDEX_BITS);
         written = at;
-        const uint8_t *states = d->bytes + c.at;
-        uint32_t state_bytes = (2 * plain + 7) / 8, values = 0;
+        const uint8_t *states = in_head ? head_states : d->bytes + c.at;
+        uint32_t state_bytes = in_head ? 0 : (2 * plain + 7) / 8, values = 0;
         for (uint32_t i = 0, j = 0; i < count; i++) {
             if (info[i].flags & TES_COMPONENT_RELATION) continue;
             if (((states[j / 4] >> (2 * (j % 4))) & 3u) == 3u) values += info[i].row_bytes;
             j++;
         }
-        put_bytes(&o, states, state_bytes + values);
+        put_bytes(&o, d->bytes + c.at, state_bytes + values);
         c.at += state_bytes + values;
     }
     for (uint32_t i = 0; i < count; i++) {
@@ -1728,8 +1733,8 @@ static uint32_t first_mask_at(const delta_copy_t *d) {
         take_varint(&c);
     CHECK_EQ(take_varint(&c), 0);     /* gone */
     CHECK_EQ(take_varint(&c), 1);     /* records */
-    CHECK_EQ(take_varint(&c) & 1, 0); /* not whole */
-    return c.at + 2;                  /* five components' states: two bytes */
+    CHECK_EQ(take_varint(&c) & 1, 0); /* not whole; the five components' states in the head */
+    return c.at;
 }
 
 TEST(bad_field_masks_are_refused_and_leave_the_replica_as_it_was) {
