@@ -35,9 +35,10 @@ export interface ReplicatorOptions {
      */
     readonly scope?: { readonly all?: readonly Term[]; readonly none?: readonly Term[]; readonly any?: readonly Term[] };
     /**
-     * How many of its latest encodes the replicator keeps the changes of (default 64). A
-     * replica whose acknowledged tick is older gets a keyframe instead; it never holds back
-     * the world's change history.
+     * How many of its latest encodes the replicator keeps the changes of, per peer (default
+     * 64): with P peers each encoding once a frame, P x history encodes, so about `history`
+     * frames. A replica whose acknowledged tick is older gets a keyframe instead; it never
+     * holds back the world's change history longer.
      */
     readonly history?: number;
     /**
@@ -336,14 +337,18 @@ export class Replicator {
     }
 
     /**
-     * @internal Before a peer encodes: no open peer that acknowledged anything needs changes
-     * older than the oldest of their acknowledgements, so the world may prune them (a peer
-     * that acknowledged nothing gets a keyframe anyway). Then an encode walks what changed
-     * since then, not the whole history.
+     * @internal Before a peer encodes: no open peer needs changes older than the oldest tick it
+     * may still acknowledge ({@link Peer.holds}: its acknowledgement, or the first delta sent to
+     * a peer that has acknowledged nothing yet), so the world may prune them. Then an encode
+     * walks what changed since then, not the whole history. (Releasing past a new peer's first
+     * keyframe made its acknowledgement of it too old: a keyframe again, one per update.)
      */
     releaseAcknowledged(): void {
         let oldest = Infinity;
-        for (const peer of this.peers) if (peer.acked > 0 && peer.acked < oldest) oldest = peer.acked;
+        for (const peer of this.peers) {
+            const held = peer.holds;
+            if (held > 0 && held < oldest) oldest = held;
+        }
         if (oldest !== Infinity) {
             this.world.check(this.world.heap.exports.tes_replicator_release(this.pointer, BigInt(oldest)), 'replicator.encode');
         }
@@ -396,6 +401,8 @@ export class Peer {
     /** True when it sees only what {@link Peer.show} showed it. */
     readonly explicit: boolean;
     private ackedTick = 0;
+    /** While nothing is acknowledged: the tick of the first delta sent since (0: none yet). */
+    private firstSent = 0;
     private budgetBytes = 0;
     private closed = false;
 
@@ -446,10 +453,21 @@ export class Peer {
         if (tick > this.ackedTick) this.ackedTick = tick;
     }
 
+    /**
+     * @internal The oldest baseline this peer may still ask for: its acknowledged tick, or, while
+     * it has acknowledged nothing, the first delta sent to it since (its first acknowledgement
+     * is of that one or a later one: released past it, that would be a keyframe again); 0 for
+     * nothing yet.
+     */
+    get holds(): number {
+        return this.ackedTick > 0 ? this.ackedTick : this.firstSent;
+    }
+
     /** Forgets the acknowledgements (a replica that restarted): the next encode is a keyframe. */
     reset(): void {
         this.live('peer.reset');
         this.ackedTick = 0;
+        this.firstSent = 0;
     }
 
     /**
@@ -501,7 +519,9 @@ export class Peer {
         const out = heap.scratch;
         const result = heap.exports.tes_peer_encode(this.pointer, BigInt(this.ackedTick), this.budgetBytes, out, out + 4, out + 8);
         checkOutsideRun(replicator.world, result, operation);
-        return replicator.delta(out);
+        const delta = replicator.delta(out);
+        if (this.ackedTick === 0 && this.firstSent === 0) this.firstSent = delta.tick;
+        return delta;
     }
 
     /**

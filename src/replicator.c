@@ -43,7 +43,10 @@ struct tes_replicator_t {
     /* One consumer query per watched component (replicated or a scope term). */
     struct watch_t *watched;
     uint32_t watched_count;
-    uint64_t *history; /* ticks of the latest encodes, a ring of `history_slots` */
+    /* Ticks of the latest encodes, a ring of `history_slots`: `history_per_peer` encodes for each
+     * peer (at least one), as each peer's encode is one. */
+    uint64_t *history;
+    uint32_t history_per_peer;
     uint32_t history_slots;
     uint32_t history_count;
     uint32_t history_next;
@@ -141,9 +144,30 @@ tes_world_t *tesi_replicator_world(const tes_replicator_t *rep) {
     return rep->world;
 }
 
+/* Room in the history for `peers` peers' encodes: a server updating each of its P clients every
+ * frame encodes P times a frame, so a ring of `history` encodes would hold history / P frames
+ * (64 encodes, 40 clients: acknowledgements 2 frames late got keyframes). The ring grows, its
+ * entries kept in order; it never shrinks. */
+static tes_result_t history_reserve(tes_replicator_t *rep, uint32_t peers) {
+    uint64_t wanted = (uint64_t)rep->history_per_peer * (peers ? peers : 1);
+    if (wanted <= rep->history_slots) return TES_OK;
+    if (wanted > UINT32_MAX / sizeof *rep->history) return TES_ERR_OUT_OF_MEMORY;
+    uint64_t *ring = tesi_alloc(rep->world, (size_t)wanted * sizeof *ring);
+    if (!ring) return TES_ERR_OUT_OF_MEMORY;
+    uint32_t oldest = rep->history_count < rep->history_slots ? 0 : rep->history_next;
+    for (uint32_t i = 0; i < rep->history_count; i++)
+        ring[i] = rep->history[(oldest + i) % rep->history_slots];
+    tesi_free(rep->world, rep->history, rep->history_slots * sizeof *rep->history);
+    rep->history = ring;
+    rep->history_slots = (uint32_t)wanted;
+    rep->history_next = rep->history_count;
+    return TES_OK;
+}
+
 tes_result_t tesi_replicator_add_peer(tes_replicator_t *rep, tes_peer_t *peer) {
     tes_result_t result = tesi_reserve(rep->world, (void **)&rep->peers, &rep->peer_slots,
                                        rep->peer_count + 1, sizeof *rep->peers, 4);
+    if (result == TES_OK) result = history_reserve(rep, rep->peer_count + 1);
     if (result == TES_OK) rep->peers[rep->peer_count++] = peer;
     return result;
 }
@@ -341,7 +365,7 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
               (rep->watched = tesi_alloc(world, slots * sizeof *rep->watched)) &&
               (rep->ids = tesi_alloc(world, slots * sizeof *rep->ids));
     if (ok && (rep->history = tesi_alloc(world, history * sizeof *rep->history))) {
-        rep->history_slots = history;
+        rep->history_slots = rep->history_per_peer = history;
     }
     if (ok && (desc->flags & TES_REPLICATOR_CHANGED_FIELDS)) {
         ok = (rep->masks = tesi_alloc(world, slots * sizeof *rep->masks)) != NULL;

@@ -1036,7 +1036,9 @@ TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8
  * acknowledge ticks late, a lost delta is covered by the next one (computed from the last
  * acknowledged baseline), and a late delta (its tick not newer than the replica's) is skipped.
  *
- * History: a replicator keeps the changes of its last `history` encodes. A baseline older than
+ * History: a replicator keeps the changes of its last `history` encodes, times the number of its
+ * peers when it has several (each peer's encode is one: a server updating P clients a frame
+ * encodes P times a frame, so `history` counts frames for it). A baseline older than
  * that (or 0, a new replica) gets a keyframe instead: every entity in scope with every value,
  * and every pair, after which the replica holds exactly those (entities it has and the keyframe
  * lacks are despawned). So a slow or lost replica never holds back pruning.
@@ -1083,7 +1085,7 @@ typedef struct tes_replicator_desc_t {
     const tes_component_t *components; /* NULL: every component registered without LOCAL */
     uint32_t component_count;
     tes_query_t *scope;          /* NULL: every entity */
-    uint32_t history;            /* encodes whose changes stay available (0: 64) */
+    uint32_t history;            /* encodes whose changes stay available, per peer (0: 64) */
     const tes_quantum_t *quanta; /* fields sent quantized (NULL: every field exact) */
     uint32_t quantum_count;
     uint32_t flags; /* TES_REPLICATOR_* */

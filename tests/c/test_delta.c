@@ -1761,3 +1761,27 @@ TEST(bad_field_masks_are_refused_and_leave_the_replica_as_it_was) {
     check_refused(&t.replica, t.d.bytes, t.d.size, before, tick);
     free(t.d.bytes);
 }
+
+TEST(the_history_counts_each_peers_encodes_so_many_peers_lagging_a_little_get_deltas) {
+    world_t source = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 4); /* 4 encodes a peer */
+    enum { PEERS = 10, LAG = 2 };
+    tes_peer_t *peers[PEERS];
+    uint64_t ticks[PEERS][LAG + 1] = {{0}};
+    for (int p = 0; p < PEERS; p++)
+        peers[p] = peer_of(rep, 0);
+    fx_rng_t rng = {71};
+    live_t live = {.n = 0};
+    for (uint32_t tick = 0; tick < 20; tick++) {
+        fx_mixed_changes(&source, &rng, &live, 3, tick * 10);
+        for (int p = 0; p < PEERS; p++) {
+            /* Each peer acknowledges the delta of LAG updates ago. */
+            delta_copy_t d = peer_encode(peers[p], ticks[p][0], 0);
+            CHECK_EQ(is_keyframe(&d), tick < LAG + 1);
+            memmove(ticks[p], ticks[p] + 1, LAG * sizeof ticks[p][0]);
+            ticks[p][LAG] = d.tick;
+            free(d.bytes);
+        }
+        CHECK_OK(tes_tick(source.world));
+    }
+}

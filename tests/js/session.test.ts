@@ -265,6 +265,40 @@ describe('replication sessions', () => {
     });
 });
 
+describe('many clients', () => {
+    test('forty clients whose acknowledgements come back three frames late get deltas, not keyframes', async () => {
+        const world = await newWorld();
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const rnd = random(20261128);
+        const clients = [];
+        for (let i = 0; i < 40; i++) clients.push(attach(server, await newWorld(), rnd, 0, 3));
+        // Keyframes sent to a client that acknowledged one already (until then each update sends
+        // one): a keyframe has the flag in its header (after the type byte).
+        let keyframes = 0;
+        for (const client of clients) {
+            const send = client.down.send.bind(client.down);
+            client.down.send = (bytes: Uint8Array) => {
+                const keyframe = bytes[0] === MESSAGE.delta && (bytes[1 + 6]! & 1) !== 0;
+                if (keyframe && client.connection.acked > 0) keyframes++;
+                send(bytes);
+            };
+        }
+        const live: number[] = [];
+        for (let frame = 0; frame < 60; frame++) {
+            change(world, rnd, live);
+            server.update();
+            for (const client of clients) client.pump();
+        }
+        for (let frame = 0; frame < 8; frame++) {
+            server.update();
+            for (const client of clients) client.pump();
+        }
+        for (const client of clients) expect(state(client.client.world)).toEqual(state(world));
+        // None: a replicator that kept 64 encodes (1.6 frames of 40 clients) sent only keyframes.
+        expect(keyframes).toBe(0);
+    });
+});
+
 describe('per-client interest and budgets', () => {
     /** The replicated state a client of the region should hold: its entities, parents it also sees. */
     function stateIn(world: World, inside: (e: number) => boolean): Map<number, unknown[]> {
