@@ -36,6 +36,113 @@ struct tesi_quantum_t {
 };
 typedef struct tesi_quantum_t tesi_quantum_t;
 
+/* ---- the replicator (replicator.c), and an encode (delta_collect.c, delta_write.c) -------- */
+
+/* Marks on entity indices while an encode collects them. */
+#define TOUCHED  1u
+#define WHOLE    2u  /* every value goes: the entity was spawned, or may have entered the scope */
+#define PRESENT  4u  /* alive and in scope now: a record, else a gone entry */
+#define ORDERED  8u  /* a target whose sources' order goes (a moved event) */
+#define OWED     16u /* the peer is owed its record: it goes whole */
+#define WITHHELD 32u /* present, but its record did not fit the peer's budget */
+
+/* A component the replicator keeps the changes of, and the query that keeps them. */
+typedef struct watch_t {
+    tes_component_t component;
+    bool term; /* the scope tests it */
+    tes_query_t *query;
+} watch_t;
+
+struct tes_replicator_t {
+    tes_world_t *world;
+    tes_component_t *components; /* replicated, ascending */
+    uint32_t component_count;
+    /* Without a list of components: every one without TES_COMPONENT_LOCAL, those registered
+     * later too (adopted by the next encode, which is then a keyframe for every replica). */
+    bool every;
+    uint32_t seen; /* components looked at so far */
+    tes_query_t *scope;
+    /* One consumer query per watched component (replicated or a scope term). */
+    struct watch_t *watched;
+    uint32_t watched_count;
+    /* Ticks of the latest encodes, a ring of `history_slots`: `history_per_peer` encodes for each
+     * peer (at least one), as each peer's encode is one. */
+    uint64_t *history;
+    uint32_t history_per_peer;
+    uint32_t history_slots;
+    uint32_t history_count;
+    uint32_t history_next;
+    uint64_t created;  /* the change tick when tracking started */
+    uint64_t released; /* no replica needs a baseline before it (tes_replicator_release) */
+    uint8_t *bytes;    /* the latest delta */
+    uint32_t byte_slots;
+    uint32_t *ids;  /* a record's component ids while it is written */
+    uint8_t *marks; /* by entity index */
+    uint32_t mark_slots;
+    uint32_t *touched; /* indices marked TOUCHED, each once */
+    uint32_t *spare;   /* as long as touched, in the same block: for sorting */
+    uint32_t touched_slots;
+    uint32_t touched_count;
+    tes_entity_t *ordered; /* targets marked ORDERED */
+    uint32_t ordered_slots;
+    /* The replicated components' schemas as a keyframe writes them, and the CRC every delta
+     * carries (of the ids and these bytes): a replica maps ids by name once, at a keyframe. */
+    uint8_t *schema;
+    uint32_t schema_size;
+    uint32_t ids_size; /* the schema's first bytes: the ids, as every delta writes them */
+    uint32_t schema_slots;
+    uint32_t schema_crc;
+    uint32_t flags; /* TES_REPLICATOR_* */
+    /* CHANGED_FIELDS: by component id, the shadows of its entities' values (see observe), and a
+     * record's field masks while it is written; the tick the encode writes. */
+    tesi_paged_t *shadows;
+    uint32_t shadow_slots;
+    uint64_t *masks;
+    uint64_t now;
+    tes_peer_t **peers; /* its peers (peer.c), destroyed with it */
+    uint32_t peer_count;
+    uint32_t peer_slots;
+    tes_peer_t *peer; /* the peer an encode is for (NULL: none) */
+    /* A budgeted encode's due records, and one record written aside to learn its size. */
+    struct due_t *due;
+    uint32_t due_slots;
+    uint8_t *aside;
+    uint32_t aside_slots;
+    /* The fields sent quantized, by (component, field); written in the schema too. */
+    tesi_quantum_t *quanta;
+    uint32_t quantum_count;
+};
+
+/* A record due in a budgeted encode: which goes is decided by score. */
+typedef struct due_t {
+    float score;
+    uint32_t index;
+    uint32_t size;
+    uint32_t order; /* its place in the touched list: ties go in index order */
+} due_t;
+
+/* Room to list every entity index once (touched and spare share one block). */
+tes_result_t tesi_touched_reserve(tes_replicator_t *rep, uint32_t n);
+/* What changed since `baseline` (for the encode's peer too): the touched indices, sorted, marked
+ * PRESENT where a live entity in scope (and in the peer's view) is. */
+tes_result_t tesi_collect(tes_replicator_t *rep, uint64_t baseline);
+/* A peer's keyframe: every live entity listed so, and what the peer is owed. */
+tes_result_t tesi_collect_all(tes_replicator_t *rep, uint64_t baseline);
+/* Whether the live entity is in the replicator's scope. */
+tes_result_t tesi_in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out);
+/* Under a budget: marks WITHHELD the due records that do not fit, their sights reserved. */
+tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe, uint32_t budget);
+/* After a peer's delta was written: withheld owed, owed sent, gone forgiven. */
+void tesi_settle_peer(tes_replicator_t *rep, uint64_t now);
+/* One entity's record (docs/format.md, "Entities"). */
+void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, uint64_t baseline,
+                     bool whole, uint32_t *previous);
+/* A whole delta; `listed`: records from the touched list (else a keyframe walks the world). */
+tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
+                              uint64_t now, bool keyframe, bool listed);
+/* The bytes of a component's shadow of one entity (CHANGED_FIELDS). */
+uint32_t tesi_shadow_size(const tesi_component_t *c);
+
 /* ---- peers (peer.c) ---------------------------------------------------------------------- */
 
 /* What a peer knows of one entity index, in a paged array by index (zeros: nothing). */

@@ -1,0 +1,419 @@
+/* Encoding, the bytes (docs/format.md, "tessera delta format"): a delta's head, gone entries,
+ * records (states, field masks, values exact or quantized) and pair events, from the touched
+ * indices delta_collect.c marked. */
+#include "delta.h"
+
+/* A component's shadow of one entity (CHANGED_FIELDS): the entity's generation + 1 (0: none
+ * yet), then per field the tick of the encode that first saw its current value, then the values
+ * packed. */
+uint32_t tesi_shadow_size(const tesi_component_t *c) {
+    return 8u + 8u * c->field_count + ((c->row_bytes + 7u) & ~7u);
+}
+
+/* A quantized field's elements at `out` (room for TESI_VARINT_MAX each): zigzag(q) + 1 with
+ * q = llround(value / step), or ESCAPE and the exact bytes for a value that is not finite or too
+ * far from 0. The byte after them. */
+static uint8_t *put_quantized(uint8_t *out, const uint8_t *from, const tesi_quantum_t *quantum) {
+    for (uint32_t i = 0; i < quantum->length; i++, from += quantum->size) {
+        double value;
+        if (quantum->size == sizeof(float)) {
+            float f;
+            memcpy(&f, from, sizeof f);
+            value = f;
+        } else {
+            memcpy(&value, from, sizeof value);
+        }
+        double scaled = value / quantum->step;
+        if (!isfinite(scaled) || fabs(scaled) > QUANTUM_LIMIT) {
+            *out++ = ESCAPE;
+            memcpy(out, from, quantum->size);
+            out += quantum->size;
+            continue;
+        }
+        /* llround without libm: the truncation and its remainder are exact below 2^53. */
+        int64_t q = (int64_t)scaled;
+        double rest = scaled - (double)q;
+        q += rest >= 0.5 ? 1 : rest <= -0.5 ? -1 : 0;
+        uint64_t zigzag = (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
+        out = tesi_varint_to(out, zigzag + 1);
+    }
+    return out;
+}
+
+/* Where field f of component `id` of a live entity is. */
+static const uint8_t *field_cell(const tes_world_t *world, const tesi_record_t *record,
+                                 tes_component_t id, uint32_t index, uint32_t f) {
+    const tesi_component_t *c = &world->components[id];
+    if (tesi_is_sparse(c)) {
+        const uint8_t *row =
+            tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+        return row + c->fields[f].offset;
+    }
+    const tesi_archetype_t *a = record->chunk->archetype;
+    return tesi_cell(record->chunk, tesi_column_of(a, tesi_type_index(a, id), f), record->row);
+}
+
+/* Every field of a component, as a mask. */
+static uint64_t all_fields(const tesi_component_t *c) {
+    return c->field_count >= 64 ? UINT64_MAX : (1ull << c->field_count) - 1;
+}
+
+/* CHANGED_FIELDS: the fields of component `id` of entity e that changed since the baseline (all
+ * of them when `all`: the replica may lack the component). Compares the values with the
+ * component's shadow of the entity, and stamps the fields that differ with the encode's tick:
+ * every encode that writes a record compares, so a field's tick is that of the first encode that
+ * saw its value, and a replica whose baseline is at or after it has the value. (A record written
+ * for no one, withheld by a budget, goes whole when it goes.) 0 with w->result set when the
+ * shadow's page cannot be allocated. */
+static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t id, tes_entity_t e,
+                        const tesi_record_t *record, bool all, uint64_t baseline) {
+    tes_world_t *world = rep->world;
+    const tesi_component_t *c = &world->components[id];
+    uint32_t index = e & TESI_INDEX_MASK, size = tesi_shadow_size(c);
+    tes_result_t result = TES_OK;
+    if (id >= rep->shadow_slots) {
+        uint32_t old = rep->shadow_slots;
+        result = tesi_reserve(world, (void **)&rep->shadows, &rep->shadow_slots, id + 1,
+                              sizeof *rep->shadows, 8);
+        if (result == TES_OK) {
+            memset(rep->shadows + old, 0, (rep->shadow_slots - old) * sizeof *rep->shadows);
+        }
+    }
+    if (result == TES_OK) {
+        result = tesi_paged_reserve(world, &rep->shadows[id], index, index + 1, size);
+    }
+    if (result != TES_OK) {
+        if (w->result == TES_OK) w->result = result;
+        return 0;
+    }
+    uint8_t *shadow = tesi_paged_at(&rep->shadows[id], index, size);
+    uint32_t generation;
+    memcpy(&generation, shadow, sizeof generation);
+    bool fresh = generation != (e >> TES_INDEX_BITS) + 1u;
+    generation = (e >> TES_INDEX_BITS) + 1u;
+    memcpy(shadow, &generation, sizeof generation);
+    uint8_t *values = shadow + 8u + 8u * c->field_count;
+    uint64_t mask = 0;
+    for (uint32_t f = 0, at = 0; f < c->field_count; at += c->fields[f++].bytes) {
+        const uint8_t *cell = field_cell(world, record, id, index, f);
+        uint64_t tick;
+        memcpy(&tick, shadow + 8u + 8u * f, sizeof tick);
+        if (fresh || memcmp(values + at, cell, c->fields[f].bytes) != 0) {
+            memcpy(values + at, cell, c->fields[f].bytes);
+            tick = rep->now;
+            memcpy(shadow + 8u + 8u * f, &tick, sizeof tick);
+        }
+        if (tick > baseline) mask |= 1ull << f;
+    }
+    return all ? all_fields(c) : mask;
+}
+
+/* A live entity's record (docs/format.md): its index as the gap from the previous record's
+ * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
+ * entity already, at that index); two bits per replicated component that is not a relation
+ * (absent, present, present with some values, present with values); then, for each component
+ * with values, its field mask when only some go, and the values of those added or changed since
+ * the baseline (all of them when `whole`). */
+void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, uint64_t baseline,
+                     bool whole, uint32_t *previous) {
+    const tes_world_t *world = rep->world;
+    const tesi_record_t *record = tesi_record_of(world, e);
+    const tesi_chunk_t *chunk = record->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    uint32_t index = e & TESI_INDEX_MASK;
+    uint32_t *states = rep->ids, k = 0, values = 0;
+    uint64_t *masks = rep->masks;
+    /* The quanta follow the components (both by id): quantum_end, those of components before. */
+    const tesi_quantum_t *quantum = rep->quanta;
+    const tesi_quantum_t *quantum_end = quantum ? quantum + rep->quantum_count : NULL;
+    for (uint32_t i = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_relation(c)) continue;
+        uint64_t added, changed; /* (replicated components are tracked) */
+        uint32_t state = ABSENT;
+        if (tes_ticks(world, e, id, &added, &changed) == TES_OK) {
+            bool with = c->field_count && (whole || added > baseline || changed > baseline);
+            state = with ? WITH_VALUES : PRESENT_STATE;
+            if (with && masks && c->field_count > 1) {
+                uint64_t mask = observe(w, rep, id, e, record, whole || added > baseline, baseline);
+                if (w->result != TES_OK) return;
+                state = mask == all_fields(c) ? WITH_VALUES : mask ? SOME_VALUES : PRESENT_STATE;
+                masks[k] = mask;
+            }
+            values += state == WITH_VALUES || state == SOME_VALUES ? c->row_bytes : 0;
+            values += state == SOME_VALUES ? TESI_VARINT_MAX : 0;
+        }
+        for (; quantum < quantum_end && quantum->component == id; quantum++) {
+            if (state == WITH_VALUES || state == SOME_VALUES) {
+                values += quantum->length * TESI_VARINT_MAX;
+            }
+        }
+        states[k++] = state;
+    }
+    /* Room for the longest form, then plain stores; what the varints did not take is given back.
+     * A record is on the hot path when most of the world changes every tick. With few
+     * components the states ride in the head, between the gap and the whole bit. */
+    bool in_head = k <= HEAD_STATES;
+    uint32_t state_bytes = in_head ? 0 : (2 * k + 7) / 8, room = 10 + state_bytes + values;
+    uint8_t *start = tesi_room(w, room);
+    if (!start) return;
+    uint64_t head = index - *previous;
+    if (in_head) {
+        head <<= 2 * k;
+        for (uint32_t j = 0; j < k; j++)
+            head |= (uint64_t)states[j] << (2 * j);
+    }
+    uint8_t *out = tesi_varint_to(start, head << 1 | (whole ? 1u : 0u));
+    *previous = index;
+    if (whole) out = tesi_varint_to(out, e >> TES_INDEX_BITS);
+    memset(out, 0, state_bytes);
+    for (uint32_t j = 0; !in_head && j < k; j++)
+        out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
+    out += state_bytes;
+    quantum = rep->quanta;
+    for (uint32_t i = 0, j = 0; i < rep->component_count; i++) {
+        tes_component_t id = rep->components[i];
+        const tesi_component_t *c = &world->components[id];
+        while (quantum < quantum_end && quantum->component < id)
+            quantum++;
+        if (tesi_is_relation(c)) continue;
+        uint32_t state = states[j];
+        uint64_t mask = state == SOME_VALUES ? masks[j] : UINT64_MAX;
+        j++;
+        if (state != WITH_VALUES && state != SOME_VALUES) continue;
+        if (state == SOME_VALUES) out = tesi_varint_to(out, mask);
+        const uint8_t *row = NULL;
+        uint32_t type = TESI_NO_TYPE;
+        if (tesi_is_sparse(c)) {
+            row = tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+        } else {
+            type = tesi_type_index(a, id);
+        }
+        for (uint32_t f = 0; f < c->field_count; f++) {
+            bool quantized =
+                quantum < quantum_end && quantum->component == id && quantum->field == f;
+            if (!(mask >> f & 1u)) {
+                quantum += quantized;
+                continue;
+            }
+            const uint8_t *from = row ? row + c->fields[f].offset
+                                      : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
+            if (quantized) {
+                out = put_quantized(out, from, quantum++);
+                continue;
+            }
+            memcpy(out, from, c->fields[f].bytes);
+            out += c->fields[f].bytes;
+        }
+    }
+    w->size -= (uint32_t)(start + room - out);
+}
+
+/* Whether a record goes whole and brings its pairs from before the baseline: it may have
+ * entered the scope or the peer's view, or it is owed (withheld while its pairs went by). */
+static bool brings_pairs(const tes_replicator_t *rep, uint8_t mark) {
+    if ((mark & (PRESENT | WITHHELD)) != PRESENT) return false;
+    if (mark & OWED) return true;
+    bool may_enter = rep->scope || (rep->peer && (rep->peer->flags & TES_PEER_VISIBILITY));
+    return may_enter && (mark & WHOLE);
+}
+
+/* An entity the peer's replica will lack after this delta: not in its view, or withheld by
+ * its budget when it would have arrived whole. */
+static bool missing_for_peer(const tes_replicator_t *rep, tes_entity_t e) {
+    if (!tesi_peer_visible(rep->peer, e)) return true;
+    uint8_t mark = rep->marks[e & TESI_INDEX_MASK];
+    return (mark & WITHHELD) && (mark & (WHOLE | OWED));
+}
+
+/* Both ends alive, in scope and on the replica: a pair the replica holds. */
+static tes_result_t pair_in_scope(tes_replicator_t *rep, tes_entity_t source, tes_entity_t target,
+                                  bool *out) {
+    *out = false;
+    if (!tesi_record_of(rep->world, source) || !tesi_record_of(rep->world, target)) return TES_OK;
+    if (rep->peer && (missing_for_peer(rep, source) || missing_for_peer(rep, target))) {
+        return TES_OK;
+    }
+    tes_result_t result = tesi_in_scope(rep, source, out);
+    if (result == TES_OK && *out) result = tesi_in_scope(rep, target, out);
+    return result;
+}
+
+static tes_result_t put_event(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              uint32_t kind, tes_entity_t source, tes_entity_t target, uint32_t age,
+                              uint32_t *count) {
+    bool both;
+    tes_result_t result = pair_in_scope(rep, source, target, &both);
+    if (result != TES_OK || !both) return result;
+    const tesi_component_t *c = &rep->world->components[relation];
+    uint32_t id = 0;
+    if (c->field_count && (kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED)) {
+        id = tesi_pair_find(rep->world, relation, source, target);
+    }
+    tesi_put_varint(w, kind | (id ? DATA : 0));
+    tesi_put_varint(w, source);
+    tesi_put_varint(w, target);
+    tesi_put_varint(w, age);
+    if (id) tesi_put_row(w, c, tesi_row_at(c->relation.data, id - 1, c->stride));
+    ++*count;
+    return TES_OK;
+}
+
+/* The order of a target's sources: a moved event for each, in order. */
+static tes_result_t put_order(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                              tes_entity_t target, uint32_t *count) {
+    const tesi_relation_t *r = &rep->world->components[relation].relation;
+    tes_result_t result = TES_OK;
+    for (uint32_t id = tesi_list_of(r, TESI_IN, target)->first; id && result == TES_OK;
+         id = r->pairs[id - 1].next[TESI_IN]) {
+        result =
+            put_event(w, rep, relation, TES_PAIR_MOVED, r->pairs[id - 1].source, target, 0, count);
+    }
+    return result;
+}
+
+/* A relation's section: its events since the baseline, then the order of the targets whose
+ * sources were moved; or (keyframe) every pair in scope as an added event, then the order of
+ * every target with several sources. */
+static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
+                                 uint64_t baseline, uint64_t now, bool keyframe) {
+    const tesi_component_t *c = &rep->world->components[relation];
+    const tesi_relation_t *r = &c->relation;
+    uint32_t at = w->size, count = 0;
+    tesi_put_u32(w, 0); /* the count, written at the end */
+    tes_result_t result = TES_OK;
+    if (!keyframe) {
+        uint32_t ordered = 0;
+        for (uint32_t i = tesi_log_after(r->event_ticks, r->event_count, baseline);
+             i < r->event_count && result == TES_OK; i++) {
+            const tes_pair_event_t *e = &r->events[i];
+            if (e->kind != TES_PAIR_MOVED) {
+                result = put_event(w, rep, relation, e->kind, e->source, e->target,
+                                   (uint32_t)(now - r->event_ticks[i]), &count);
+                continue;
+            }
+            uint8_t *mark = &rep->marks[e->target & TESI_INDEX_MASK];
+            if ((*mark & ORDERED) || !tesi_record_of(rep->world, e->target)) continue;
+            result = tesi_reserve(rep->world, (void **)&rep->ordered, &rep->ordered_slots,
+                                  ordered + 1, sizeof *rep->ordered, 16);
+            if (result != TES_OK) break;
+            *mark |= ORDERED;
+            rep->ordered[ordered++] = e->target;
+        }
+        for (uint32_t i = 0; i < ordered; i++) {
+            if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
+            rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
+        }
+        /* An entity that may have entered the scope or the peer's view, or that was owed, brings
+         * its pairs from before the baseline (those of the window came above; adding one the
+         * replica has only writes its data). */
+        for (uint32_t i = 0; i < rep->touched_count && result == TES_OK; i++) {
+            uint32_t index = rep->touched[i];
+            if (!brings_pairs(rep, rep->marks[index])) continue;
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
+            for (int side = TESI_OUT; side <= TESI_IN; side++) {
+                for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
+                     id = r->pairs[id - 1].next[side]) {
+                    const tesi_pair_t *p = &r->pairs[id - 1];
+                    result = put_event(w, rep, relation, TES_PAIR_ADDED, p->source, p->target, 0,
+                                       &count);
+                }
+            }
+        }
+    } else {
+        for (uint32_t m = 0; m < c->sparse.count && result == TES_OK; m++) {
+            tes_entity_t source = c->sparse.entities[m];
+            for (uint32_t id = tesi_list_of(r, TESI_OUT, source)->first; id && result == TES_OK;
+                 id = r->pairs[id - 1].next[TESI_OUT]) {
+                result = put_event(w, rep, relation, TES_PAIR_ADDED, source,
+                                   r->pairs[id - 1].target, 0, &count);
+            }
+        }
+        for (uint32_t index = 1; index < TESI_INDEX_LIMIT && result == TES_OK; index++) {
+            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+            if (!in) {
+                index |= TESI_PAGE_MASK; /* an unallocated page: no pairs */
+                continue;
+            }
+            if (in->count > 1) {
+                result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
+            }
+        }
+    }
+    if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
+    return result;
+}
+/* A touched index whose entity the replica must drop: one not present, or one withheld that
+ * would have arrived whole (the replica may hold another entity there); for a peer, only where
+ * its replica may hold one. A keyframe lists none: the replica drops what it lacks. */
+static bool goes(const tes_replicator_t *rep, uint32_t index, uint64_t baseline) {
+    uint8_t mark = rep->marks[index];
+    bool drop = !(mark & PRESENT) || ((mark & WITHHELD) && (mark & WHOLE));
+    return drop && (!rep->peer || tesi_peer_may_hold(rep->peer, index, baseline));
+}
+
+tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
+                              uint64_t now, bool keyframe, bool listed) {
+    tes_world_t *world = rep->world;
+    uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
+    tesi_put(w, header, sizeof header);
+    tesi_put_varint(w, now);
+    tesi_put_varint(w, now - (keyframe ? 0 : baseline)); /* from = to - this */
+    tesi_put_u32(w, rep->schema_crc);
+    tesi_put_varint(w, rep->component_count);
+    /* The ids; a keyframe names the components too, for a replica to map them to its own. */
+    tesi_put(w, rep->schema, keyframe ? rep->schema_size : rep->ids_size);
+    tes_result_t result = TES_OK;
+    if (!listed) {
+        tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */
+        /* Two walks: the count first (a varint), then the records. */
+        for (int pass = 0; pass < 2 && result == TES_OK; pass++) {
+            uint32_t count = 0, previous = 0;
+            for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
+                const tesi_record_t *record = tesi_record_find(world, index);
+                if (!record) {
+                    index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
+                    continue;
+                }
+                if (!record->chunk) continue;
+                tes_entity_t e = tesi_make_handle(index, record->generation);
+                bool present;
+                result = tesi_in_scope(rep, e, &present);
+                if (result != TES_OK || !present) continue;
+                if (pass) tesi_put_record(w, rep, e, 0, true, &previous);
+                count++;
+            }
+            if (!pass) tesi_put_varint(w, count);
+        }
+    } else {
+        uint32_t gone = 0, records = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            uint32_t index = rep->touched[i];
+            gone += !keyframe && goes(rep, index, baseline);
+            records += (rep->marks[index] & (PRESENT | WITHHELD)) == PRESENT;
+        }
+        tesi_put_varint(w, gone);
+        uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
+        for (uint32_t i = 0; i < rep->touched_count && gone; i++) {
+            if (!goes(rep, rep->touched[i], baseline)) continue;
+            tesi_put_varint(w, rep->touched[i] - previous);
+            previous = rep->touched[i];
+        }
+        tesi_put_varint(w, records);
+        previous = 0;
+        for (uint32_t i = 0; i < rep->touched_count; i++) {
+            uint32_t index = rep->touched[i];
+            uint8_t mark = rep->marks[index];
+            if ((mark & (PRESENT | WITHHELD)) != PRESENT) continue;
+            tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
+            tesi_put_record(w, rep, e, baseline, keyframe || (mark & (WHOLE | OWED)), &previous);
+        }
+    }
+    for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
+        if (tesi_is_relation(&world->components[rep->components[i]])) {
+            result = put_relation(w, rep, rep->components[i], baseline, now, keyframe);
+        }
+    }
+    return result != TES_OK ? result : w->result;
+}
