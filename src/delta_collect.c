@@ -108,7 +108,7 @@ static void collect_peer(tes_replicator_t *rep, uint64_t baseline) {
     for (uint32_t i = 0; i < peer->owed_count; i++) {
         uint32_t index = peer->owed[i];
         const tesi_sight_t *s = tesi_sight_find(peer, index);
-        if (!(s->flags & SIGHT_OWED)) continue;
+        if (!s || !(s->flags & SIGHT_OWED)) continue; /* forgiven (its sight maybe gone) */
         if (s->sent && baseline >= s->sent) {
             tesi_peer_forgive(peer, index);
             continue;
@@ -208,16 +208,15 @@ tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe
     qsort(rep->due, n, sizeof *rep->due, by_score);
     uint64_t used = 0;
     uint32_t withheld = 0;
-    for (uint32_t k = 0; k < n && result == TES_OK; k++) {
+    for (uint32_t k = 0; k < n; k++) {
         if (k == 0 || used + rep->due[k].size <= budget) {
             used += rep->due[k].size;
             continue;
         }
         rep->marks[rep->due[k].index] |= WITHHELD;
-        result = tesi_peer_reserve(rep->peer, &rep->due[k].index, 1, 0);
         withheld++;
     }
-    return result == TES_OK ? tesi_peer_reserve(rep->peer, NULL, 0, withheld) : result;
+    return tesi_peer_reserve(rep->peer, withheld);
 }
 
 /* After a peer's delta was written: the withheld are owed, the owed that went are sent, and

@@ -8,7 +8,7 @@
 
 void tesi_peer_free(tes_peer_t *peer) {
     tes_world_t *world = peer->world;
-    tesi_paged_fini(world, &peer->sights, sizeof(tesi_sight_t));
+    tesi_free(world, peer->sights, peer->sight_slots * sizeof *peer->sights);
     tesi_free(world, peer->log_ticks,
               peer->log_slots * (sizeof *peer->log_ticks + sizeof *peer->log));
     tesi_free(world, peer->owed, peer->owed_slots * sizeof *peer->owed);
@@ -40,6 +40,71 @@ void tes_peer_destroy(tes_peer_t *peer) {
     tesi_replicator_remove_peer(peer->replicator, peer);
     tesi_peer_free(peer);
 }
+
+/* ---- the table of sights ------------------------------------------------------------------ */
+
+/* Room for `more` new sights: the table at most half full, rehashed into twice the slots. */
+static tes_result_t sights_reserve(tes_peer_t *peer, uint32_t more) {
+    uint64_t needed = 2 * ((uint64_t)peer->sight_count + more);
+    if (needed <= peer->sight_slots) return TES_OK;
+    uint64_t slots = peer->sight_slots ? peer->sight_slots : 16;
+    while (slots < needed)
+        slots *= 2;
+    if (slots > UINT32_MAX / sizeof *peer->sights) return TES_ERR_OUT_OF_MEMORY;
+    tesi_sight_t *table = tesi_alloc(peer->world, (size_t)slots * sizeof *table);
+    if (!table) return TES_ERR_OUT_OF_MEMORY;
+    memset(table, 0, (size_t)slots * sizeof *table);
+    for (uint32_t i = 0; i < peer->sight_slots; i++) {
+        const tesi_sight_t *s = &peer->sights[i];
+        if (!s->index) continue;
+        uint32_t h = tesi_sight_hash(s->index, (uint32_t)slots);
+        while (table[h].index)
+            h = (h + 1) & (uint32_t)(slots - 1);
+        table[h] = *s;
+    }
+    tesi_free(peer->world, peer->sights, peer->sight_slots * sizeof *peer->sights);
+    peer->sights = table;
+    peer->sight_slots = (uint32_t)slots;
+    return TES_OK;
+}
+
+/* The index's sight, made (all zeros but the index) when there is none: room reserved. */
+static tesi_sight_t *sight_at(tes_peer_t *peer, uint32_t index) {
+    tesi_sight_t *s = tesi_sight_find(peer, index);
+    if (s) return s;
+    uint32_t h = tesi_sight_hash(index, peer->sight_slots);
+    while (peer->sights[h].index)
+        h = (h + 1) & (peer->sight_slots - 1);
+    peer->sights[h] = (tesi_sight_t){.index = index};
+    peer->sight_count++;
+    return &peer->sights[h];
+}
+
+/* Takes a sight out, shifting back the ones after it in its run (no tombstones). */
+static void sight_remove(tes_peer_t *peer, tesi_sight_t *s) {
+    uint32_t mask = peer->sight_slots - 1, hole = (uint32_t)(s - peer->sights);
+    peer->sights[hole].index = 0;
+    peer->sight_count--;
+    for (uint32_t i = (hole + 1) & mask; peer->sights[i].index; i = (i + 1) & mask) {
+        uint32_t home = tesi_sight_hash(peer->sights[i].index, peer->sight_slots);
+        /* It may fill the hole unless its home lies cyclically in (hole, i]. */
+        bool stays = hole <= i ? home > hole && home <= i : home > hole || home <= i;
+        if (stays) continue;
+        peer->sights[hole] = peer->sights[i];
+        peer->sights[i].index = 0;
+        hole = i;
+    }
+}
+
+/* A sight that tells nothing any more: not shown, not owed, and its latest change of visibility
+ * (if any) at or before the floor, where no baseline is served. */
+static void sight_drop_if_idle(tes_peer_t *peer, tesi_sight_t *s) {
+    if (s && !(s->flags & (SIGHT_SHOWN | SIGHT_OWED)) && s->since <= peer->floor) {
+        sight_remove(peer, s);
+    }
+}
+
+/* ---- showing and hiding ----------------------------------------------------------------- */
 
 /* Logs a change of the index's visibility at the world's change tick (room reserved). */
 static void log_change(tes_peer_t *peer, uint32_t index, tesi_sight_t *s) {
@@ -79,10 +144,10 @@ tes_result_t tes_peer_show(tes_peer_t *peer, tes_entity_t entity, float priority
         s->priority = priority;
         return TES_OK;
     }
-    tes_result_t result = tesi_paged_reserve(world, &peer->sights, index, index + 1, sizeof *s);
+    tes_result_t result = sights_reserve(peer, 1);
     if (result == TES_OK) result = log_reserve(peer);
     if (result != TES_OK) return result;
-    s = tesi_sight_find(peer, index);
+    s = sight_at(peer, index);
     s->flags |= SIGHT_SHOWN;
     s->generation = generation;
     s->priority = priority;
@@ -107,22 +172,20 @@ bool tes_peer_sees(const tes_peer_t *peer, tes_entity_t entity) {
 }
 
 void tesi_peer_prune(tes_peer_t *peer, uint64_t floor) {
+    if (floor > peer->floor) peer->floor = floor;
     uint32_t from = tesi_log_after(peer->log_ticks, peer->log_count, floor);
     if (!from) return;
+    for (uint32_t i = 0; i < from; i++)
+        sight_drop_if_idle(peer, tesi_sight_find(peer, peer->log[i]));
     peer->log_count -= from;
     memmove(peer->log, peer->log + from, peer->log_count * sizeof *peer->log);
     memmove(peer->log_ticks, peer->log_ticks + from, peer->log_count * sizeof *peer->log_ticks);
 }
 
-tes_result_t tesi_peer_reserve(tes_peer_t *peer, const uint32_t *indices, uint32_t n,
-                               uint32_t more) {
+tes_result_t tesi_peer_reserve(tes_peer_t *peer, uint32_t more) {
     tes_result_t result = tesi_reserve(peer->world, (void **)&peer->owed, &peer->owed_slots,
                                        peer->owed_count + more, sizeof *peer->owed, 64);
-    for (uint32_t i = 0; i < n && result == TES_OK; i++) {
-        result = tesi_paged_reserve(peer->world, &peer->sights, indices[i], indices[i] + 1,
-                                    sizeof(tesi_sight_t));
-    }
-    return result;
+    return result == TES_OK ? sights_reserve(peer, more) : result;
 }
 
 float tesi_peer_score(const tes_peer_t *peer, uint32_t index) {
@@ -138,7 +201,7 @@ void tesi_peer_sent(tes_peer_t *peer, uint32_t index, uint64_t now) {
 }
 
 void tesi_peer_withhold(tes_peer_t *peer, uint32_t index) {
-    tesi_sight_t *s = tesi_paged_at(&peer->sights, index, sizeof *s);
+    tesi_sight_t *s = sight_at(peer, index);
     if (!(s->flags & SIGHT_OWED)) {
         s->flags |= SIGHT_OWED;
         s->waited = 0;
@@ -154,4 +217,5 @@ void tesi_peer_forgive(tes_peer_t *peer, uint32_t index) {
     s->flags &= ~SIGHT_OWED;
     s->waited = 0;
     s->sent = 0;
+    sight_drop_if_idle(peer, s);
 }

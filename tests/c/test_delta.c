@@ -1785,3 +1785,21 @@ TEST(the_history_counts_each_peers_encodes_so_many_peers_lagging_a_little_get_de
         CHECK_OK(tes_tick(source.world));
     }
 }
+
+TEST(a_peer_costs_what_it_sees_and_owes_not_the_worlds_indices) {
+    world_t source = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    enum { N = 100000, SHOWN = 100 };
+    tes_entity_t *all = (tes_entity_t *)malloc(N * sizeof *all);
+    CHECK(all != NULL);
+    CHECK_OK(tes_spawn_batch(source.world, &source.body, 1, N, all));
+    uint64_t before = fx_stats(source.world).bytes_allocated;
+    tes_peer_t *peer = peer_of(rep, TES_PEER_VISIBILITY);
+    /* Spread over every page of 1,024 indices. */
+    for (uint32_t i = 0; i < SHOWN; i++)
+        CHECK_OK(tes_peer_show(peer, all[i * (N / SHOWN)], 1.0f));
+    uint64_t grew = fx_stats(source.world).bytes_allocated - before;
+    /* A table of 256 sights of 40 bytes, the log, the peer: about 12 KB; pages would be 3 MB. */
+    CHECK(grew < 32 * 1024);
+    free(all);
+}
