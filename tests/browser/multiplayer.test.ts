@@ -1,8 +1,8 @@
 // The multiplayer example (examples/multiplayer/) with its real server and two headless Chromium
 // clients over WebSockets on 127.0.0.1, one of them behind a simulated bad link (`?loss=0.3`:
 // messages dropped and reordered both ways, in the page's transport wrapper). Both replicas end
-// up equal to the server's world; a client that closes is forgotten; nothing is logged as an
-// error.
+// up equal to the server's world; a client that closes is forgotten; a viewer (`?view=`) only
+// ever holds the dots near its focus; nothing is logged as an error.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,6 +21,7 @@ interface Arena {
     world: { query(desc: unknown): Iterable<{ count: number; entities: Uint32Array; column(c: unknown, f: string): ArrayLike<number> }> };
     stats: { clients: number };
     tick(): void;
+    update(): void;
     close(): Promise<void>;
 }
 
@@ -70,15 +71,15 @@ async function open(query = ''): Promise<{ page: Page; watch: { errors: string[]
     return { page, watch };
 }
 
-/** Waits (no ticks) until the page's replica equals the server's world. */
-async function settled(page: Page): Promise<void> {
+/** Waits (no ticks) until the page's replica equals the server's world (the dots `keep` keeps). */
+async function settled(page: Page, keep: (dot: number[]) => boolean = () => true): Promise<void> {
     let dots: number[][] = [];
     for (let waited = 0; waited < 20_000; waited += 50) {
         dots = await page.evaluate(() => window.arena!.dots());
-        if (JSON.stringify(dots) === JSON.stringify(serverDots())) return;
+        if (JSON.stringify(dots) === JSON.stringify(serverDots().filter(keep))) return;
         await pause(50);
     }
-    expect(dots).toEqual(serverDots());
+    expect(dots).toEqual(serverDots().filter(keep));
 }
 
 describe('the multiplayer example in Chromium', () => {
@@ -106,5 +107,33 @@ describe('the multiplayer example in Chromium', () => {
         expect(arena.stats.clients).toBe(1);
         expect(clean.watch.errors).toEqual([]);
         await clean.page.close();
+    });
+
+    test('a viewer on a bad link under a byte budget only ever holds the dots near its focus', async () => {
+        // ?view=150: the dots within 150 units of its focus (the centre: no pointer moves here).
+        const viewer = await open('?view=150&budget=300&loss=0.3');
+        const near = ([, x, y]: number[]) => Math.hypot(x! - 400, y! - 400) <= 150 + 1e-3;
+        for (let i = 0; i < 20 && arena.stats.clients < 1; i++) await pause(50);
+        let seen = 0;
+        for (let t = 0; t < 60; t++) {
+            arena.tick();
+            await pause(10);
+            if (t % 10 !== 9) continue;
+            // Each dot it holds was within the view at the tick it holds it from.
+            const dots = await viewer.page.evaluate(() => window.arena!.dots());
+            expect(dots.filter((dot) => !near(dot))).toEqual([]);
+            seen = Math.max(seen, dots.length);
+        }
+        expect(seen).toBeGreaterThan(10);
+        expect(seen).toBeLessThan(300);
+        await viewer.page.evaluate(() => (window.arena!.link.loss = 0)); // the link heals
+        for (let t = 0; t < 10; t++) {
+            if (t < 3) arena.tick();
+            else arena.update(); // what the budget held back goes
+            await pause(20);
+        }
+        await settled(viewer.page, near);
+        expect(viewer.watch.errors).toEqual([]);
+        await viewer.page.close();
     });
 });
