@@ -73,6 +73,7 @@ export const PAIR_EVENT_KIND = {
 export const DELTA_HEADER = {
     flags: 6,
     keyframe: 1,
+    empty: 2,
 } as const;
 
 /** tes_replicator_desc_t.flags. */

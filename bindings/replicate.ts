@@ -151,6 +151,13 @@ export interface Delta {
     readonly tick: number;
     /** True when it is a keyframe: the whole replicated state. */
     readonly keyframe: boolean;
+    /**
+     * True when it carries nothing for the replica (no removal, record or pair event; never a
+     * keyframe): applying it only moves the replica's tick. A sender may leave it unsent, as
+     * the sessions do: the next delta, from the same acknowledged tick, covers the same, as long
+     * as that tick stays within the history (send one now and then).
+     */
+    readonly empty: boolean;
 }
 
 /**
@@ -272,7 +279,9 @@ export class Replicator {
             size = heap.u32At(out + 4),
             tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
-        const keyframe = (heap.u8[pointer + DELTA_HEADER.flags]! & DELTA_HEADER.keyframe) !== 0;
+        const flags = heap.u8[pointer + DELTA_HEADER.flags]!;
+        const keyframe = (flags & DELTA_HEADER.keyframe) !== 0;
+        const empty = (flags & DELTA_HEADER.empty) !== 0;
         // The buffer is the replicator's: gone at its next encode, its close, its world's end.
         const problem = (operation: string): TesseraError | undefined => {
             if (this.closed) {
@@ -302,6 +311,7 @@ export class Replicator {
             },
             tick,
             keyframe,
+            empty,
         };
     }
 

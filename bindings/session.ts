@@ -37,6 +37,11 @@ export class ReplicationServer {
     /** The replicator every connection encodes with. */
     readonly replicator: Replicator;
     private readonly connections = new Set<Connection>();
+    /**
+     * @internal Updates in a row a client may get nothing when nothing changed for it: a
+     * quarter of the history, so its acknowledged tick stays well within it.
+     */
+    readonly quiet: number;
 
     /**
      * A server over `world`: `options` are the replicator's (components, scope, history). Close
@@ -47,6 +52,7 @@ export class ReplicationServer {
         options: ReplicatorOptions = {},
     ) {
         this.replicator = world.replicator(options);
+        this.quiet = Math.floor((options.history ?? 64) / 4);
     }
 
     /**
@@ -75,8 +81,9 @@ export class ReplicationServer {
 
     /**
      * Sends every client what changed since the tick it acknowledged (a keyframe to a new one,
-     * or to one that asked, or fell more than `history` updates behind). Call it once a frame,
-     * after the frame's changes.
+     * or to one that asked, or fell more than `history` updates behind). A client for which
+     * nothing changed gets nothing, but for an empty delta every `history / 4` updates. Call it
+     * once a frame, after the frame's changes.
      */
     update(): void {
         this.replicator.live('server.update');
@@ -98,6 +105,8 @@ export class ReplicationServer {
 /** One client as the server sees it: what it acknowledged, and where its messages go. */
 export class Connection {
     private open = true;
+    /** Empty deltas left unsent since the last message. */
+    private skipped = 0;
 
     /** @internal Use `server.connect(transport)`. */
     constructor(
@@ -148,6 +157,13 @@ export class Connection {
     /** @internal Encodes for this client and sends: a fresh message, the transport's to keep. */
     update(): void {
         const delta = this.peer.encode();
+        // Nothing for this client: nothing sent (the next delta, from the same acknowledgement,
+        // covers the same), but now and then the empty one, so that its tick moves on.
+        if (delta.empty && this.skipped < this.server.quiet) {
+            this.skipped++;
+            return;
+        }
+        this.skipped = 0;
         const message = new Uint8Array(delta.bytes.length + 1);
         message[0] = MESSAGE.delta;
         message.set(delta.bytes, 1);

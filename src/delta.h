@@ -9,6 +9,7 @@
 /* 1: fixed-width records and events; 2: without quantized fields. Neither is read. */
 #define DELTA_VERSION 3u
 #define KEYFRAME      TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
+#define EMPTY         TESI_DELTA_EMPTY    /* not a keyframe, and nothing in it */
 #define HEADER_BYTES  16u
 /* A record's two bits per replicated component (relations aside), in id order. */
 #define ABSENT        0u

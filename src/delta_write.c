@@ -277,7 +277,7 @@ static tes_result_t put_order(tesi_writer_t *w, tes_replicator_t *rep, tes_compo
  * sources were moved; or (keyframe) every pair in scope as an added event, then the order of
  * every target with several sources. */
 static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
-                                 uint64_t baseline, uint64_t now, bool keyframe) {
+                                 uint64_t baseline, uint64_t now, bool keyframe, uint32_t *events) {
     const tesi_component_t *c = &rep->world->components[relation];
     const tesi_relation_t *r = &c->relation;
     uint32_t at = w->size, count = 0;
@@ -342,6 +342,7 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
         }
     }
     if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);
+    *events += count;
     return result;
 }
 /* A touched index whose entity the replica must drop: one not present, or one withheld that
@@ -355,6 +356,7 @@ static bool goes(const tes_replicator_t *rep, uint32_t index, uint64_t baseline)
 
 tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
                               uint64_t now, bool keyframe, bool listed) {
+    uint32_t content = 0; /* gone entries, records and pair events */
     tes_world_t *world = rep->world;
     uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
     tesi_put(w, header, sizeof header);
@@ -401,6 +403,7 @@ tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t 
             previous = rep->touched[i];
         }
         tesi_put_varint(w, records);
+        content = gone + records;
         previous = 0;
         for (uint32_t i = 0; i < rep->touched_count; i++) {
             uint32_t index = rep->touched[i];
@@ -412,8 +415,10 @@ tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t 
     }
     for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
         if (tesi_is_relation(&world->components[rep->components[i]])) {
-            result = put_relation(w, rep, rep->components[i], baseline, now, keyframe);
+            result = put_relation(w, rep, rep->components[i], baseline, now, keyframe, &content);
         }
     }
+    /* Nothing for the replica: a session may leave it unsent (the next delta covers the same). */
+    if (!keyframe && !content && w->result == TES_OK) (*w->buffer)[TESI_DELTA_FLAGS_BYTE] |= EMPTY;
     return result != TES_OK ? result : w->result;
 }

@@ -36,6 +36,7 @@
  * at byte 6, and bit 0 of them makes it a keyframe. bindings/abi.ts carries both for JS. */
 #define TESI_DELTA_FLAGS_BYTE 6u
 #define TESI_DELTA_KEYFRAME   1u
+#define TESI_DELTA_EMPTY      2u /* no gone entry, record or pair event: nothing for the replica */
 
 static inline uint32_t tesi_align_up(uint32_t n, uint32_t a) {
     return (n + a - 1u) & ~(a - 1u);

@@ -366,6 +366,7 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
  * keyframe every entity it lacks), then the records. */
 static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap) {
     uint32_t gone = tesi_get_varint(r);
+    if (d->empty && gone) tesi_fail(r, TES_ERR_BAD_DELTA);
     /* A gap takes a byte at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
     if ((d->keyframe && gone) || gone > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
@@ -389,6 +390,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     }
     const uint32_t *indices = d->gone;
     uint32_t records = tesi_get_varint(r);
+    if (d->empty && records) tesi_fail(r, TES_ERR_BAD_DELTA);
     uint32_t start = r->at;
     /* A record takes a byte at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
@@ -455,6 +457,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
 static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
                           applier_t *ap) {
     uint32_t count = tesi_get_u32(r);
+    if (d->empty && count) tesi_fail(r, TES_ERR_BAD_DELTA);
     if (count > (r->size - r->at) / 4)
         tesi_fail(r, TES_ERR_BAD_DELTA); /* 4 bytes an event at least */
     /* Checking an acyclic relation: its events replayed on the parents (a map by source). */

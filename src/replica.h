@@ -23,7 +23,8 @@ typedef struct replicated_t {
 typedef struct delta_t {
     uint64_t from, to;
     bool keyframe;
-    bool late; /* not a keyframe, and not newer than the replica: applying changes nothing */
+    bool empty; /* flagged EMPTY: any gone entry, record or pair event is refused */
+    bool late;  /* not a keyframe, and not newer than the replica: applying changes nothing */
     uint32_t schema_crc;
     uint32_t count;
     replicated_t *comps;

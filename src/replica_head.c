@@ -133,7 +133,8 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
         return NULL;
     }
     uint32_t flags = header[1] >> 16;
-    if ((flags & ~KEYFRAME) || header[2] != r->size ||
+    if ((flags & ~(KEYFRAME | EMPTY)) || (flags & KEYFRAME && flags & EMPTY) ||
+        header[2] != r->size ||
         header[3] != tesi_crc32(r->bytes + HEADER_BYTES, r->size - HEADER_BYTES)) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
         return NULL;
@@ -158,6 +159,7 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     d->from = from;
     d->to = to;
     d->keyframe = keyframe;
+    d->empty = flags & EMPTY;
     d->schema_crc = schema_crc;
     for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
         uint32_t gap = tesi_get_varint(r);

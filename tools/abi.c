@@ -374,6 +374,7 @@ static void constants(void) {
           "A delta's header (docs/format.md): where its flags are, and the keyframe flag.");
     value("flags", TESI_DELTA_FLAGS_BYTE);
     value("keyframe", TESI_DELTA_KEYFRAME);
+    value("empty", TESI_DELTA_EMPTY);
     end();
 
     group("REPLICATOR_FLAGS", "tes_replicator_desc_t.flags.");

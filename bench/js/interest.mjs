@@ -133,7 +133,8 @@ function scenario(n, p, k, seed) {
 }
 
 /** tessera: a source world, one replicator, a peer (explicit visibility) and a replica world per client. */
-function makeTessera(s, n, p, budget) {
+/** `quiet`: empty deltas left unsent, as many in a row at most (the sessions' idiom: 16). */
+function makeTessera(s, n, p, budget, quiet = 0) {
     const source = tessera.createWorld();
     const ids = source.spawnMany(n, Position);
     for (let i = 0; i < n; i++) source.set(ids[i], Position, { x: s.x0[i], y: s.y0[i] });
@@ -145,6 +146,8 @@ function makeTessera(s, n, p, budget) {
         replicas.push(tessera.createWorld());
     }
     const ticks = new Float64Array(p);
+    const skipped = new Uint32Array(p);
+    const nothing = new Uint8Array(0);
     return {
         move(i, x, y) {
             source.set(ids[i], Position, { x, y });
@@ -159,11 +162,17 @@ function makeTessera(s, n, p, budget) {
         },
         encode(c) {
             const delta = peers[c].encode();
+            if (quiet && delta.empty && skipped[c] < quiet) {
+                skipped[c]++;
+                return nothing; // nothing for this client: not sent
+            }
+            skipped[c] = 0;
             ticks[c] = delta.tick;
             return delta.bytes.slice();
         },
         endEncode() {},
         apply(c, bytes) {
+            if (bytes.length === 0) return;
             replicas[c].applyDelta(bytes);
             peers[c].ack(ticks[c]);
         },
@@ -261,6 +270,7 @@ function makeColyseus(s, n, p) {
 const contenders = [
     { name: 'tessera', make: (s, n, p) => makeTessera(s, n, p, 0) },
     { name: `tessera (budget ${BUDGET})`, make: (s, n, p) => makeTessera(s, n, p, BUDGET), budget: true },
+    { name: 'tessera (empty unsent)', make: (s, n, p) => makeTessera(s, n, p, 0, 16) },
     { name: 'colyseus', make: makeColyseus },
 ];
 
@@ -360,7 +370,7 @@ const lines = [
     '',
     envLine(),
     '',
-    `N entities with a position { x, y } (f32 each) in a ${ARENA} x ${ARENA} arena; P clients, each with a fixed focus point and a radius of ${RADIUS} (about 1.5% of the arena). Every tick K entities, picked at random, move to random positions (the same moves for every contender); then for each client the view is updated incrementally (of the entities that moved, those now within the radius that it did not see are shown, those it saw that are now outside are hidden; on the first tick every entity within the radius is shown), with the same show/hide decisions for every contender; then each client's bytes are encoded and applied to its replica. ${WARMUP} warm-up ticks, then ${TICKS} timed ticks, one contender after the other. Bytes: the mean per client per tick; per view event: over the entities that moved and were in the client's view before or after the move (entered, left, or moved inside it); first tick: the bytes per client of the tick that shows each client its whole view (not in the mean), and that tick's time (view updates, encode and apply of all clients; it includes one-time costs: the JIT's warm-up in the first row, and for tessera the growth of its wasm memory, which the unbudgeted row, run first, pays: at 100,000 entities most of its first tick goes to V8 garbage collections during that growth). Times: the median over the ticks of the view updates of all clients, of the encode for all clients, and of the apply per client. After the ticks every client's replica is checked: exactly the entities within its radius, at the source's positions. The budgeted tessera row caps the bytes of records per delta at ${BUDGET}; after the timed ticks it gets ticks with no moves until its replicas hold their views ("ticks to converge"). Contenders in their own idiom (bench/js/interest.mjs): tessera's replicator with a peer per client (\`{ visibility: 'explicit' }\`, \`peer.show\` / \`peer.hide\`, \`peer.encode()\`, \`applyDelta\`); a Colyseus room state with a \`t.map(Entity).view()\` of \`schema({ x: t.float32(), y: t.float32() })\`, a \`StateView\` per client (\`view.add\` / \`view.remove\`), \`encoder.encode(it)\` once then \`encoder.encodeView(view, sharedOffset, it)\` per client, \`encoder.discardChanges()\`, a \`Decoder\` per client. "vs tessera": the contender's bytes over tessera's (unbudgeted; above 1: tessera sends fewer).`,
+    `N entities with a position { x, y } (f32 each) in a ${ARENA} x ${ARENA} arena; P clients, each with a fixed focus point and a radius of ${RADIUS} (about 1.5% of the arena). Every tick K entities, picked at random, move to random positions (the same moves for every contender); then for each client the view is updated incrementally (of the entities that moved, those now within the radius that it did not see are shown, those it saw that are now outside are hidden; on the first tick every entity within the radius is shown), with the same show/hide decisions for every contender; then each client's bytes are encoded and applied to its replica. ${WARMUP} warm-up ticks, then ${TICKS} timed ticks, one contender after the other. Bytes: the mean per client per tick; per view event: over the entities that moved and were in the client's view before or after the move (entered, left, or moved inside it); first tick: the bytes per client of the tick that shows each client its whole view (not in the mean), and that tick's time (view updates, encode and apply of all clients; it includes one-time costs: the JIT's warm-up in the first row, and for tessera the growth of its wasm memory, which the unbudgeted row, run first, pays: at 100,000 entities most of its first tick goes to V8 garbage collections during that growth). Times: the median over the ticks of the view updates of all clients, of the encode for all clients, and of the apply per client. After the ticks every client's replica is checked: exactly the entities within its radius, at the source's positions. "tessera (empty unsent)" leaves a delta that carries nothing for its client (\`delta.empty\`) unsent, 16 in a row at most, as \`ReplicationServer\` does. The budgeted tessera row caps the bytes of records per delta at ${BUDGET}; after the timed ticks it gets ticks with no moves until its replicas hold their views ("ticks to converge"). Contenders in their own idiom (bench/js/interest.mjs): tessera's replicator with a peer per client (\`{ visibility: 'explicit' }\`, \`peer.show\` / \`peer.hide\`, \`peer.encode()\`, \`applyDelta\`); a Colyseus room state with a \`t.map(Entity).view()\` of \`schema({ x: t.float32(), y: t.float32() })\`, a \`StateView\` per client (\`view.add\` / \`view.remove\`), \`encoder.encode(it)\` once then \`encoder.encodeView(view, sharedOffset, it)\` per client, \`encoder.discardChanges()\`, a \`Decoder\` per client. "vs tessera": the contender's bytes over tessera's (unbudgeted; above 1: tessera sends fewer).`,
     '',
     `Colyseus' \`Encoder.BUFFER_SIZE\` is raised to 128 KB: with the default 16 KB, @colyseus/schema ${colyseusVersion} corrupts an \`encodeView\` that writes more than that for one collection (here the map's entries of the 1,500 entities a view adds in the 100,000-entity row's first tick: the decoders report "refId" not found and miss entities).`,
     '',

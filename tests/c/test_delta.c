@@ -1803,3 +1803,31 @@ TEST(a_peer_costs_what_it_sees_and_owes_not_the_worlds_indices) {
     CHECK(grew < 32 * 1024);
     free(all);
 }
+
+TEST(a_delta_with_nothing_for_the_replica_is_flagged_empty_and_the_flag_is_checked) {
+    world_t source = make(), replica = make();
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    tes_entity_t e = fx_spawn(source.world, FX_IDS(source.body));
+    delta_copy_t key = encode(rep, 0);
+    CHECK_EQ(key.bytes[6] & 2, 0); /* a keyframe is never empty */
+    apply(&replica, &key, true);
+    delta_copy_t quiet = encode(rep, key.tick);
+    CHECK_EQ(quiet.bytes[6] & 2, 2);
+    apply(&replica, &quiet, true); /* applies: the replica is at its tick */
+    CHECK_OK(tes_set_number(source.world, e, source.body, 0, 0, 3));
+    delta_copy_t d = encode(rep, quiet.tick);
+    CHECK_EQ(d.bytes[6] & 2, 0);
+    /* The flag on a delta with a record is refused, and changes nothing. */
+    fx_snapshot_t *before = fx_snapshot_new();
+    fx_snapshot_take_full(before, replica.world);
+    d.bytes[6] |= 2;
+    crc32_reseal(d.bytes, d.size);
+    check_refused(&replica, d.bytes, d.size, before, quiet.tick);
+    /* And on a keyframe. */
+    key.bytes[6] |= 2;
+    crc32_reseal(key.bytes, key.size);
+    check_refused(&replica, key.bytes, key.size, before, quiet.tick);
+    free(key.bytes);
+    free(quiet.bytes);
+    free(d.bytes);
+}
