@@ -10,7 +10,7 @@
 #define DELTA_VERSION 3u
 #define KEYFRAME      TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
 #define EMPTY         TESI_DELTA_EMPTY    /* not a keyframe, and nothing in it */
-#define HEADER_BYTES  16u
+#define HEADER_BYTES  12u                 /* magic, version and flags, CRC of the rest */
 /* A record's two bits per replicated component (relations aside), in id order. */
 #define ABSENT        0u
 #define PRESENT_STATE 1u

@@ -358,14 +358,17 @@ tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t 
                               uint64_t now, bool keyframe, bool listed) {
     uint32_t content = 0; /* gone entries, records and pair events */
     tes_world_t *world = rep->world;
-    uint32_t header[4] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0, 0};
+    uint32_t header[3] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0};
     tesi_put(w, header, sizeof header);
     tesi_put_varint(w, now);
     tesi_put_varint(w, now - (keyframe ? 0 : baseline)); /* from = to - this */
     tesi_put_u32(w, rep->schema_crc);
-    tesi_put_varint(w, rep->component_count);
-    /* The ids; a keyframe names the components too, for a replica to map them to its own. */
-    tesi_put(w, rep->schema, keyframe ? rep->schema_size : rep->ids_size);
+    /* A keyframe names the components (ids and schemas), for a replica to map them to its own;
+     * a delta only the CRC of that: the replica takes the list from the keyframe it mapped. */
+    if (keyframe) {
+        tesi_put_varint(w, rep->component_count);
+        tesi_put(w, rep->schema, rep->schema_size);
+    }
     tes_result_t result = TES_OK;
     if (!listed) {
         tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */

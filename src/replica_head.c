@@ -122,7 +122,7 @@ static void read_schemas(tesi_reader_t *r, tes_world_t *world, delta_t *d) {
 
 /* The header and the components; the replica's tick decides DELTA_BASELINE first. */
 delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
-    uint32_t header[4];
+    uint32_t header[3];
     tesi_take(r, header, sizeof header);
     if (r->result != TES_OK || header[0] != DELTA_MAGIC) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
@@ -134,15 +134,17 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     }
     uint32_t flags = header[1] >> 16;
     if ((flags & ~(KEYFRAME | EMPTY)) || (flags & KEYFRAME && flags & EMPTY) ||
-        header[2] != r->size ||
-        header[3] != tesi_crc32(r->bytes + HEADER_BYTES, r->size - HEADER_BYTES)) {
+        header[2] != tesi_crc32(r->bytes + HEADER_BYTES, r->size - HEADER_BYTES)) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
         return NULL;
     }
     bool keyframe = flags & KEYFRAME;
     uint64_t to = tesi_get_varint64(r), span = tesi_get_varint64(r);
     uint64_t from = to - span;
-    uint32_t schema_crc = tesi_get_u32(r), count = tesi_get_varint(r);
+    /* A keyframe lists its components; a delta has those the replica mapped (checked by CRC). */
+    uint32_t schema_crc = tesi_get_u32(r), count = keyframe ? tesi_get_varint(r) : 0;
+    for (uint32_t k = 0; !keyframe && k < world->replica_id_count; k++)
+        count += world->replica_ids[k] != UINT32_MAX;
     if (to == 0 || span > to || (keyframe ? from != 0 : span == 0) || count > TES_MAX_COMPONENTS) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
     }
@@ -161,7 +163,12 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     d->keyframe = keyframe;
     d->empty = flags & EMPTY;
     d->schema_crc = schema_crc;
-    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
+    for (uint32_t k = 0, i = 0; !keyframe && k < world->replica_id_count; k++) {
+        if (world->replica_ids[k] == UINT32_MAX) continue;
+        d->comps[i].source = k;
+        d->position[k] = (uint16_t)(++i);
+    }
+    for (uint32_t i = 0; keyframe && i < count && r->result == TES_OK; i++) {
         uint32_t gap = tesi_get_varint(r);
         uint64_t id = (i ? (uint64_t)d->comps[i - 1].source : 0) + gap;
         if (r->result != TES_OK || id >= TES_MAX_COMPONENTS || (i && !gap)) {

@@ -390,8 +390,7 @@ static tes_result_t encode(tes_replicator_t *rep, tes_peer_t *peer, uint64_t bas
     rep->peer = NULL;
     if (result != TES_OK) return result;
     uint32_t crc = tesi_crc32(rep->bytes + HEADER_BYTES, w.size - HEADER_BYTES);
-    memcpy(rep->bytes + 8, &w.size, 4);
-    memcpy(rep->bytes + 12, &crc, 4);
+    memcpy(rep->bytes + 8, &crc, 4);
     /* Like a consumer run: later writes carry a newer tick than the delta's. */
     world->change_tick++;
     rep->history[rep->history_next] = now;

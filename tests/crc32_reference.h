@@ -25,4 +25,10 @@ static inline void crc32_reseal(uint8_t *bytes, uint32_t size) {
     memcpy(bytes + 12, &crc, 4);
 }
 
+/* The same for a delta, whose header is 12 bytes: magic, version and flags, the checksum. */
+static inline void crc32_reseal_delta(uint8_t *bytes, uint32_t size) {
+    uint32_t crc = crc32_reference(bytes + 12, size - 12);
+    memcpy(bytes + 8, &crc, 4);
+}
+
 #endif /* TESSERA_TEST_CRC32_REFERENCE_H */

@@ -573,8 +573,8 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     for (uint32_t round = 0; round < 3000; round++) {
         memcpy(copy, d.bytes, d.size);
         for (uint32_t k = 0, n = 1 + fx_rng_below(&rng, 4); k < n; k++)
-            copy[16 + fx_rng_below(&rng, d.size - 16)] = (uint8_t)fx_rng_next(&rng);
-        crc32_reseal(copy, d.size);
+            copy[12 + fx_rng_below(&rng, d.size - 12)] = (uint8_t)fx_rng_next(&rng);
+        crc32_reseal_delta(copy, d.size);
         world_t probe = make();
         CHECK_OK(tes_delta_apply(probe.world, key.bytes, key.size, NULL));
         fx_snapshot_t *probe_before = fx_snapshot_full_of(probe.world);
@@ -592,7 +592,7 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     for (uint8_t version = 1; version <= 2; version++) {
         memcpy(copy, d.bytes, d.size);
         copy[4] = version;
-        crc32_reseal(copy, d.size);
+        crc32_reseal_delta(copy, d.size);
         CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
     }
     world_t fresh = make();
@@ -674,11 +674,12 @@ static tes_entity_t renamed(tes_entity_t e, const tes_entity_t *from, const tes_
  * must stay in index order), checksum resealed. */
 static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
                                    const tes_entity_t *from, const tes_entity_t *to, uint32_t n) {
-    cursor_t c = {d->bytes, 16};
+    cursor_t c = {d->bytes, 12};
     out_t o = {NULL, 0};
     uint64_t to_tick = take_varint64(&c);
-    take_varint64(&c); /* to - from */
-    take_u32(&c);      /* schema CRC */
+    take_varint64(&c);       /* to - from */
+    take_u32(&c);            /* schema CRC */
+    CHECK(d->bytes[6] & 1u); /* a keyframe: only keyframes name their components */
     uint32_t count = take_varint(&c);
     tes_component_t ids[16];
     CHECK(count <= 16);
@@ -757,14 +758,14 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
         }
     }
     CHECK_EQ(c.at, d->size);
-    crc32_reseal(o.bytes, o.size);
+    crc32_reseal_delta(o.bytes, o.size);
     return (delta_copy_t){o.bytes, o.size, to_tick};
 }
 
 /* Where `n` bytes are in the delta after its header, or 0. */
 static uint32_t find_bytes(const uint8_t *bytes, uint32_t size, const uint8_t *pattern,
                            uint32_t n) {
-    for (uint32_t at = 16; at + n <= size; at++) {
+    for (uint32_t at = 12; at + n <= size; at++) {
         if (!memcmp(bytes + at, pattern, n)) return at;
     }
     return 0;
@@ -807,7 +808,7 @@ TEST(a_delta_that_would_close_a_cycle_is_refused_before_anything_changes) {
     CHECK(at != 0);
     uint8_t cycle[2] = {(uint8_t)e[1], (uint8_t)e[0]};
     memcpy(key.bytes + at + 1, cycle, 2);
-    crc32_reseal(key.bytes, key.size);
+    crc32_reseal_delta(key.bytes, key.size);
     fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
     check_refused(&replica, key.bytes, key.size, before, 0);
     free(key.bytes);
@@ -821,7 +822,7 @@ TEST(a_delta_that_would_close_a_cycle_is_refused_before_anything_changes) {
     at = find_bytes(d.bytes, d.size, pattern, 3);
     CHECK(at != 0);
     memcpy(d.bytes + at + 1, cycle, 2);
-    crc32_reseal(d.bytes, d.size);
+    crc32_reseal_delta(d.bytes, d.size);
     fx_snapshot_take_full(before, replica.world);
     check_refused(&replica, d.bytes, d.size, before, good.tick);
     free(good.bytes);
@@ -1084,11 +1085,8 @@ TEST(a_budget_withholds_records_and_everything_arrives_once_the_world_is_still) 
 
 /* The number of records in a delta (after the head, the ids and the gone entries). */
 static uint32_t records_of(const delta_copy_t *d) {
-    cursor_t c = {d->bytes, 16};
-    take_varint64(&c), take_varint64(&c), take_u32(&c);
-    uint32_t count = take_varint(&c);
-    for (uint32_t i = 0; i < count; i++)
-        take_varint(&c);
+    cursor_t c = {d->bytes, 12};
+    take_varint64(&c), take_varint64(&c), take_u32(&c); /* (a delta: no ids) */
     CHECK(!is_keyframe(d));
     uint32_t gone = take_varint(&c);
     for (uint32_t i = 0; i < gone; i++)
@@ -1529,7 +1527,7 @@ static uint32_t with_y(uint8_t *out, const delta_copy_t *d, const uint8_t *y, ui
     memcpy(out, d->bytes, end - 2);
     memcpy(out + end - 2, y, n);
     memcpy(out + end - 2 + n, d->bytes + end, 4);
-    crc32_reseal(out, end - 2 + n + 4);
+    crc32_reseal_delta(out, end - 2 + n + 4);
     return end - 2 + n + 4;
 }
 
@@ -1562,7 +1560,7 @@ TEST(a_cut_short_or_malformed_quantized_value_is_a_bad_delta) {
     CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
     /* And the whole delta cut in the middle of y. */
     memcpy(copy, d.bytes, end - 1);
-    crc32_reseal(copy, end - 1);
+    crc32_reseal_delta(copy, end - 1);
     CHECK_EQ(tes_delta_apply(replica.world, copy, end - 1, NULL), TES_ERR_BAD_DELTA);
     /* Overlong: 257 as 0x81 0x82 0x00. */
     n = with_y(copy, &d, (const uint8_t[]){0x81, 0x82, 0x00}, 3);
@@ -1665,7 +1663,7 @@ TEST(corrupt_quantized_deltas_are_refused_or_applied_whole) {
         for (uint32_t bit = 16 * 8; bit < x->size * 8; bit++) {
             memcpy(copy, x->bytes, x->size);
             copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-            crc32_reseal(copy, x->size);
+            crc32_reseal_delta(copy, x->size);
             qworld_t fresh = qworld();
             if (which) qapply(&fresh, &key, true);
             fx_snapshot_t *fresh_before = fx_snapshot_full_of(fresh.world);
@@ -1726,13 +1724,10 @@ TEST(with_changed_fields_a_record_carries_only_the_fields_whose_values_changed) 
 /* The byte offset of the first record's first component mask (Body's: the first component)
  * in a delta with no gone entries and one record that is not whole. */
 static uint32_t first_mask_at(const delta_copy_t *d) {
-    cursor_t c = {d->bytes, 16};
-    take_varint64(&c), take_varint64(&c), take_u32(&c);
-    uint32_t count = take_varint(&c);
-    for (uint32_t i = 0; i < count; i++)
-        take_varint(&c);
-    CHECK_EQ(take_varint(&c), 0);     /* gone */
-    CHECK_EQ(take_varint(&c), 1);     /* records */
+    cursor_t c = {d->bytes, 12};
+    take_varint64(&c), take_varint64(&c), take_u32(&c); /* (a delta: no ids) */
+    CHECK_EQ(take_varint(&c), 0);                       /* gone */
+    CHECK_EQ(take_varint(&c), 1);                       /* records */
     CHECK_EQ(take_varint(&c) & 1, 0); /* not whole; the five components' states in the head */
     return c.at;
 }
@@ -1751,7 +1746,7 @@ TEST(bad_field_masks_are_refused_and_leave_the_replica_as_it_was) {
         CHECK(copy != NULL);
         memcpy(copy, t.d.bytes, t.d.size);
         copy[at] = bad[i];
-        crc32_reseal(copy, t.d.size);
+        crc32_reseal_delta(copy, t.d.size);
         check_refused(&t.replica, copy, t.d.size, before, tick);
         free(copy);
     }
@@ -1821,11 +1816,11 @@ TEST(a_delta_with_nothing_for_the_replica_is_flagged_empty_and_the_flag_is_check
     fx_snapshot_t *before = fx_snapshot_new();
     fx_snapshot_take_full(before, replica.world);
     d.bytes[6] |= 2;
-    crc32_reseal(d.bytes, d.size);
+    crc32_reseal_delta(d.bytes, d.size);
     check_refused(&replica, d.bytes, d.size, before, quiet.tick);
     /* And on a keyframe. */
     key.bytes[6] |= 2;
-    crc32_reseal(key.bytes, key.size);
+    crc32_reseal_delta(key.bytes, key.size);
     check_refused(&replica, key.bytes, key.size, before, quiet.tick);
     free(key.bytes);
     free(quiet.bytes);

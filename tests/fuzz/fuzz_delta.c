@@ -298,8 +298,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *bytes = malloc(n ? n : 1);
     if (!bytes) return 0;
     memcpy(bytes, data + 1, n);
-    if ((mode & 1) && n >= 16) {
-        crc32_reseal(bytes, n);
+    if ((mode & 1) && n >= 12) {
+        crc32_reseal_delta(bytes, n);
     }
     tes_world_t *w = replica_create((mode >> 1) & 3);
     uint32_t before_size;
@@ -322,9 +322,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case TES_OK:
         if (tes_world_validate(w) != TES_OK) abort();
         if (applied) {
-            /* `to`: the varint after the 16-byte header (format version 3). */
+            /* `to`: the varint after the 12-byte header (format version 3). */
             uint64_t to = 0;
-            uint32_t at = 16;
+            uint32_t at = 12;
             for (uint32_t shift = 0; at < n && shift < 64; shift += 7) {
                 to |= (uint64_t)(bytes[at] & 0x7F) << shift;
                 if (!(bytes[at++] & 0x80)) break;
