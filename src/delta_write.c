@@ -41,16 +41,32 @@ static uint8_t *put_quantized(uint8_t *out, const uint8_t *from, const tesi_quan
 }
 
 /* Where field f of component `id` of a live entity is. */
-static const uint8_t *field_cell(const tes_world_t *world, const tesi_record_t *record,
-                                 tes_component_t id, uint32_t index, uint32_t f) {
+/* Where a live entity's values of one component are: its row of sparse data, or its chunk's
+ * columns (found once per component, read per field with cell_at). */
+typedef struct place_t {
+    const tesi_record_t *record;
+    const tesi_component_t *c;
+    const uint8_t *row; /* sparse: the entity's row; NULL: in the chunk, columns of `type` */
+    uint32_t type;
+} place_t;
+
+static place_t place_of(const tes_world_t *world, const tesi_record_t *record, tes_component_t id,
+                        uint32_t index) {
     const tesi_component_t *c = &world->components[id];
+    place_t p = {record, c, NULL, TESI_NO_TYPE};
     if (tesi_is_sparse(c)) {
-        const uint8_t *row =
-            tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
-        return row + c->fields[f].offset;
+        p.row = tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
+    } else {
+        p.type = tesi_type_index(record->chunk->archetype, id);
     }
-    const tesi_archetype_t *a = record->chunk->archetype;
-    return tesi_cell(record->chunk, tesi_column_of(a, tesi_type_index(a, id), f), record->row);
+    return p;
+}
+
+/* Field f's cell at a place. */
+static const uint8_t *cell_at(const place_t *p, uint32_t f) {
+    if (p->row) return p->row + p->c->fields[f].offset;
+    const tesi_chunk_t *chunk = p->record->chunk;
+    return tesi_cell(chunk, tesi_column_of(chunk->archetype, p->type, f), p->record->row);
 }
 
 /* Every field of a component, as a mask. */
@@ -94,8 +110,9 @@ static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t
     memcpy(shadow, &generation, sizeof generation);
     uint8_t *values = shadow + 8u + 8u * c->field_count;
     uint64_t mask = 0;
+    place_t place = place_of(world, record, id, index);
     for (uint32_t f = 0, at = 0; f < c->field_count; at += c->fields[f++].bytes) {
-        const uint8_t *cell = field_cell(world, record, id, index, f);
+        const uint8_t *cell = cell_at(&place, f);
         uint64_t tick;
         memcpy(&tick, shadow + 8u + 8u * f, sizeof tick);
         if (fresh || memcmp(values + at, cell, c->fields[f].bytes) != 0) {
@@ -118,8 +135,6 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
                      bool whole, uint32_t *previous) {
     const tes_world_t *world = rep->world;
     const tesi_record_t *record = tesi_record_of(world, e);
-    const tesi_chunk_t *chunk = record->chunk;
-    const tesi_archetype_t *a = chunk->archetype;
     uint32_t index = e & TESI_INDEX_MASK;
     uint32_t *states = rep->ids, k = 0, values = 0;
     uint64_t *masks = rep->masks;
@@ -183,13 +198,7 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
         j++;
         if (state != WITH_VALUES && state != SOME_VALUES) continue;
         if (state == SOME_VALUES) out = tesi_varint_to(out, mask);
-        const uint8_t *row = NULL;
-        uint32_t type = TESI_NO_TYPE;
-        if (tesi_is_sparse(c)) {
-            row = tesi_row_at(c->sparse.data, tesi_sparse_slot(&c->sparse, index) - 1, c->stride);
-        } else {
-            type = tesi_type_index(a, id);
-        }
+        place_t place = place_of(world, record, id, index);
         for (uint32_t f = 0; f < c->field_count; f++) {
             bool quantized =
                 quantum < quantum_end && quantum->component == id && quantum->field == f;
@@ -197,8 +206,7 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
                 quantum += quantized;
                 continue;
             }
-            const uint8_t *from = row ? row + c->fields[f].offset
-                                      : tesi_cell(chunk, tesi_column_of(a, type, f), record->row);
+            const uint8_t *from = cell_at(&place, f);
             if (quantized) {
                 out = put_quantized(out, from, quantum++);
                 continue;
@@ -308,7 +316,8 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
         /* An entity that may have entered the scope or the peer's view, or that was owed, brings
          * its pairs from before the baseline (those of the window came above; adding one the
          * replica has only writes its data). */
-        for (uint32_t i = 0; i < rep->touched_count && result == TES_OK; i++) {
+        for (uint32_t i = 0;
+             (rep->scope || rep->peer) && i < rep->touched_count && result == TES_OK; i++) {
             uint32_t index = rep->touched[i];
             if (!brings_pairs(rep, rep->marks[index])) continue;
             tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);

@@ -623,15 +623,6 @@ static uint32_t take_u32(cursor_t *c) {
     return v;
 }
 
-static uint32_t take_varint(cursor_t *c) {
-    uint32_t v = 0;
-    for (uint32_t shift = 0;; shift += 7) {
-        uint8_t b = c->bytes[c->at++];
-        v |= (uint32_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) return v;
-    }
-}
-
 static uint64_t take_varint64(cursor_t *c) {
     uint64_t v = 0;
     for (uint32_t shift = 0;; shift += 7) {
@@ -639,6 +630,10 @@ static uint64_t take_varint64(cursor_t *c) {
         v |= (uint64_t)(b & 0x7F) << shift;
         if (!(b & 0x80)) return v;
     }
+}
+
+static uint32_t take_varint(cursor_t *c) {
+    return (uint32_t)take_varint64(c);
 }
 
 typedef struct out_t {
