@@ -17,6 +17,13 @@ export const LIMITS = {
     no_fault: 4294967295,
 } as const;
 
+/** Kinds of deferred commands JS records (tesi_command_t.kind). */
+export const COMMAND_KIND = {
+    despawn: 1,
+    add: 2,
+    remove: 3,
+} as const;
+
 /** Flags on an entity table record's row. */
 export const ROW = {
     pending: 1073741824,
@@ -406,6 +413,17 @@ export const WORLD = {
     archetype_count: 48,
     defer_depth: 324,
     layout: 284,
+    commands: 332,
+    command_count: 336,
+    command_slots: 340,
+} as const;
+
+/** `tesi_command_t`: a deferred command (JS records adds, removes, despawns). */
+export const COMMAND = {
+    size: 32,
+    kind: 0,
+    entity: 4,
+    a: 8,
 } as const;
 
 /** `tesi_record_t`: an entity table entry. */

@@ -11,7 +11,7 @@ import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
 import { SCRATCH_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
-import type { Component, Definition, Pair, Relation } from './schema.js';
+import type { Component, ComponentItem, Definition, Pair, Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
 /**
@@ -73,6 +73,21 @@ export function despawnMany(world: World, entities: ArrayLike<Entity>): void {
     const list = world.heap.tempU32(copy, operation);
     const result = world.heap.exports.tes_despawn_batch(pointer, list, copy.length);
     if (result !== 0) throw world.error(result, operation, culprit(world, copy));
+}
+
+/**
+ * world.add of anything but one registered component: the items (values, pairs, several
+ * components) in one call. Apart from World.add, whose common path then captures nothing (a
+ * closure there would make every call allocate its context).
+ */
+export function addItems(world: World, entity: Entity, items: readonly ComponentItem[]): void {
+    const operation = 'world.add';
+    const pointer = world.live(operation);
+    handle(entity, operation);
+    if (items.length === 0) return requireAlive(world, entity, operation);
+    world.items.entityCall(world.items.listOf(items, operation, entity, false), entity, operation, (x, fault, entities) =>
+        world.heap.exports.tes_add_items(pointer, entities, 1, x, fault),
+    );
 }
 
 /**

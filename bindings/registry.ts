@@ -32,6 +32,14 @@ export class Registry {
      * compares it, one load, instead of looking the id up again.
      */
     generation = 0;
+    /**
+     * The latest definition {@link fast} found and its id, valid while `generation` is
+     * `latestGeneration`: per-entity code names one component over and over, and comparing it
+     * costs less than reading its key (a property of a function object).
+     */
+    private latest: unknown = undefined;
+    private latestId = 0;
+    private latestGeneration = -1;
 
     constructor(
         private readonly heap: Heap,
@@ -99,9 +107,14 @@ export class Registry {
      * undefined for anything else, never a throw or a claim.
      */
     fast(definition: Definition): number | undefined {
+        if (definition === this.latest && this.latestGeneration === this.generation) return this.latestId;
         if (typeof definition !== 'function') return undefined;
         const id = this.ids[definition.key];
-        return id !== undefined && this.byId[id] === definition ? id : undefined;
+        if (id === undefined || this.byId[id] !== definition) return undefined;
+        this.latest = definition;
+        this.latestId = id;
+        this.latestGeneration = this.generation;
+        return id;
     }
 
     private register(definition: Definition, operation: string): number {

@@ -9,15 +9,16 @@
  */
 import { Field, WorldFields } from './access.js';
 import { ChildOf, fieldOf, isRelation } from './definitions.js';
-import { checkCount, despawnMany, handle, hasComponent, isPending, removeItems, requireAlive, SpawnPlan } from './entities.js';
+import { addItems, checkCount, despawnMany, handle, hasComponent, isPending, removeItems, requireAlive, SpawnPlan } from './entities.js';
 import { TesseraError, type ErrorCode } from './errors.js';
 import { Heap } from './heap.js';
 import { walk, walkList, setParent } from './hierarchy.js';
 import { ItemCalls } from './item-calls.js';
 import type { Pointer } from './load.js';
-import { LIMITS } from './abi.js';
+import { COMMAND_KIND, LIMITS } from './abi.js';
 import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import { Query, type QueryDesc } from './query.js';
+import { Recorder } from './record.js';
 import type { ChunkIterator } from './chunk-iterator.js';
 import { Registry } from './registry.js';
 import * as relations from './relations.js';
@@ -93,6 +94,8 @@ export class World {
     readonly fields: WorldFields;
     /** @internal Spawn, add, set and remove calls of several items (item-calls.ts). */
     readonly items: ItemCalls;
+    /** Appends despawns, adds and removes inside runs to the core's command list (record.ts). */
+    private readonly recorder: Recorder;
     /** The latest spawn of bare components, resolved to its archetype (entities.ts). */
     private readonly spawnPlan = new SpawnPlan();
     private readonly scheduler: Scheduler;
@@ -113,6 +116,7 @@ export class World {
         this.link = new WorldLink(heap, this.pointer);
         watchWorld(this, this.link);
         this.fields = new WorldFields(this);
+        this.recorder = new Recorder(heap, this.pointer);
         this.items = new ItemCalls(this);
         this.scheduler = new Scheduler(this);
     }
@@ -185,6 +189,7 @@ export class World {
         live.length = 0;
         this.liveIterations = 0;
         forgetWorld(this);
+        this.fields.forget();
         this.spawnPlan.release(this.heap);
         this.link.destroy();
         this.pointer = 0;
@@ -251,7 +256,9 @@ export class World {
     /** Despawns an entity: its components are removed and its handle becomes stale. */
     despawn(entity: Entity): void {
         const operation = 'world.despawn';
-        this.check(this.heap.exports.tes_despawn(this.live(operation), handle(entity, operation)), operation, entity);
+        const world = this.live(operation);
+        if (this.recorder.record(COMMAND_KIND.despawn, handle(entity, operation), 0)) return;
+        this.check(this.heap.exports.tes_despawn(world, entity), operation, entity);
     }
 
     /** Despawns every entity of the list, or none of them when one is stale or listed twice. */
@@ -285,16 +292,12 @@ export class World {
         const world = this.live(operation);
         const only = items.length === 1 ? items[0] : undefined;
         const id = typeof only === 'function' ? this.registry.known(only, operation) : undefined;
-        if (id !== undefined) {
-            // One registered component or tag without values, the common case (tes_add checks the handle).
-            this.check(this.heap.exports.tes_add(world, handle(entity, operation), id), operation, entity, (only as Definition).name);
-            return;
-        }
-        handle(entity, operation);
-        if (items.length === 0) return requireAlive(this, entity, operation);
-        this.items.entityCall(this.items.listOf(items, operation, entity, false), entity, operation, (x, fault, entities) =>
-            this.heap.exports.tes_add_items(world, entities, 1, x, fault),
-        );
+        if (id === undefined) return addItems(this, entity, items);
+        // One registered component or tag without values, the common case: recorded in place
+        // inside a run (record.ts), else one call (tes_add checks the handle).
+        if (this.recorder.record(COMMAND_KIND.add, handle(entity, operation), id)) return;
+        const result = this.heap.exports.tes_add(world, entity, id);
+        if (result !== 0) throw this.error(result, operation, entity, (only as Definition).name);
     }
 
     /**
@@ -308,7 +311,10 @@ export class World {
         const only = components.length === 1 ? components[0] : undefined;
         const id = typeof only === 'function' ? this.registry.known(only, operation) : undefined;
         if (id !== undefined) {
-            this.check(this.heap.exports.tes_remove(world, handle(entity, operation), id), operation, entity, (only as Definition).name);
+            if (this.recorder.record(COMMAND_KIND.remove, handle(entity, operation), id)) return;
+            // The name only for an error: reading it costs a load on every call.
+            const result = this.heap.exports.tes_remove(world, entity, id);
+            if (result !== 0) throw this.error(result, operation, entity, (only as Definition).name);
             return;
         }
         removeItems(this, entity, components);
@@ -608,7 +614,7 @@ export class World {
         }
         this.check(result, operation);
         // What JS learned about archetypes by address or id may name freed ones now.
-        this.fields.forgetArchetypes();
+        this.fields.forget();
         this.spawnPlan.forget();
         this.columnOffsets.clear();
         return heap.u32At(heap.scratch);

@@ -248,7 +248,9 @@ static void public_structures(void) {
     end();
 }
 
-/* The core's own structures, which the per-entity paths read directly (never write). */
+/* The core's own structures, which the per-entity paths read directly. JS writes cells of
+ * untracked fields and, inside a run, appends commands to the recorded list (bindings/record.ts):
+ * nothing else. */
 static void internal_structures(void) {
     STRUCT("WORLD", tes_world_t, "the parts of a world that JS reads.");
     NESTED(tes_world_t, records.pages, "records_pages");
@@ -260,6 +262,15 @@ static void internal_structures(void) {
     MEMBER(tes_world_t, archetype_count);
     MEMBER(tes_world_t, defer_depth);
     MEMBER(tes_world_t, layout);
+    MEMBER(tes_world_t, commands);
+    MEMBER(tes_world_t, command_count);
+    MEMBER(tes_world_t, command_slots);
+    end();
+
+    STRUCT("COMMAND", tesi_command_t, "a deferred command (JS records adds, removes, despawns).");
+    MEMBER(tesi_command_t, kind);
+    MEMBER(tesi_command_t, entity);
+    MEMBER(tesi_command_t, a);
     end();
 
     STRUCT("RECORD", tesi_record_t, "an entity table entry.");
@@ -322,6 +333,12 @@ static void constants(void) {
     value("page_bits", TESI_PAGE_BITS);
     value("no_type", TESI_NO_TYPE);
     value("no_fault", TES_NO_FAULT);
+    end();
+
+    group("COMMAND_KIND", "Kinds of deferred commands JS records (tesi_command_t.kind).");
+    value("despawn", TESI_CMD_DESPAWN);
+    value("add", TESI_CMD_ADD);
+    value("remove", TESI_CMD_REMOVE);
     end();
 
     group("ROW", "Flags on an entity table record's row.");

@@ -307,6 +307,22 @@ describe('world.field', () => {
         expectError(() => hp.get(f), 'DESTROYED');
     });
 
+    test('a field that found its cells forgets them when the world is destroyed', async () => {
+        const world = await newWorld();
+        const hp = world.field(Health, 'value');
+        const e = world.spawn(Health({ value: 3 }));
+        hp.set(e, 4);
+        expect(hp.get(e)).toBe(4); // the field knows the world's table and Health's column now
+        world.destroy();
+        // The world's memory is freed and taken by the next world of the module, with an
+        // entity of the same handle: reading by what the field kept would answer from it.
+        const next = await newWorld();
+        expect(next.spawn(Health({ value: 99 }))).toBe(e);
+        expectError(() => hp.get(e), 'DESTROYED', { operation: 'field.get' });
+        expectError(() => hp.set(e, 5), 'DESTROYED', { operation: 'field.set' });
+        expectError(() => world.get(e, Health, 'value'), 'DESTROYED');
+    });
+
     test('refuses what has no field: unknown names, tags, relations, non-components', async () => {
         const world = await newWorld();
         expectError(() => world.field(Health, 'hp' as never), 'UNKNOWN_FIELD', {
