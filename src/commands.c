@@ -1,7 +1,13 @@
 /* Deferred commands: while an iteration is live, structural changes would move rows under the
  * iterator, so they are recorded here and applied, in order, when the last live iteration
  * ends. A deferred spawn reserves its entity index at once, so the caller gets the handle it
- * will have; until the flush that handle is "pending". */
+ * will have; until the flush that handle is "pending".
+ *
+ * JS appends the commands of the commonest calls itself (bindings/record.ts): a DESPAWN, ADD
+ * or REMOVE of a placed, live entity and a chunk component, while deferring, with only `kind`,
+ * `entity` and `a` written, when the list has room. What tes_despawn / tes_add / tes_remove
+ * check before tesi_defer for those, and the members apply() reads of those kinds, are that
+ * file's contract too. */
 #include "internal.h"
 
 _Static_assert(sizeof(tesi_command_t) == 32, "a recorded command is 32 bytes (internal.h)");
