@@ -24,14 +24,15 @@
  *
  * @module
  */
-import { ARCHETYPE, CHUNK, COLUMN, COMPONENT, COMPONENT_FLAGS, LIMITS, TRACKING, WORLD } from './abi.js';
-import { placedRecord, RECORD_CHUNK, RECORD_ROW } from './record.js';
+import { ARCHETYPE, CHUNK, COLUMN, COMPONENT, COMPONENT_FLAGS, LIMITS, RECORD, TRACKING, TYPES, WORLD } from './abi.js';
 import type { Heap } from './heap.js';
 import type { Pointer } from './load.js';
 import type { Registry } from './registry.js';
 import { fieldsOf, isDefinition, isRelation, isSparse } from './definitions.js';
 import type { Component, Definition, FieldMeta, FieldType, TypedArrayOf } from './schema.js';
 
+const INDEX_MASK = (1 << LIMITS.index_bits) - 1;
+const PAGE_MASK = (1 << LIMITS.page_bits) - 1;
 /**
  * The layout numbers the hot paths use, as plain constants: read from abi.ts's objects on every
  * call they cost a load each (measured: the tracking test's two loads took 5 ns).
@@ -42,8 +43,15 @@ const WORLD_COMPONENTS = WORLD.components;
 const COMPONENT_SIZE = COMPONENT.size;
 const COMPONENT_LEVEL = COMPONENT.level;
 const UNTRACKED = TRACKING.untracked;
+const PAGE_BITS = LIMITS.page_bits;
+const INDEX_BITS = LIMITS.index_bits;
+const RECORD_SIZE = RECORD.size;
 const CHUNK_ARCHETYPE = CHUNK.archetype >>> 2;
 const CHUNK_DATA = CHUNK.data >>> 2;
+/** A record's members as u32 indices from its start. */
+const RECORD_CHUNK = RECORD.chunk >>> 2;
+const RECORD_ROW = RECORD.row >>> 2;
+const RECORD_GENERATION = RECORD.generation >>> 2;
 /** The largest finite float: a number beyond it would become infinity in an f32 (loss). */
 const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
 
@@ -86,11 +94,11 @@ export class WorldFields {
     constructor(private readonly owner: FieldOwner) {}
 
     /**
-     * Every Field forgets what it found: archetypes were reclaimed (a freed archetype's address
-     * may come back as another one's), or the world is destroyed.
+     * Archetypes were reclaimed: a freed archetype's address may come back as another one's,
+     * so every Field forgets the archetype it learned.
      */
-    forget(): void {
-        for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forget();
+    forgetArchetypes(): void {
+        for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forgetArchetype();
     }
 
     /** A component's Field objects; undefined for what is not a component (the checked path says why). */
@@ -130,6 +138,10 @@ export interface FieldOwner {
  * Valid as long as its world.
  */
 export class Field<V = number> {
+    /** The component's id in the world; -1 while it is not registered there. */
+    private id = -1;
+    /** The registry's generation when `id` was looked up (ids can be taken back). */
+    private registrations = -1;
     /**
      * True when JS may address the field itself: a scalar of chunk storage, changed by any
      * write. Array fields, sparse storage and change by value are the core's every time.
@@ -143,24 +155,18 @@ export class Field<V = number> {
     private readonly high: number;
     /** log2 of the element's bytes: an address >>> shift indexes the field's typed array. */
     private readonly shift: number;
-    /** The world's registry (the owner's, held here: one load less per call). */
-    private readonly registry: Registry;
-    /**
-     * What the hot path needs, found by {@link prepare} and kept while nothing it depends on
-     * moves: the registry's generation it was found at (-1: find again), the component's id,
-     * the u32 indices of the world's entity count, of its table of record pages and of the
-     * component's tracking level, the views of memory, and the latest archetype met with the
-     * field's column offset in its chunks (-1: the archetype lacks the component).
-     */
-    private registrations = -1;
-    private id = -1;
-    private countAt = 0;
-    private pagesAt = 0;
-    private levelAt = 0;
+    /** Views of the whole memory, u32 and the field's own type; empty once memory grew. */
     private u32: Uint32Array;
     private view: TypedArrayOf[FieldType];
+    /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
     private archetype = 0;
     private offset = -1;
+    /** The world's registry (the owner's, held here: one load less per call). */
+    private readonly registry: Registry;
+    /** The u32 index of the component's tracking level in the core's component record. */
+    private level = 0;
+    /** Bytes of the field's cell. */
+    private readonly bytes: number;
 
     /** @internal Use `world.field(component, name)`. */
     constructor(
@@ -178,17 +184,14 @@ export class Field<V = number> {
         this.high = meta.type === 'f32' ? F32_MAX : meta.type === 'f64' ? Infinity : 2 ** (kind === 'i' ? bits - 1 : bits) - 1;
         this.low = this.integral && kind === 'u' ? 0 : -this.high - (kind === 'i' ? 1 : 0);
         this.registry = owner.registry;
+        this.bytes = meta.bytesPerElement;
         this.shift = Math.log2(meta.bytesPerElement);
         this.u32 = owner.heap.u32;
         this.view = owner.heap.typed(meta.type);
     }
 
-    /**
-     * @internal Forgets everything found (see {@link WorldFields.forget}): archetypes were
-     * reclaimed (a freed one's address may come back as another's), or the world is destroyed.
-     */
-    forget(): void {
-        this.registrations = -1;
+    /** @internal Forgets the archetype learned (see {@link WorldFields.forgetArchetypes}). */
+    forgetArchetype(): void {
         this.archetype = 0;
         this.offset = -1;
     }
@@ -211,67 +214,76 @@ export class Field<V = number> {
 
     /** @internal The value; undefined when the checked path must answer. */
     read(entity: number): number | undefined {
-        if (this.registrations !== this.registry.generation && !this.prepare()) return undefined;
-        if (this.u32.length === 0) this.refresh();
+        if (typeof entity !== 'number' || entity >>> 0 !== entity) return undefined;
+        const id = this.resolve();
+        const world = this.owner.pointer;
+        if (id < 0 || world === 0) return undefined;
         if (this.direct) {
-            const address = this.cell(entity);
+            const address = this.cell(entity, id, world);
             return address >= 0 ? this.view[address >>> this.shift] : undefined;
         }
         // Storage JS does not address: one call.
-        if (!this.scalar || typeof entity !== 'number' || entity >>> 0 !== entity) return undefined;
+        if (!this.scalar) return undefined;
         const heap = this.owner.heap;
         const out = heap.scratch;
-        if (heap.exports.tes_get_number(this.owner.pointer, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
+        if (heap.exports.tes_get_number(world, entity, id, this.meta.index, 0, out) !== 0) return undefined;
         return heap.f64[out >>> 3]!;
     }
 
     /** @internal Writes a number the field holds; false: refused or not answered, nothing written. */
     write(entity: number, value: unknown): boolean {
         // An i32 parameter would truncate 1.5 into another entity's handle, and coerce '5'.
-        if (typeof value !== 'number') return false;
-        if (this.registrations !== this.registry.generation && !this.prepare()) return false;
-        if (this.u32.length === 0) this.refresh();
+        if (typeof value !== 'number' || typeof entity !== 'number' || entity >>> 0 !== entity) return false;
+        const id = this.resolve();
+        const world = this.owner.pointer;
+        if (id < 0 || world === 0) return false;
         // A component nobody tracks (its level in the core's component record: no chunk has a
         // tracker for it), in storage JS addresses: a store, when the value is one the field
         // holds as it stands.
-        if (this.direct && this.u32[this.levelAt] === UNTRACKED && this.accepts(value)) {
-            const address = this.cell(entity);
+        if (this.direct && !this.tracked()) {
+            const address = this.cell(entity, id, world);
             if (address < 0) return false;
-            this.view[address >>> this.shift] = value;
-            return true;
+            if (this.accepts(value)) {
+                this.view[address >>> this.shift] = value;
+                return true;
+            }
         }
         // Tracked (the core stores and stamps the change: it owns the tracker's rules), other
         // storage, or a value the core judges: one call, which stores or refuses.
-        if (!this.scalar || typeof entity !== 'number' || entity >>> 0 !== entity) return false;
-        return this.owner.heap.exports.tes_set_number(this.owner.pointer, entity, this.id, this.meta.index, 0, value) === 0;
+        return this.scalar && this.owner.heap.exports.tes_set_number(world, entity, id, this.meta.index, 0, value) === 0;
     }
 
     /**
      * The byte address of a placed, live entity's cell, found in JS over the core's layout
      * (abi.ts) as tesi_record_of and tes_set_number find it: the paged entity table, the
      * record's chunk and row, the archetype's column. -1 when the checked path must answer
-     * (not a handle, stale, pending, never spawned, the entity lacks the component). The
-     * caller has made the views again if memory grew (a detached view has length 0).
+     * (stale, pending, never spawned, the entity lacks the component).
      */
-    private cell(entity: number): number {
-        const u32 = this.u32;
-        // A handle is a u32; anything else (1.5, -1, '5', 2 ** 32) is the checked path's.
-        if (typeof entity !== 'number' || entity >>> 0 !== entity) return -1;
-        const record = placedRecord(u32, this.countAt, this.pagesAt, entity);
-        if (record < 0) return -1;
-        const chunk = u32[record + RECORD_CHUNK]! >>> 2;
-        const archetype = u32[chunk + CHUNK_ARCHETYPE]!;
-        if (archetype !== this.archetype) this.learn(archetype);
-        const offset = this.offset;
-        if (offset < 0) return -1;
-        return u32[chunk + CHUNK_DATA]! + offset + (u32[record + RECORD_ROW]! << this.shift);
+    private cell(entity: number, id: number, world: Pointer): number {
+        const u32 = this.memory();
+        const index = entity & INDEX_MASK;
+        if (index >= u32[(world + WORLD_RECORD_COUNT) >>> 2]!) return -1;
+        const page = u32[(u32[(world + WORLD_RECORDS_PAGES) >>> 2]! >>> 2) + (index >>> PAGE_BITS)]!;
+        if (page === 0) return -1;
+        const record = (page + (index & PAGE_MASK) * RECORD_SIZE) >>> 2;
+        const chunk = u32[record + RECORD_CHUNK]!;
+        if (chunk === 0 || u32[record + RECORD_GENERATION] !== entity >>> INDEX_BITS) return -1;
+        const archetype = u32[(chunk >>> 2) + CHUNK_ARCHETYPE]!;
+        if (archetype !== this.archetype) this.learn(archetype, id);
+        if (this.offset < 0) return -1;
+        return u32[(chunk >>> 2) + CHUNK_DATA]! + this.offset + u32[record + RECORD_ROW]! * this.bytes;
+    }
+
+    /** True when someone tracks the component: its level in the core's component record. */
+    private tracked(): boolean {
+        const u32 = this.memory();
+        return u32[this.level] !== UNTRACKED;
     }
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
-    private learn(archetype: Pointer): void {
+    private learn(archetype: Pointer, id: number): void {
         const u32 = this.u32;
         const u16 = this.owner.heap.typed('u16');
-        const id = this.id;
         this.archetype = archetype;
         this.offset = -1;
         if (id >= u32[(archetype + ARCHETYPE.lookup_length) >>> 2]!) return;
@@ -281,32 +293,17 @@ export class Field<V = number> {
         this.offset = u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
     }
 
-    /** Views of memory after it grew (the old ones are detached, with length 0). */
-    private refresh(): void {
-        const heap = this.owner.heap;
-        this.view = heap.typed(this.meta.type);
-        this.u32 = heap.u32;
+    /** The u32 view of memory, made again when memory grew (a detached view has length 0). */
+    private memory(): Uint32Array {
+        const u32 = this.u32;
+        return u32.length !== 0 ? u32 : this.refresh();
     }
 
-    /**
-     * Finds what the hot path needs after a registration (ids can be taken back, and the
-     * component records move only when one is registered, which bumps the generation) or a
-     * {@link forget}; false when the checked path must answer (the world has no such
-     * component, or is destroyed).
-     */
-    private prepare(): boolean {
-        const registry = this.registry;
-        const world = this.owner.pointer;
-        const id = world !== 0 ? (registry.fast(this.component) ?? -1) : -1;
-        if (id < 0) return false;
-        if (id !== this.id) this.archetype = 0;
-        this.id = id;
-        if (this.u32.length === 0) this.refresh();
-        this.countAt = (world + WORLD_RECORD_COUNT) >>> 2;
-        this.pagesAt = (world + WORLD_RECORDS_PAGES) >>> 2;
-        this.levelAt = (this.u32[(world + WORLD_COMPONENTS) >>> 2]! + id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2;
-        this.registrations = registry.generation;
-        return true;
+    /** Views of memory after it grew (the old ones are detached). */
+    private refresh(): Uint32Array {
+        const heap = this.owner.heap;
+        this.view = heap.typed(this.meta.type);
+        return (this.u32 = heap.u32);
     }
 
     /**
@@ -320,5 +317,23 @@ export class Field<V = number> {
     private accepts(value: number): boolean {
         if (this.integral) return value >= this.low && value <= this.high && Math.floor(value) === value;
         return !(value > this.high || value < this.low) || value === Infinity || value === -Infinity;
+    }
+
+    /** The component's id now, -1 when this world has none (a registration can be taken back). */
+    private resolve(): number {
+        const registry = this.registry;
+        if (this.registrations !== registry.generation) {
+            const id = registry.fast(this.component) ?? -1;
+            if (id !== this.id) this.archetype = 0;
+            this.id = id;
+            this.registrations = registry.generation;
+            // The component records move only when one is registered, which bumps the generation.
+            const world = this.owner.pointer;
+            if (id >= 0 && world !== 0) {
+                const u32 = this.memory();
+                this.level = (u32[(world + WORLD_COMPONENTS) >>> 2]! + id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2;
+            }
+        }
+        return this.id;
     }
 }

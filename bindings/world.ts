@@ -189,7 +189,6 @@ export class World {
         live.length = 0;
         this.liveIterations = 0;
         forgetWorld(this);
-        this.fields.forget();
         this.spawnPlan.release(this.heap);
         this.link.destroy();
         this.pointer = 0;
@@ -614,7 +613,7 @@ export class World {
         }
         this.check(result, operation);
         // What JS learned about archetypes by address or id may name freed ones now.
-        this.fields.forget();
+        this.fields.forgetArchetypes();
         this.spawnPlan.forget();
         this.columnOffsets.clear();
         return heap.u32At(heap.scratch);
