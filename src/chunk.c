@@ -3,6 +3,7 @@
  * last stays full (the packing invariant) and the first non-full chunk is always
  * chunks[entity_count / capacity]. Emptied chunks go to the world's pool for reuse. */
 #include "internal.h"
+#include "row.h"
 
 static bool is_standard(const tes_world_t *world, const tesi_chunk_t *chunk) {
     return chunk->block_bytes == world->chunk_bytes;
@@ -189,26 +190,6 @@ void tesi_move_plan_free(tes_world_t *world, tesi_move_plan_t *plan) {
     if (plan) tesi_free(world, plan, plan_bytes(plan->n4 + plan->n8 + plan->other + plan->zero));
 }
 
-/* Copies one row's cells by the plan (the entity column apart). */
-static inline void move_cells(uint8_t *dst, uint32_t dst_row, const uint8_t *src, uint32_t src_row,
-                              const tesi_move_plan_t *plan) {
-    const tesi_move_t *m = plan->moves, *end = m + plan->n4;
-    size_t d = (size_t)dst_row * 4, s = (size_t)src_row * 4;
-    for (; m < end; m++)
-        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 4);
-    if (!(plan->n8 | plan->other | plan->zero)) return; /* most rows: 4-byte fields only */
-    d *= 2;
-    s *= 2;
-    for (end += plan->n8; m < end; m++)
-        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 8);
-    for (end += plan->other; m < end; m++) {
-        memcpy(dst + m->dst_offset + (size_t)dst_row * m->bytes,
-               src + m->src_offset + (size_t)src_row * m->bytes, m->bytes);
-    }
-    for (end += plan->zero; m < end; m++)
-        memset(dst + m->dst_offset + (size_t)dst_row * m->bytes, 0, m->bytes);
-}
-
 void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
                     const tesi_chunk_t *src, uint32_t src_row, uint32_t n) {
     if (n != 1 || dst->archetype != src->archetype) {
@@ -217,20 +198,9 @@ void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
         copy_columns(dst, dst_row, src, src_row, n);
     } else {
         tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
-        move_cells(dst->data, dst_row, src->data, src_row, dst->archetype->self);
+        tesi_move_cells(dst->data, dst_row, src->data, src_row, dst->archetype->self);
     }
     if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, n);
-}
-
-void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
-                   uint32_t src_row, const tesi_move_plan_t *plan) {
-    if (!plan) {
-        tesi_copy_rows(world, dst, dst_row, src, src_row, 1);
-        return;
-    }
-    tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
-    move_cells(dst->data, dst_row, src->data, src_row, plan);
-    if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
 }
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
@@ -260,25 +230,4 @@ void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
             memset(cell, 0, (size_t)n * c->bytes);
         }
     }
-}
-
-void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
-    tesi_archetype_t *a = chunk->archetype;
-    world->layout++;
-    /* Rows are only removed from archetypes with no reserved (empty) chunks at the end. */
-    tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
-    uint32_t last_row = last->count - 1;
-    if (last != chunk || last_row != row) {
-        tesi_chunk_entities(chunk)[row] = tesi_chunk_entities(last)[last_row];
-        move_cells(chunk->data, row, last->data, last_row, a->self);
-        if (a->tracked_count) tesi_trackers_copy(world, chunk, row, last, last_row, 1);
-        tesi_record_t *moved =
-            tesi_record_at(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
-        moved->chunk = chunk;
-        moved->row = row;
-    }
-    if (a->tracked_count) tesi_trackers_clear_row(last, last_row);
-    last->count--;
-    a->entity_count--;
-    if (last->count == 0) tesi_chunks_trim(world, a);
 }

@@ -787,18 +787,13 @@ uint32_t tesi_chunk_take_rows(tes_world_t *world, tesi_archetype_t *archetype, u
  * columns that src lacks; carries the rows' change tracking. Records are not touched. */
 void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
                     const tesi_chunk_t *src, uint32_t src_row, uint32_t n);
-/* Moves one row along a graph edge using its plan (tesi_copy_rows when `plan` is NULL). */
-void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t *src,
-                   uint32_t src_row, const tesi_move_plan_t *plan);
 /* The plan that moves rows of `src` into the layout of `dst` (src == dst: the archetype's own
  * plan), or NULL when out of memory. Freed with tesi_move_plan_free. */
 tesi_move_plan_t *tesi_move_plan_make(tes_world_t *world, const tesi_archetype_t *dst,
                                       const tesi_archetype_t *src);
 void tesi_move_plan_free(tes_world_t *world, tesi_move_plan_t *plan);
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
-/* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
- * entity's record, and releases the last chunk when it empties. Never allocates. */
-void tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row);
+/* One row's moves (tesi_move_row, tesi_remove_row) are inline: src/row.h. */
 /* Drops empty chunks at the end of the archetype's list (back to the pool). */
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);

@@ -9,6 +9,7 @@
  * and the flush applies it through the same code, so what it does is decided then: an add of a
  * component the entity has by then is a change, as it would be outside a loop. */
 #include "internal.h"
+#include "row.h"
 
 /* The longest item list: far more than any component set (4096 components) plus pairs. */
 #define MAX_ITEMS (1u << 16)

@@ -1,0 +1,69 @@
+/* Moving one row: what every add, remove and despawn of one entity does, inline in its caller.
+ * Out of line in chunk.c these were two calls per move whose prologues, epilogues and argument
+ * shuffles were 110 of the 621 instructions of a tag's add + remove (callgrind, native -O3 +
+ * LTO: 621 -> 512). */
+#ifndef TESSERA_ROW_H
+#define TESSERA_ROW_H
+
+#include "internal.h"
+
+/* Copies one row's cells by the plan (the entity column apart). */
+static inline __attribute__((always_inline)) void tesi_move_cells(uint8_t *dst, uint32_t dst_row,
+                                                                  const uint8_t *src,
+                                                                  uint32_t src_row,
+                                                                  const tesi_move_plan_t *plan) {
+    const tesi_move_t *m = plan->moves, *end = m + plan->n4;
+    size_t d = (size_t)dst_row * 4, s = (size_t)src_row * 4;
+    for (; m < end; m++)
+        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 4);
+    if (!(plan->n8 | plan->other | plan->zero)) return; /* most rows: 4-byte fields only */
+    d *= 2;
+    s *= 2;
+    for (end += plan->n8; m < end; m++)
+        memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 8);
+    for (end += plan->other; m < end; m++) {
+        memcpy(dst + m->dst_offset + (size_t)dst_row * m->bytes,
+               src + m->src_offset + (size_t)src_row * m->bytes, m->bytes);
+    }
+    for (end += plan->zero; m < end; m++)
+        memset(dst + m->dst_offset + (size_t)dst_row * m->bytes, 0, m->bytes);
+}
+
+/* Moves one row along a graph edge using its plan (tesi_copy_rows when `plan` is NULL). */
+static inline void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
+                                 const tesi_chunk_t *src, uint32_t src_row,
+                                 const tesi_move_plan_t *plan) {
+    if (!plan) {
+        tesi_copy_rows(world, dst, dst_row, src, src_row, 1);
+        return;
+    }
+    tesi_chunk_entities(dst)[dst_row] = tesi_chunk_entities(src)[src_row];
+    tesi_move_cells(dst->data, dst_row, src->data, src_row, plan);
+    if (dst->archetype->tracked_count) tesi_trackers_copy(world, dst, dst_row, src, src_row, 1);
+}
+
+/* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
+ * entity's record, and releases the last chunk when it empties. Never allocates. */
+static inline __attribute__((always_inline)) void
+tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
+    tesi_archetype_t *a = chunk->archetype;
+    world->layout++;
+    /* Rows are only removed from archetypes with no reserved (empty) chunks at the end. */
+    tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
+    uint32_t last_row = last->count - 1;
+    if (last != chunk || last_row != row) {
+        tesi_chunk_entities(chunk)[row] = tesi_chunk_entities(last)[last_row];
+        tesi_move_cells(chunk->data, row, last->data, last_row, a->self);
+        if (a->tracked_count) tesi_trackers_copy(world, chunk, row, last, last_row, 1);
+        tesi_record_t *moved =
+            tesi_record_at(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
+        moved->chunk = chunk;
+        moved->row = row;
+    }
+    if (a->tracked_count) tesi_trackers_clear_row(last, last_row);
+    last->count--;
+    a->entity_count--;
+    if (last->count == 0) tesi_chunks_trim(world, a);
+}
+
+#endif
