@@ -2,7 +2,7 @@
 // (bindings/record.ts) without a call each: the same commands, in the same order, as the core
 // records, applied when the run ends; everything else still goes to the core.
 import { describe, expect, test } from 'vitest';
-import { component, tag, type Entity, type World } from '../../dist/index.js';
+import { component, relation, tag, type Entity, type World } from '../../dist/index.js';
 import { countCalls, expectError, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -10,6 +10,7 @@ const newWorld = worldPerTest();
 const Position = component('Position', { x: 'f32', y: 'f32' });
 const Marked = tag('Marked');
 const Flag = tag('Flag', { storage: 'sparse' });
+const Likes = relation('Likes');
 
 const structural = ['tes_add', 'tes_remove', 'tes_despawn'];
 
@@ -86,19 +87,23 @@ describe('commands recorded by JS inside a run', () => {
         world.validate();
     });
 
-    test('sparse components, unknown and stale handles go to the core, which answers as before', async () => {
-        const { world, entities } = await worldWith(2);
-        const [a, b] = entities;
+    test('sparse components, relations and stale handles go to the core, which answers as before', async () => {
+        const { world, entities } = await worldWith(3);
+        const [a, b, c] = entities;
         world.add(a!, Flag);
+        world.add(a!, Likes(c!));
         world.despawn(b!);
         const calls = insideRun(world, () => {
+            expectError(() => world.add(a!, Likes), 'NEEDS_TARGET', { entity: a! }); // a relation: the core's
+            world.remove(a!, Likes); // every pair of a: the core's
             world.remove(a!, Flag); // sparse: the core's
             expectError(() => world.add(b!, Marked), 'STALE_ENTITY', { entity: b! });
             expectError(() => world.remove(b!, Position), 'STALE_ENTITY', { entity: b! });
             expectError(() => world.despawn(b!), 'STALE_ENTITY', { entity: b! });
         });
-        expect(calls).toEqual(['tes_remove', 'tes_add', 'tes_remove', 'tes_despawn']);
+        expect(calls).toEqual(['tes_add', 'tes_remove', 'tes_remove', 'tes_add', 'tes_remove', 'tes_despawn']);
         expect(world.has(a!, Flag)).toBe(false);
+        expect(world.has(a!, Likes)).toBe(false);
         expect(world.stats().commandsSkipped).toBe(0);
         world.validate();
     });
