@@ -205,20 +205,8 @@ void tesi_copy_rows(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
 
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n) {
     const tesi_archetype_t *a = chunk->archetype;
-    const tesi_move_plan_t *plan = a->self;
-    if (n == 1 && plan) {
-        /* One row, by the archetype's own plan: fixed-size stores, the offset once a group. */
-        uint8_t *data = chunk->data;
-        const tesi_move_t *m = plan->moves, *end = m + plan->n4;
-        size_t d = (size_t)row * 4;
-        for (; m < end; m++)
-            memset(data + m->dst_offset + d, 0, 4);
-        if (!(plan->n8 | plan->other)) return;
-        d *= 2;
-        for (end += plan->n8; m < end; m++)
-            memset(data + m->dst_offset + d, 0, 8);
-        for (end += plan->other; m < end; m++)
-            memset(data + m->dst_offset + (size_t)row * m->bytes, 0, m->bytes);
+    if (n == 1 && a->self) {
+        tesi_zero_row(chunk, row);
         return;
     }
     for (uint32_t i = 0; i < a->column_count; i++) {

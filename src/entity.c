@@ -224,7 +224,11 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
         tesi_chunk_t *chunk;
         uint32_t row;
         uint32_t run = tesi_chunk_take_rows(world, a, n - done, &chunk, &row);
-        tesi_zero_rows(chunk, row, run);
+        if (run == 1 && a->self) {
+            tesi_zero_row(chunk, row); /* a single spawn: inline */
+        } else {
+            tesi_zero_rows(chunk, row, run);
+        }
         if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
             tesi_record_t *record;

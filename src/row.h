@@ -29,6 +29,23 @@ static inline __attribute__((always_inline)) void tesi_move_cells(uint8_t *dst, 
         memset(dst + m->dst_offset + (size_t)dst_row * m->bytes, 0, m->bytes);
 }
 
+/* Zeroes one row by its archetype's own plan (which exists: a->self): fixed-size stores, the
+ * offset once a group. A spawn's row. */
+static inline __attribute__((always_inline)) void tesi_zero_row(tesi_chunk_t *chunk, uint32_t row) {
+    const tesi_move_plan_t *plan = chunk->archetype->self;
+    uint8_t *data = chunk->data;
+    const tesi_move_t *m = plan->moves, *end = m + plan->n4;
+    size_t d = (size_t)row * 4;
+    for (; m < end; m++)
+        memset(data + m->dst_offset + d, 0, 4);
+    if (!(plan->n8 | plan->other)) return;
+    d *= 2;
+    for (end += plan->n8; m < end; m++)
+        memset(data + m->dst_offset + d, 0, 8);
+    for (end += plan->other; m < end; m++)
+        memset(data + m->dst_offset + (size_t)row * m->bytes, 0, m->bytes);
+}
+
 /* Moves one row along a graph edge using its plan (tesi_copy_rows when `plan` is NULL). */
 static inline void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
                                  const tesi_chunk_t *src, uint32_t src_row,
