@@ -94,7 +94,7 @@ describe('commands recorded by JS inside a run', () => {
         world.add(a!, Likes(c!));
         world.despawn(b!);
         const calls = insideRun(world, () => {
-            expectError(() => world.add(a!, Likes), 'NEEDS_TARGET', { entity: a! }); // a relation: the core's
+            expectError(() => world.add(a!, Likes as never), 'NEEDS_TARGET', { entity: a! }); // a relation: the core's
             world.remove(a!, Likes); // every pair of a: the core's
             world.remove(a!, Flag); // sparse: the core's
             expectError(() => world.add(b!, Marked), 'STALE_ENTITY', { entity: b! });
