@@ -15,7 +15,7 @@ import { Heap } from './heap.js';
 import { walk, walkList, setParent } from './hierarchy.js';
 import { ItemCalls } from './item-calls.js';
 import type { Pointer } from './load.js';
-import { COMMAND_KIND, LIMITS } from './abi.js';
+import { LIMITS } from './abi.js';
 import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import { Query, type QueryDesc } from './query.js';
 import { Recorder } from './record.js';
@@ -256,7 +256,7 @@ export class World {
     despawn(entity: Entity): void {
         const operation = 'world.despawn';
         const world = this.live(operation);
-        if (this.recorder.record(COMMAND_KIND.despawn, handle(entity, operation), 0)) return;
+        if (this.recorder.despawn(handle(entity, operation))) return;
         this.check(this.heap.exports.tes_despawn(world, entity), operation, entity);
     }
 
@@ -294,7 +294,7 @@ export class World {
         if (id === undefined) return addItems(this, entity, items);
         // One registered component or tag without values, the common case: recorded in place
         // inside a run (record.ts), else one call (tes_add checks the handle).
-        if (this.recorder.record(COMMAND_KIND.add, handle(entity, operation), id)) return;
+        if (this.recorder.add(handle(entity, operation), id)) return;
         const result = this.heap.exports.tes_add(world, entity, id);
         if (result !== 0) throw this.error(result, operation, entity, (only as Definition).name);
     }
@@ -310,7 +310,7 @@ export class World {
         const only = components.length === 1 ? components[0] : undefined;
         const id = typeof only === 'function' ? this.registry.known(only, operation) : undefined;
         if (id !== undefined) {
-            if (this.recorder.record(COMMAND_KIND.remove, handle(entity, operation), id)) return;
+            if (this.recorder.remove(handle(entity, operation), id)) return;
             // The name only for an error: reading it costs a load on every call.
             const result = this.heap.exports.tes_remove(world, entity, id);
             if (result !== 0) throw this.error(result, operation, entity, (only as Definition).name);
