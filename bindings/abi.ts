@@ -19,6 +19,8 @@ export const LIMITS = {
 
 /** Kinds of deferred commands JS records (tesi_command_t.kind). */
 export const COMMAND_KIND = {
+    spawn: 0,
+    init_number: 7,
     despawn: 1,
     add: 2,
     remove: 3,
@@ -29,6 +31,7 @@ export const ROW = {
     pending: 1073741824,
     skipped: 536870912,
     mark: 2147483648,
+    handout: 1610612735,
 } as const;
 
 /** tes_type_t: field types. */
@@ -403,7 +406,7 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 440,
+    size: 712,
     records_pages: 76,
     records_page_slots: 80,
     record_count: 88,
@@ -416,14 +419,21 @@ export const WORLD = {
     commands: 332,
     command_count: 336,
     command_slots: 340,
+    handouts: 360,
+    handout_count: 624,
+    handout_next: 628,
 } as const;
 
-/** `tesi_command_t`: a deferred command (JS records adds, removes, despawns). */
+/** `tesi_command_t`: a deferred command (JS records spawns, initial values, adds, removes, despawns). */
 export const COMMAND = {
     size: 32,
     kind: 0,
     entity: 4,
     a: 8,
+    b: 12,
+    c: 16,
+    value: 24,
+    data_size: 28,
 } as const;
 
 /** `tesi_record_t`: an entity table entry. */

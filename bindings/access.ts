@@ -313,8 +313,9 @@ export class Field<V = number> {
      * tesi_encode_number for the measured reason that a crossing costs several times the store
      * (bench/results/latest.md); tests/js/access.test.ts holds both to the same answer on every
      * edge value and on random numbers. A number this refuses goes to the core, which judges.
+     * Also the check of the initial values a spawn records in a run (entities.ts). @internal
      */
-    private accepts(value: number): boolean {
+    accepts(value: number): boolean {
         if (this.integral) return value >= this.low && value <= this.high && Math.floor(value) === value;
         return !(value > this.high || value < this.low) || value === Infinity || value === -Infinity;
     }

@@ -7,6 +7,7 @@
  * @module
  */
 import { COMPONENT_FLAGS as FLAGS } from './abi.js';
+import type { Field } from './access.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
 import { SCRATCH_BYTES, type Heap } from './heap.js';
@@ -128,20 +129,28 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
  * component compared by identity, or a component called with values whose own keys (in their
  * order) are the same names; no pairs, no sparse storage, scalar fields only. The plan is
  * dropped when a registration is given or taken back (the ids it was made with may have
- * changed). Bare components spawn through `tes_archetype_spawn` (`reclaimArchetypes` drops the
- * plan, so its archetype id names what it did); with values, through `tes_spawn_items`
- * with the plan's own item list, written once into a block of wasm memory the plan keeps: a
- * call writes only its numbers there (measured: writing the whole list per call was a sixth of
- * a spawn's time inside a loop). Each value is read once: when a value read is not a number,
- * the call goes on down the general path with the values read.
+ * changed). Inside a run, a planned spawn whose values its fields accept (Field.accepts) is
+ * recorded by JS with no call (record.ts). Otherwise bare components spawn through
+ * `tes_archetype_spawn` (`reclaimArchetypes` drops the plan, so its archetype id names what it
+ * did); with values, through `tes_spawn_items` with the plan's own item list, written once
+ * into a block of wasm memory the plan keeps: a call writes only its numbers there (measured:
+ * writing the whole list per call was a sixth of a spawn's time inside a loop). Each value is
+ * read once: when a value read is not a number, the call goes on down the general path with
+ * the values read.
  */
 export class SpawnPlan {
     /** Per item: its definition. */
     private readonly definitions: unknown[] = [];
     /** Per item: the field names given, in order, or undefined for a bare component. */
     private readonly names: (string[] | undefined)[] = [];
-    /** The values read by the latest call, in order. */
+    /** The values read by the latest call, in order, when one is not a number. */
     private readonly read: unknown[] = [];
+    /** The latest call's values when all are numbers, in order. */
+    private numbers = new Float64Array(8);
+    /** Per value: its component's id, its field's index and its Field (whose range it checks). */
+    private valueIds = new Uint32Array(8);
+    private valueFields = new Uint32Array(8);
+    private readonly checks: Field[] = [];
     /** The item list of a plan with values (its numbers change per call). */
     private readonly list = new ItemList();
     /** The plan's block in wasm memory (grown, never shrunk; freed with the world) and its size. */
@@ -151,7 +160,8 @@ export class SpawnPlan {
     private items: Pointer = 0;
     private fault: Pointer = 0;
     private entities: Pointer = 0;
-    private numbers = 0;
+    /** Where the written list's numbers start, as an f64 index. */
+    private numbersAt = 0;
     private archetype = -1;
     private withValues = false;
     private planned = false;
@@ -170,6 +180,8 @@ export class SpawnPlan {
         const heap = world.heap;
         if (!this.withValues) {
             for (let i = 0; i < items.length; i++) if (items[i] !== definitions[i]) return undefined;
+            const recorded = world.recorder.spawn(this.archetype, 0, this.valueIds, this.valueFields, this.numbers);
+            if (recorded !== 0) return recorded;
             // A refusal (out of memory) goes down the general path, which says why.
             if (heap.exports.tes_archetype_spawn(world.pointer, this.archetype, 1, heap.scratch) !== 0) return undefined;
             return heap.u32At(heap.scratch);
@@ -192,27 +204,38 @@ export class SpawnPlan {
             }
             if (k !== names.length) return undefined;
         }
-        // Then each value, read once, into the plan's numbers in wasm memory.
-        const read = this.read,
-            f64 = heap.f64;
+        // Then each value, read once: numbers into a typed array (no boxing), the values as
+        // read once one is not a number (the general path judges them).
+        const numbers = this.numbers;
         let v = 0,
-            numbers = true;
+            all = true;
         for (let i = 0; i < items.length; i++) {
             const names = this.names[i];
             if (names === undefined) continue;
             const values = (items[i] as { values: Record<string, unknown> }).values;
             for (let k = 0; k < names.length; k++, v++) {
                 const value = values[names[k]!];
-                read[v] = value;
-                if (typeof value === 'number') f64[this.numbers + v] = value;
-                else numbers = false;
+                if (typeof value === 'number' && all) numbers[v] = value;
+                else {
+                    if (all) for (let n = 0; n < v; n++) this.read[n] = numbers[n];
+                    all = false;
+                    this.read[v] = value;
+                }
             }
         }
-        if (!numbers) return this.general(world, operation);
+        if (!all) return this.general(world, operation);
+        const checks = this.checks;
+        let accepted = true;
+        for (let n = 0; n < v && accepted; n++) accepted = checks[n]!.accepts(numbers[n]!);
+        if (accepted) {
+            const recorded = world.recorder.spawn(this.archetype, v, this.valueIds, this.valueFields, numbers);
+            if (recorded !== 0) return recorded;
+        }
+        heap.f64.set(numbers.subarray(0, v), this.numbersAt);
         const result = heap.exports.tes_spawn_items(world.pointer, this.items, 1, this.entities, this.fault);
         if (result !== 0) {
             // The list's own numbers name the value at fault in the message.
-            for (let n = 0; n < v; n++) this.list.setNumber(n, read[n] as number);
+            for (let n = 0; n < v; n++) this.list.setNumber(n, numbers[n]!);
             throw this.list.error(heap, result, this.fault, operation);
         }
         return heap.u32At(this.entities);
@@ -272,6 +295,29 @@ export class SpawnPlan {
             names[list.valueItem(v)]!.push(meta.name);
         }
         this.withValues = names.some((given) => given !== undefined);
+        const heap = world.heap;
+        const at = heap.scratch;
+        // The archetype from the core (tes_archetype_find): the ids after the answer's slot, in
+        // the scratch block (a longer list stays unplanned).
+        if ((items.length + 1) * 4 > SCRATCH_BYTES) return;
+        const u32 = heap.u32;
+        for (let i = 0; i < items.length; i++) u32[(at >>> 2) + 1 + i] = list.ids[i]!;
+        if (heap.exports.tes_archetype_find(world.pointer, at + 4, items.length, at) !== 0) return;
+        this.archetype = heap.u32At(at);
+        const count = list.valueCount;
+        if (count > this.numbers.length) {
+            this.numbers = new Float64Array(count);
+            this.valueIds = new Uint32Array(count);
+            this.valueFields = new Uint32Array(count);
+        }
+        this.checks.length = 0;
+        for (let v = 0; v < count; v++) {
+            const item = list.valueItem(v);
+            const meta = list.valueMeta(v);
+            this.valueIds[v] = list.ids[item]!;
+            this.valueFields[v] = meta.index;
+            this.checks.push(world.field(list.definitions[item] as Component<any>, meta.name as never) as Field);
+        }
         if (this.withValues) {
             const plan = this.list;
             plan.copyShape(list);
@@ -280,16 +326,7 @@ export class SpawnPlan {
             this.items = written.items;
             this.fault = written.fault;
             this.entities = written.entities;
-            this.numbers = written.numbers >>> 3;
-        } else {
-            const heap = world.heap;
-            const at = heap.scratch;
-            // The ids after the answer's slot, in the scratch block (a longer list stays unplanned).
-            if ((items.length + 1) * 4 > SCRATCH_BYTES) return;
-            const u32 = heap.u32;
-            for (let i = 0; i < items.length; i++) u32[(at >>> 2) + 1 + i] = list.ids[i]!;
-            if (heap.exports.tes_archetype_find(world.pointer, at + 4, items.length, at) !== 0) return;
-            this.archetype = heap.u32At(at);
+            this.numbersAt = written.numbers >>> 3;
         }
         this.definitions.length = 0;
         for (let i = 0; i < items.length; i++) {

@@ -126,6 +126,8 @@ export interface TesseraExports {
     tes_query_add_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
     /** `tes_query_remove_items(world, query, items, out_fault)`. */
     tes_query_remove_items(world: Pointer, query: Pointer, items: Pointer, outFault: Pointer): number;
+    /** `tes_query_despawn(world, query)`: despawns every entity a plain query visits. */
+    tes_query_despawn(world: Pointer, query: Pointer): number;
     /** `tes_location(world, entity, tes_location_t *out)` (layout: `LOCATION`). */
     tes_location(world: Pointer, entity: number, out: Pointer): number;
 
@@ -181,6 +183,8 @@ export interface TesseraExports {
     tes_defer_begin(world: Pointer): number;
     /** `tes_defer_end(world)`: the outermost end applies the deferred commands. */
     tes_defer_end(world: Pointer): number;
+    /** `tes_defer_handouts(world, &count)`: indices waiting for spawns JS records (record.ts). */
+    tes_defer_handouts(world: Pointer, outCount: Pointer): number;
     /** `uint32_t tes_world_layout(world)`: changes whenever rows or chunks move. */
     tes_world_layout(world: Pointer): number;
     /** `tes_iter_column(iter, component, field, void **out_column)`. */

@@ -319,8 +319,8 @@ export class Query {
         const operation = 'query.despawnAll';
         this.live(operation);
         this.plainOnly(operation);
-        const entities = this.entities();
-        this.world.despawnMany(entities);
+        const world = this.world;
+        world.check(world.heap.exports.tes_query_despawn(world.pointer, this.pointer), operation);
     }
 
     // ---- kernels: column math inside wasm, SIMD, marking what they write -----------------

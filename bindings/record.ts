@@ -1,6 +1,6 @@
 /**
- * Despawns, adds and removes recorded by JS inside a run: appended to the core's recorded
- * command list in place, without a call.
+ * Spawns, despawns, adds and removes recorded by JS inside a run: appended to the core's
+ * recorded command list in place, without a call.
  *
  * Recording is the core's own step done in place: for a placed, live entity and a chunk
  * component, tes_despawn / tes_add / tes_remove inside a run check exactly that and append one
@@ -11,9 +11,16 @@
  * core's; what JS saves is the crossing and the core's checks before the append (measured in
  * docs/architecture.md). The layout numbers are generated from C (abi.ts).
  *
+ * A spawn is tesi_defer_spawn done in place: its index comes from the world's handout block,
+ * the allocator's next indices that tes_defer_handouts made wait (one call per block), so a
+ * spawn gets the index the core would have given it. Its record becomes pending with the
+ * archetype it will have, and a SPAWN command follows, then one INIT_NUMBER per initial value
+ * (tes_init_number at the flush: the value is part of the spawn, not a change), all checked by
+ * the caller first (the plan's shape and each value's range: entities.ts).
+ *
  * @module
  */
-import { COMMAND, COMMAND_KIND, COMPONENT, COMPONENT_FLAGS, LIMITS, RECORD, WORLD } from './abi.js';
+import { COMMAND, COMMAND_KIND, COMPONENT, COMPONENT_FLAGS, LIMITS, RECORD, ROW, WORLD } from './abi.js';
 import type { Heap } from './heap.js';
 import type { Pointer } from './load.js';
 
@@ -35,7 +42,15 @@ const COMMAND_WORDS = COMMAND.size >>> 2;
 const COMMAND_KIND_WORD = COMMAND.kind >>> 2;
 const COMMAND_ENTITY = COMMAND.entity >>> 2;
 const COMMAND_A = COMMAND.a >>> 2;
+const COMMAND_B = COMMAND.b >>> 2;
+const COMMAND_C = COMMAND.c >>> 2;
+const COMMAND_DATA_SIZE = COMMAND.data_size >>> 2;
+/** The f64 member, in bytes: commands are 8-aligned (their `value` is a double). */
+const COMMAND_VALUE = COMMAND.value;
+const RECORD_ROW = RECORD.row >>> 2;
 /** The kinds this file records, and the component record's layout it reads, as local consts. */
+const SPAWN = COMMAND_KIND.spawn;
+const INIT_NUMBER = COMMAND_KIND.init_number;
 const DESPAWN = COMMAND_KIND.despawn;
 const ADD = COMMAND_KIND.add;
 const REMOVE = COMMAND_KIND.remove;
@@ -43,6 +58,7 @@ const COMPONENT_SIZE = COMPONENT.size;
 const COMPONENT_FLAGS_AT = COMPONENT.flags;
 /** Components stored off the chunks: their commands are the core's (sparse.c, relation.c). */
 const OFF_CHUNK = COMPONENT_FLAGS.sparse | COMPONENT_FLAGS.relation;
+const PENDING = ROW.pending;
 
 /**
  * The u32 index of a placed, live entity's record, as tesi_record_of finds it; -1 for
@@ -63,7 +79,9 @@ function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number, entity
 
 /** Appends deferred commands to one world's recorded list. @internal */
 export class Recorder {
+    /** Views of the whole memory; empty once memory grew (both detach together). */
     private u32: Uint32Array;
+    private f64: Float64Array;
     private readonly countAt: number;
     private readonly pagesAt: number;
     private readonly deferAt: number;
@@ -71,12 +89,16 @@ export class Recorder {
     private readonly commandsAt: number;
     private readonly commandCountAt: number;
     private readonly commandSlotsAt: number;
+    private readonly handoutsAt: number;
+    private readonly handoutCountAt: number;
+    private readonly handoutNextAt: number;
 
     constructor(
         private readonly heap: Heap,
-        world: Pointer,
+        private readonly world: Pointer,
     ) {
         this.u32 = heap.u32;
+        this.f64 = heap.f64;
         this.countAt = (world + WORLD.record_count) >>> 2;
         this.pagesAt = (world + WORLD.records_pages) >>> 2;
         this.deferAt = (world + WORLD.defer_depth) >>> 2;
@@ -84,6 +106,58 @@ export class Recorder {
         this.commandsAt = (world + WORLD.commands) >>> 2;
         this.commandCountAt = (world + WORLD.command_count) >>> 2;
         this.commandSlotsAt = (world + WORLD.command_slots) >>> 2;
+        this.handoutsAt = (world + WORLD.handouts) >>> 2;
+        this.handoutCountAt = (world + WORLD.handout_count) >>> 2;
+        this.handoutNextAt = (world + WORLD.handout_next) >>> 2;
+    }
+
+    /**
+     * Records a spawn into an archetype (an id the core gave for a set of chunk components)
+     * with `count` initial values: value v is `values[v]` for field `fields[v]` of component id
+     * `components[v]`, each a number its field accepts. The pending handle; 0 when the core
+     * must take the call (not deferring, no room, no index left: nothing was written).
+     */
+    spawn(archetype: number, count: number, components: Uint32Array, fields: Uint32Array, values: Float64Array): number {
+        let u32 = this.u32;
+        if (u32.length === 0) u32 = this.views();
+        if (u32[this.deferAt] === 0) return 0;
+        const commands = u32[this.commandCountAt]!;
+        if (commands + 1 + count > u32[this.commandSlotsAt]!) return 0;
+        let next = u32[this.handoutNextAt]!;
+        if (next === u32[this.handoutCountAt]) {
+            // A block of the allocator's next indices (its record pages allocated, which can
+            // grow memory); none left means the core's call, which says why.
+            const heap = this.heap;
+            if (heap.exports.tes_defer_handouts(this.world, heap.scratch) !== 0) return 0;
+            u32 = this.u32;
+            if (u32.length === 0) u32 = this.views();
+            if (u32[heap.scratch >>> 2] === 0) return 0;
+            next = u32[this.handoutNextAt]!;
+        }
+        const index = u32[this.handoutsAt + next]!;
+        u32[this.handoutNextAt] = next + 1;
+        const record = (u32[(u32[this.pagesAt]! >>> 2) + (index >>> PAGE_BITS)]! >>> 2) + (index & PAGE_MASK) * RECORD_WORDS;
+        u32[record + RECORD_ROW] = PENDING | archetype;
+        const entity = (index | (u32[record + RECORD_GENERATION]! << INDEX_BITS)) >>> 0;
+        let at = (u32[this.commandsAt]! >>> 2) + commands * COMMAND_WORDS;
+        u32[at + COMMAND_KIND_WORD] = SPAWN;
+        u32[at + COMMAND_ENTITY] = entity;
+        u32[at + COMMAND_A] = archetype;
+        u32[at + COMMAND_DATA_SIZE] = 0; // values follow as their own commands, not as data
+        if (count !== 0) {
+            const f64 = this.f64;
+            for (let v = 0; v < count; v++) {
+                at += COMMAND_WORDS;
+                u32[at + COMMAND_KIND_WORD] = INIT_NUMBER;
+                u32[at + COMMAND_ENTITY] = entity;
+                u32[at + COMMAND_A] = components[v]!;
+                u32[at + COMMAND_B] = fields[v]!;
+                u32[at + COMMAND_C] = 0; // element 0: scalar fields only
+                f64[(at * 4 + COMMAND_VALUE) >>> 3] = values[v]!;
+            }
+        }
+        u32[this.commandCountAt] = commands + 1 + count;
+        return entity;
     }
 
     /**
@@ -101,9 +175,15 @@ export class Recorder {
         return this.record(REMOVE, entity, component);
     }
 
+    /** The views of memory after it grew (the old ones detached). */
+    private views(): Uint32Array {
+        this.f64 = this.heap.f64;
+        return (this.u32 = this.heap.u32);
+    }
+
     private record(kind: number, entity: number, component: number): boolean {
         let u32 = this.u32;
-        if (u32.length === 0) u32 = this.u32 = this.heap.u32; // memory grew: the view detached
+        if (u32.length === 0) u32 = this.views(); // memory grew: the views detached
         if (u32[this.deferAt] === 0) return false;
         if (placedRecord(u32, this.countAt, this.pagesAt, entity) < 0) return false;
         if (

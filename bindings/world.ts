@@ -94,9 +94,9 @@ export class World {
     readonly fields: WorldFields;
     /** @internal Spawn, add, set and remove calls of several items (item-calls.ts). */
     readonly items: ItemCalls;
-    /** Appends despawns, adds and removes inside runs to the core's command list (record.ts). */
-    private readonly recorder: Recorder;
-    /** The latest spawn of bare components, resolved to its archetype (entities.ts). */
+    /** @internal Appends spawns, despawns, adds and removes inside runs to the core's command list (record.ts). */
+    readonly recorder: Recorder;
+    /** The latest spawn's shape, resolved to its archetype and fields (entities.ts). */
     private readonly spawnPlan = new SpawnPlan();
     private readonly scheduler: Scheduler;
 

@@ -18,7 +18,7 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     tesi_record_t *record = tesi_record_find(world, index);
     /* The duplicate mark tes_despawn_batch may have set on the row does not matter here. */
     if (!record || record->chunk || !(record->row & TESI_ROW_PENDING) ||
-        record->generation != (entity >> TES_INDEX_BITS)) {
+        record->row == TESI_ROW_HANDOUT || record->generation != (entity >> TES_INDEX_BITS)) {
         return NULL;
     }
     return record;
@@ -117,6 +117,59 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
     return TES_OK;
 }
 
+tes_result_t tes_defer_handouts(tes_world_t *world, uint32_t *out_count) {
+    if (out_count) *out_count = 0;
+    if (!world || !out_count || !tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    uint32_t waiting = world->handout_count - world->handout_next;
+    if (waiting) {
+        *out_count = waiting;
+        return TES_OK;
+    }
+    /* As many as the world may still hold, up to a block: a spawn past that is the core's. */
+    uint32_t in_use = tesi_indices_in_use(world), max = tesi_max_entities(world);
+    uint32_t n = in_use < max ? max - in_use : 0;
+    if (n > TESI_HANDOUTS) n = TESI_HANDOUTS;
+    world->handout_count = world->handout_next = 0;
+    world->handouts_fresh = 0;
+    if (!n) return TES_OK;
+    tes_result_t result = tesi_entities_reserve(world, n);
+    if (result != TES_OK) return result;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t fresh = world->record_count;
+        tesi_record_t *record;
+        uint32_t index = tesi_take_index(world, &record);
+        if (world->record_count != fresh) world->handouts_fresh |= (uint64_t)1 << i;
+        record->chunk = NULL;
+        record->row = TESI_ROW_HANDOUT;
+        world->handouts[i] = index;
+    }
+    world->handout_count = n;
+    *out_count = n;
+    return TES_OK;
+}
+
+/* Gives the allocator back the handed-out indices nobody took, last first, as they were: fresh
+ * ones shrink the table again, queued ones go back to the head of the free queue. */
+static void return_handouts(tes_world_t *world) {
+    for (uint32_t i = world->handout_count; i-- > world->handout_next;) {
+        uint32_t index = world->handouts[i];
+        tesi_record_t *record = tesi_record_at(world, index);
+        record->chunk = NULL;
+        if (world->handouts_fresh & ((uint64_t)1 << i)) {
+            record->row = 0;
+            world->record_count--;
+            continue;
+        }
+        /* A stale queue is relinked from the records before its next use: no link to keep. */
+        record->row = world->free_length && !world->free_stale ? world->free_head : 0;
+        if (!world->free_length) world->free_tail = index;
+        world->free_head = index;
+        world->free_length++;
+    }
+    world->handout_count = world->handout_next = 0;
+    world->handouts_fresh = 0;
+}
+
 static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
     switch (cmd->kind) {
     case TESI_CMD_SPAWN: {
@@ -189,15 +242,30 @@ uint32_t tes_world_layout(const tes_world_t *world) {
     return world ? world->layout : 0;
 }
 
-/* A run of recorded adds (or removes) of one chunk component whose entities are every row of
- * an archetype, in row order (what a loop over a query's chunks records), applies as one move
- * of the archetype (tes_archetype_add / _remove): the rows end where the moves one by one would
- * put them, in the same order, at batch speed. `i` is an add or a remove. Returns the commands
- * applied (0: not such a run), and in *checked how many it compared. */
+/* despawn_archetype after the removal logs' room. */
+static tes_result_t despawn_whole(tes_world_t *world, tesi_archetype_t *a) {
+    if (tesi_logging(world)) {
+        tes_result_t result = tesi_logs_reserve(world, a, a->entity_count);
+        if (result != TES_OK) return result;
+    }
+    tesi_despawn_archetype(world, a);
+    return TES_OK;
+}
+
+/* A run of recorded adds (or removes) of one chunk component, or of despawns, whose entities
+ * are every row of an archetype, in row order (what a loop over a query's chunks records),
+ * applies as one change of the archetype (tes_archetype_add / _remove, despawn_whole): the
+ * rows end where the calls one by one would put them, in the same order, at batch speed. `i`
+ * is an add, a remove or a despawn. Returns the commands applied (0: not such a run), and in
+ * *checked how many it compared. */
 static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
     const tesi_command_t *cmd = &world->commands[i];
     *checked = 0;
-    if (cmd->a >= world->component_count || tesi_is_sparse(&world->components[cmd->a])) return 0;
+    bool despawn = cmd->kind == TESI_CMD_DESPAWN;
+    if (despawn ? world->sparse_count != 0
+                : cmd->a >= world->component_count || tesi_is_sparse(&world->components[cmd->a])) {
+        return 0;
+    }
     const tesi_record_t *record = tesi_record_of(world, cmd->entity);
     if (!record) return 0;
     tesi_archetype_t *a = record->chunk->archetype;
@@ -209,24 +277,57 @@ static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
         for (uint32_t row = 0; row < chunk->count; row++, k++) {
             const tesi_command_t *next = &world->commands[i + k];
             *checked = k + 1;
-            if (next->kind != cmd->kind || next->a != cmd->a || next->entity != entities[row]) {
+            if (next->kind != cmd->kind || (!despawn && next->a != cmd->a) ||
+                next->entity != entities[row]) {
                 return 0;
             }
         }
     }
-    tes_result_t result = cmd->kind == TESI_CMD_ADD ? tes_archetype_add(world, a->id, cmd->a)
-                                                    : tes_archetype_remove(world, a->id, cmd->a);
+    tes_result_t result = despawn                     ? despawn_whole(world, a)
+                          : cmd->kind == TESI_CMD_ADD ? tes_archetype_add(world, a->id, cmd->a)
+                                                      : tes_archetype_remove(world, a->id, cmd->a);
     return result == TES_OK ? n : 0;
+}
+
+/* The initial values recorded right after a spawn (INIT_NUMBER commands of its entity, as
+ * bindings/record.ts appends them), written into the row just placed with tes_init_number's
+ * checks, without finding the row again. Returns how many it wrote; the first one it cannot
+ * write here (not a field of a chunk component of the row, or a value its type cannot hold)
+ * and those after it are apply()'s, which says why. */
+static uint32_t apply_initial(tes_world_t *world, uint32_t i) {
+    tes_entity_t entity = world->commands[i].entity;
+    const tesi_record_t *record = tesi_record_at(world, entity & TESI_INDEX_MASK);
+    tesi_chunk_t *chunk = record->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    uint32_t k = i + 1;
+    for (; k < world->command_count; k++) {
+        const tesi_command_t *cmd = &world->commands[k];
+        if (cmd->kind != TESI_CMD_INIT_NUMBER || cmd->entity != entity) break;
+        if (cmd->a >= world->component_count) break;
+        const tesi_component_t *c = &world->components[cmd->a];
+        if (cmd->b >= c->field_count) break;
+        uint32_t type = tesi_type_index(a, cmd->a);
+        const tesi_field_t *f = &c->fields[cmd->b];
+        if (type == TESI_NO_TYPE || cmd->c >= f->length) break;
+        uint8_t *cell = tesi_cell(chunk, tesi_column_of(a, type, cmd->b), record->row);
+        if (!tesi_encode_number(f->type, cmd->value,
+                                cell + (size_t)cmd->c * tes_type_size(f->type))) {
+            break;
+        }
+    }
+    return k - i - 1;
 }
 
 void tesi_flush(tes_world_t *world) {
     /* Commands applied here may not defer again (no iteration is live), but a command's effect
      * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
     tesi_reserve_lift(true);
-    uint32_t retry = 0; /* a run compared and found partial is not compared again */
+    return_handouts(world); /* before any command frees or takes an index */
+    uint32_t retry = 0;     /* a run compared and found partial is not compared again */
     for (uint32_t i = 0; i < world->command_count; i++) {
         const tesi_command_t *cmd = &world->commands[i];
-        if (i >= retry && (cmd->kind == TESI_CMD_ADD || cmd->kind == TESI_CMD_REMOVE)) {
+        if (i >= retry && (cmd->kind == TESI_CMD_ADD || cmd->kind == TESI_CMD_REMOVE ||
+                           cmd->kind == TESI_CMD_DESPAWN)) {
             uint32_t checked, whole = apply_whole(world, i, &checked);
             if (whole) {
                 i += whole - 1;
@@ -234,7 +335,10 @@ void tesi_flush(tes_world_t *world) {
             }
             retry = i + checked;
         }
-        if (apply(world, cmd) == TES_OK) continue;
+        if (apply(world, cmd) == TES_OK) {
+            if (cmd->kind == TESI_CMD_SPAWN) i += apply_initial(world, i);
+            continue;
+        }
         world->commands_skipped++;
         /* A spawn that could not happen (out of memory) gives its reserved index back. */
         if (cmd->kind == TESI_CMD_SPAWN && tesi_pending_record(world, cmd->entity)) {

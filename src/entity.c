@@ -118,6 +118,10 @@ static tes_result_t take_skipped(tes_world_t *world) {
 }
 
 tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
+    /* Handed-out indices waiting are taken first (tesi_take_index); they count in use. */
+    uint32_t waiting = world->handout_count - world->handout_next;
+    if (n <= waiting) return TES_OK;
+    n -= waiting;
     /* Indices in use (live and pending) stay at most the table's less min_free: then more than
      * min_free indices wait whenever the table is full, and an index is always reused after
      * more than min_free others that were freed after it, at every population. */
@@ -140,6 +144,11 @@ tes_result_t tesi_entities_reserve(tes_world_t *world, uint32_t n) {
 /* The index for a new entity, following the rule tesi_entities_reserve planned for: reuse the
  * oldest freed index once more than min_free wait (or when no fresh index is left). */
 uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record) {
+    if (world->handout_next < world->handout_count) { /* the allocator's next, taken already */
+        uint32_t index = world->handouts[world->handout_next++];
+        *out_record = tesi_record_at(world, index);
+        return index;
+    }
     /* With the table full, more than min_free wait (tesi_entities_reserve's cap). */
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         tesi_free_queue(world);
@@ -252,7 +261,11 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
     tesi_chunk_t *chunk;
     uint32_t row;
     tesi_chunk_take_rows(world, a, 1, &chunk, &row);
-    tesi_zero_rows(chunk, row, 1);
+    if (a->self) {
+        tesi_zero_row(chunk, row); /* inline, as a single spawn's */
+    } else {
+        tesi_zero_rows(chunk, row, 1);
+    }
     tesi_trackers_stamp_added(world, chunk, row, 1);
     tesi_record_t *record = tesi_record_at(world, index);
     record->chunk = chunk;
@@ -398,6 +411,25 @@ void tesi_despawn_record(tes_world_t *world, tesi_record_t *record) {
     tesi_remove_row(world, record->chunk, record->row);
     tesi_release_record(world, record, e & TESI_INDEX_MASK);
     world->entity_count--;
+}
+
+void tesi_despawn_archetype(tes_world_t *world, tesi_archetype_t *a) {
+    bool logging = tesi_logging(world);
+    for (uint32_t c = 0; c < a->chunk_count; c++) {
+        const tesi_chunk_t *chunk = a->chunks[c];
+        const tes_entity_t *entities = tesi_chunk_entities(chunk);
+        for (uint32_t row = 0; row < chunk->count; row++) {
+            tes_entity_t e = entities[row];
+            if (logging) tesi_log_removals(world, a, e);
+            tesi_release_record(world, tesi_record_at(world, e & TESI_INDEX_MASK),
+                                e & TESI_INDEX_MASK);
+        }
+    }
+    world->entity_count -= a->entity_count;
+    while (a->entity_count) {
+        tesi_chunk_t *last = a->chunks[a->chunk_count - 1];
+        tesi_remove_row(world, last, last->count - 1);
+    }
 }
 
 /* Alive, or pending (spawned by a deferred command): what a deferred command may name. */

@@ -26,6 +26,11 @@
 #define TESI_ROW_MARK            0x80000000u /* temporary mark on a record's row */
 #define TESI_ROW_PENDING         0x40000000u /* row of a deferred spawn: | its archetype */
 #define TESI_ROW_SKIPPED         0x20000000u /* row of an index a delta jumped over */
+/* Row of an index handed out for a spawn the host will record (tes_defer_handouts): pending
+ * with an archetype id no archetype has, until the host writes its spawn's. */
+#define TESI_ROW_HANDOUT         (TESI_ROW_PENDING | 0x1fffffffu)
+/* Indices a run hands out at a time to a host that records its own spawns. */
+#define TESI_HANDOUTS            64u
 #define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
@@ -580,6 +585,14 @@ struct tes_world_t {
     uint32_t command_data_size;
     uint32_t command_data_slots;
     uint32_t commands_skipped;
+    /* The allocator's next indices, taken while deferring for spawns the host records itself
+     * (tes_defer_handouts): [handout_next, handout_count) wait, in the order the allocator
+     * gave them; the core's own deferred spawns take them first, and the flush gives back the
+     * ones left, so the indices spawns get are the same with or without them. */
+    uint32_t handouts[TESI_HANDOUTS];
+    uint64_t handouts_fresh; /* bit i: handouts[i] was a fresh index (record_count grew) */
+    uint32_t handout_count;
+    uint32_t handout_next;
     tesi_edit_t edit; /* item calls' scratch (items.c) */
 
     /* Stages and systems (system.c). */
@@ -931,6 +944,11 @@ uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record);
 /* Removes a live entity's row and frees its index (its pairs and sparse memberships are gone
  * already, and its removals' log room reserved). */
 void tesi_despawn_record(tes_world_t *world, tesi_record_t *record);
+/* Despawns every entity of an archetype as despawns one by one in row order would: the same
+ * removals logged and indices freed, in that order; the rows go from the end, so none moves.
+ * The removal logs' room is reserved, and the world has no sparse components or relations
+ * (their despawns have more to do: tesi_despawn_all). */
+void tesi_despawn_archetype(tes_world_t *world, tesi_archetype_t *archetype);
 /* Frees an index (its record given): next generation, to the back of the free queue. */
 void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index);
 static inline void tesi_release_index(tes_world_t *world, uint32_t index) {

@@ -576,6 +576,30 @@ static void write_values(const call_t *call, tes_entity_t entity, uint32_t posit
     }
 }
 
+/* The initial values of n entities just spawned into one archetype, all of chunk components:
+ * write_values for each, a column at a time (each value's column is found once). */
+static void init_columns(const call_t *call, const tesi_archetype_t *a, const tes_entity_t *handles,
+                         uint32_t n) {
+    tes_world_t *world = call->world;
+    const tes_items_t *x = call->x;
+    for (uint32_t v = 0; v < x->value_count; v++) {
+        const tes_value_t *value = &x->values[v];
+        tes_component_t component = x->items[value->item].component;
+        const tesi_field_t *f = &world->components[component].fields[value->field];
+        const tesi_column_t *column =
+            tesi_column_of(a, tesi_type_index(a, component), value->field);
+        uint32_t size = tes_type_size(f->type);
+        for (uint32_t i = 0; i < n; i++) {
+            const tesi_record_t *record = tesi_record_at(world, handles[i] & TESI_INDEX_MASK);
+            const double *numbers = x->numbers + value->number + (call->first + i) * value->stride;
+            uint8_t *cell = tesi_cell(record->chunk, column, record->row);
+            /* In range for every position: check_items saw each. */
+            for (uint32_t k = 0; k < f->length; k++)
+                tesi_encode_number(f->type, numbers[k], cell + (size_t)k * size);
+        }
+    }
+}
+
 /* Moves one placed entity along its plan (a swap-remove behind it). */
 static void move_entity(const call_t *call, tesi_record_t *record, tes_entity_t entity,
                         const tesi_plan_t *plan) {
@@ -879,6 +903,10 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
     if (result != TES_OK || !rest) return result;
     /* New entities: nothing to move, nothing they had. */
     call.kind = EDIT_INIT;
+    if (!call.sparse_count && !call.pair_count) {
+        init_columns(&call, a, handles, n);
+        return TES_OK;
+    }
     memset(e->had, 0, items->item_count);
     for (uint32_t i = 0; i < n; i++)
         commit_rest(&call, handles[i], i, e->had);
@@ -1004,6 +1032,41 @@ static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t ki
     if (result != TES_OK) return result;
     /* edit() reuses the scratch that holds the matches only for its own lists, not entities. */
     return edit(world, kind, world->edit.entities, n, 0, x, fault);
+}
+
+/* tes_query_despawn when the query visits whole archetypes and despawns have nothing to do
+ * beyond the rows: each archetype visited is emptied at once (tesi_despawn_archetype). */
+static tes_result_t despawn_archetypes(tes_world_t *world, tes_query_t *query) {
+    tesi_edit_t *e = &world->edit;
+    tes_iter_t it;
+    tes_result_t result = tes_query_iter(world, query, &it);
+    if (result != TES_OK) return result;
+    uint32_t count = 0, total = 0;
+    while (result == TES_OK && tes_iter_next(&it)) {
+        total += it.row_count;
+        if (count && e->entities[count - 1] == it.archetype) continue; /* its next chunk */
+        result = tesi_reserve(world, (void **)&e->entities, &e->entity_slots, count + 1,
+                              sizeof *e->entities, 64);
+        if (result == TES_OK) e->entities[count++] = it.archetype;
+    }
+    tes_iter_fini(&it);
+    if (result == TES_OK && tesi_logging(world)) result = tesi_logs_reserve(world, NULL, total);
+    if (result != TES_OK) return result;
+    for (uint32_t i = 0; i < count; i++)
+        tesi_despawn_archetype(world, world->archetypes[e->entities[i]]);
+    return TES_OK;
+}
+
+tes_result_t tes_query_despawn(tes_world_t *world, tes_query_t *query) {
+    if (!world || !query) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_query_consumes(query)) return TES_ERR_INVALID_ARGUMENT;
+    if (!tesi_deferring(world) && !world->sparse_count && !tesi_query_by_rows(query)) {
+        return despawn_archetypes(world, query);
+    }
+    uint32_t n = 0;
+    tes_result_t result = collect(world, query, &n);
+    /* tes_despawn_batch takes no scratch of world->edit: the list stays put. */
+    return result == TES_OK ? tes_despawn_batch(world, world->edit.entities, n) : result;
 }
 
 tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query, const tes_items_t *items,

@@ -812,6 +812,14 @@ TES_API void tes_iter_fini(tes_iter_t *iter);
  * TES_ERR_INVALID_ARGUMENT. */
 TES_API tes_result_t tes_defer_begin(tes_world_t *world);
 TES_API tes_result_t tes_defer_end(tes_world_t *world);
+/* For a host that records its own spawns in the command list while deferring (the bindings:
+ * bindings/record.ts; the layout is internal): makes the allocator's next indices wait in the
+ * world's handout block, up to a block of them and no more than the world may still hold, and
+ * sets *out_count to how many wait (0: the spawn must be the core's call, which says why).
+ * The core's own spawns take waiting indices first, and the outermost end gives back the ones
+ * left, so a spawn gets the index it would have had without them. TES_ERR_INVALID_ARGUMENT
+ * when not deferring. */
+TES_API tes_result_t tes_defer_handouts(tes_world_t *world, uint32_t *out_count);
 /* A number that changes whenever rows or chunks move: every spawn, despawn, add, remove (and
  * batch form) that moves rows, and every new archetype. While it stays the same, a plain
  * query visits the same chunks with the same rows, so their column addresses still hold.
@@ -880,6 +888,9 @@ TES_API tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query,
                                          const tes_items_t *items, tes_fault_t *out_fault);
 TES_API tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *query,
                                             const tes_items_t *items, tes_fault_t *out_fault);
+/* tes_despawn_batch of every entity a plain query visits (a consumer query is
+ * TES_ERR_INVALID_ARGUMENT), in one call: recorded per entity while an iteration is live. */
+TES_API tes_result_t tes_query_despawn(tes_world_t *world, tes_query_t *query);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Kernels                                                                                   */

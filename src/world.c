@@ -344,6 +344,9 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     CHECK(logged == world->logged_components);
     CHECK(sparse == world->sparse_count && relations == world->relation_count);
     CHECK(live + pending + skipped + world->free_length + 1 == world->record_count);
+    /* Pending entities and waiting handouts live only while deferring (the flush ends both). */
+    CHECK(world->defer_depth || (!pending && !world->handout_count));
+    CHECK(world->handout_next <= world->handout_count && world->handout_count <= TESI_HANDOUTS);
     uint32_t index = world->free_head;
     /* A stale queue has no links to check yet (tesi_free_queue relinks it). */
     for (uint32_t k = 0; k < world->free_length && !world->free_stale; k++) {

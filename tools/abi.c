@@ -265,12 +265,20 @@ static void internal_structures(void) {
     MEMBER(tes_world_t, commands);
     MEMBER(tes_world_t, command_count);
     MEMBER(tes_world_t, command_slots);
+    MEMBER(tes_world_t, handouts);
+    MEMBER(tes_world_t, handout_count);
+    MEMBER(tes_world_t, handout_next);
     end();
 
-    STRUCT("COMMAND", tesi_command_t, "a deferred command (JS records adds, removes, despawns).");
+    STRUCT("COMMAND", tesi_command_t,
+           "a deferred command (JS records spawns, initial values, adds, removes, despawns).");
     MEMBER(tesi_command_t, kind);
     MEMBER(tesi_command_t, entity);
     MEMBER(tesi_command_t, a);
+    MEMBER(tesi_command_t, b);
+    MEMBER(tesi_command_t, c);
+    MEMBER(tesi_command_t, value);
+    MEMBER(tesi_command_t, data_size);
     end();
 
     STRUCT("RECORD", tesi_record_t, "an entity table entry.");
@@ -336,6 +344,8 @@ static void constants(void) {
     end();
 
     group("COMMAND_KIND", "Kinds of deferred commands JS records (tesi_command_t.kind).");
+    value("spawn", TESI_CMD_SPAWN);
+    value("init_number", TESI_CMD_INIT_NUMBER);
     value("despawn", TESI_CMD_DESPAWN);
     value("add", TESI_CMD_ADD);
     value("remove", TESI_CMD_REMOVE);
@@ -345,6 +355,7 @@ static void constants(void) {
     value("pending", TESI_ROW_PENDING);
     value("skipped", TESI_ROW_SKIPPED);
     value("mark", TESI_ROW_MARK);
+    value("handout", TESI_ROW_HANDOUT);
     end();
 
     group("TYPES", "tes_type_t: field types.");

@@ -199,6 +199,58 @@ TEST(despawn_batch_despawns_all_listed_and_keeps_the_rest) {
     CHECK_OK(tes_world_validate(s.world));
 }
 
+TEST(query_despawn_despawns_what_the_query_visits_and_nothing_else) {
+    scene_t s = make_scene(1024);
+    tes_component_t set[] = {s.position, s.id};
+    enum { N = 600 };
+    tes_entity_t e[N];
+    spawn_batch_filled(&s, set, 2, N, e);
+    for (uint32_t i = 0; i < N; i += 3)
+        CHECK_OK(tes_add(s.world, e[i], s.frozen));
+    for (uint32_t i = 1; i < N; i += 3)
+        CHECK_OK(tes_add(s.world, e[i], s.player));
+    /* Position without Player: two archetypes, visited whole. */
+    tes_query_t *q =
+        fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.position), .none = FX_IDS(s.player)});
+    /* A consumer's run would use up what it reports: refused, nothing despawned. */
+    tes_query_t *consumer = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.id)});
+    CHECK_ERR(tes_query_despawn(s.world, consumer), TES_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(tes_query_despawn(NULL, q), TES_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(fx_stats(s.world).entity_count, N);
+    tes_query_t *gone = fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.frozen)});
+    CHECK_OK(tes_query_despawn(s.world, q));
+    CHECK_EQ(fx_stats(s.world).entity_count, N / 3);
+    /* Despawns are removals: the Frozen ones reach the log, each once. */
+    tes_iter_t run;
+    CHECK_OK(tes_query_iter(s.world, gone, &run));
+    const tes_entity_t *removed = NULL;
+    uint32_t count = 0;
+    CHECK_OK(tes_iter_removed(&run, s.frozen, &removed, &count));
+    CHECK_EQ(count, N / 3);
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t j = 0;
+        while (j < N && e[j] != removed[i])
+            j++;
+        CHECK(j < N && j % 3 == 0);
+    }
+    tes_iter_fini(&run);
+    for (uint32_t i = 0; i < N; i++) {
+        CHECK_EQ(tes_is_alive(s.world, e[i]), i % 3 == 1);
+        if (i % 3 == 1) check_data(&s, e[i], i);
+    }
+    /* Inside a run, recorded: applied when it ends. */
+    tes_query_t *players = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.player)});
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, players, &it));
+    CHECK(tes_iter_next(&it));
+    CHECK_OK(tes_query_despawn(s.world, players));
+    CHECK_EQ(fx_stats(s.world).entity_count, N / 3);
+    tes_iter_fini(&it);
+    CHECK_EQ(fx_stats(s.world).entity_count, 0);
+    fx_check_all_packed(s.world);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
 TEST(despawn_batch_with_a_stale_entry_despawns_none) {
     scene_t s = make_scene(1024);
     tes_entity_t e[50];

@@ -796,3 +796,163 @@ TEST(a_recorded_run_over_a_whole_archetype_ends_as_the_calls_one_by_one) {
         twins_check(t);
     }
 }
+
+/* Every entity of the first entity's archetype despawned, in row order (or reversed), in both
+ * worlds; then as many spawned again, whose handles show the free queue's order. */
+static void twins_despawn(twins_t *t, bool reversed, tes_entity_t out[2][300]) {
+    scene_t *worlds[2] = {&t->loop, &t->calls};
+    for (int w = 0; w < 2; w++) {
+        scene_t *s = worlds[w];
+        tes_archetype_t a = fx_archetype_of(s->world, t->entities[w][0]);
+        tes_archetype_info_t info = fx_archetype(s->world, a);
+        fx_entities_t *rows = fx_entities_new();
+        for (uint32_t k = 0; k < info.chunk_count; k++) {
+            tes_chunk_info_t chunk;
+            CHECK_OK(tes_chunk_info(s->world, a, k, &chunk));
+            for (uint32_t row = 0; row < chunk.count; row++)
+                fx_entities_push(rows, chunk.entities[row]);
+        }
+        CHECK(rows->count == 300);
+        if (w == 0) CHECK_OK(tes_defer_begin(s->world));
+        for (uint32_t i = 0; i < rows->count; i++)
+            CHECK_OK(tes_despawn(s->world, rows->items[reversed ? rows->count - 1 - i : i]));
+        if (w == 0) CHECK_OK(tes_defer_end(s->world));
+        CHECK_EQ(fx_archetype(s->world, a).entity_count, 0);
+        for (uint32_t i = 0; i < 300; i++)
+            out[w][i] = fx_spawn(s->world, FX_IDS(s->b));
+    }
+}
+
+TEST(a_recorded_despawn_of_a_whole_archetype_ends_as_the_calls_one_by_one) {
+    /* The removal log (of the tag the entities have), the freed indices' order (the handles
+     * spawned next) and the world's bytes, with the run in row order (applied at once) and
+     * reversed (call by call). */
+    for (int reversed = 0; reversed <= 1; reversed++) {
+        twins_t *t = fx_malloc(sizeof *t);
+        twins_build(t, 300, 7);
+        twins_step(t, false, 1); /* + Tag: the 300 in an archetype of their own */
+        twins_check(t);
+        tes_entity_t(*spawned)[300] = fx_malloc(2 * sizeof *spawned);
+        twins_despawn(t, reversed, spawned);
+        for (uint32_t i = 0; i < 300; i++)
+            CHECK_EQ(spawned[0][i], spawned[1][i]);
+        fx_snapshot_t *a = fx_snapshot_of(t->loop.world), *b = fx_snapshot_of(t->calls.world);
+        char message[256];
+        if (!fx_snapshot_equal(a, b, message, sizeof message)) {
+            harness_fail(__FILE__, __LINE__, "the two worlds differ: %s", message);
+        }
+        fx_entities_t *logs[2];
+        scene_t *worlds[2] = {&t->loop, &t->calls};
+        for (int w = 0; w < 2; w++) {
+            tes_iter_t it;
+            CHECK_OK(tes_query_iter(worlds[w]->world, t->removed[w], &it));
+            const tes_entity_t *removed = NULL;
+            uint32_t count = 0;
+            CHECK_OK(tes_iter_removed(&it, worlds[w]->tag, &removed, &count));
+            logs[w] = fx_entities_new();
+            for (uint32_t i = 0; i < count; i++)
+                fx_entities_push(logs[w], removed[i]);
+            tes_iter_fini(&it);
+        }
+        CHECK_EQ(logs[0]->count, 300);
+        CHECK_EQ(logs[1]->count, 300);
+        for (uint32_t i = 0; i < 300; i++)
+            CHECK_EQ(logs[0]->items[i], logs[1]->items[i]);
+        CHECK_OK(tes_world_validate(t->loop.world));
+        CHECK_OK(tes_world_validate(t->calls.world));
+    }
+}
+
+TEST(initial_values_recorded_after_a_spawn_land_whatever_their_storage) {
+    /* Values of table components right after the spawn are written as its row is placed; one
+     * of a sparse component its recorded add gives, and the ones after it, take the general
+     * path; a value of a component the entity never gets is skipped. */
+    scene_t s = make_scene(NULL);
+    static const tes_field_desc_t f[] = {{"v", TES_U8, 2}};
+    tes_component_t sparse = fx_component_flags(s.world, "Sparse", f, 1, TES_COMPONENT_SPARSE);
+    fx_spawn(s.world, FX_IDS(s.b));
+    tes_iter_t it;
+    enter_run(&s, s.b, &it);
+    tes_entity_t p = 0;
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, s.b), &p));
+    CHECK_OK(tes_init_number(s.world, p, s.a, 0, 0, 1.5));
+    CHECK_OK(tes_init_number(s.world, p, s.b, 1, 0, -7));
+    CHECK_OK(tes_add(s.world, p, sparse));
+    CHECK_OK(tes_init_number(s.world, p, sparse, 0, 1, 200));
+    CHECK_OK(tes_init_number(s.world, p, s.a, 1, 0, 3));
+    tes_iter_fini(&it);
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.a, 0, 0), 1.5);
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.b, 1, 0), -7);
+    CHECK_NUM_EQ(fx_get_number(s.world, p, sparse, 0, 1), 200);
+    CHECK_NUM_EQ(fx_get_number(s.world, p, s.a, 1, 0), 3);
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Handouts: indices waiting for spawns the host records itself (bindings/record.ts)         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One history of spawns and despawns, with a free queue the allocator reuses (min_free 2):
+ * `handouts` says whether each run first makes indices wait. The handles spawned inside and
+ * after the runs go to out[0..12). */
+static void handout_history(bool handouts, tes_entity_t *out) {
+    scene_t s = make_scene(&(tes_world_desc_t){.min_free_indices = 2});
+    tes_entity_t e[8];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 8, e));
+    for (int i = 0; i < 6; i++)
+        CHECK_OK(tes_despawn(s.world, e[i]));
+    uint32_t n = 0;
+    for (int round = 0; round < 2; round++) {
+        tes_iter_t it;
+        enter_run(&s, s.a, &it);
+        if (handouts) {
+            CHECK_OK(tes_defer_handouts(s.world, &n));
+            CHECK(n > 3);
+            CHECK_OK(tes_defer_handouts(s.world, &n)); /* the same ones still wait */
+            CHECK(n > 3);
+        }
+        /* The core's own deferred spawns take the waiting indices first. */
+        CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 3, out + round * 3));
+        CHECK_OK(tes_world_validate(s.world));
+        tes_iter_fini(&it);
+        CHECK_OK(tes_world_validate(s.world));
+    }
+    /* The ones left went back as they were: the next spawns get what they would have. */
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.b), 6, out + 6));
+    CHECK_OK(tes_world_validate(s.world));
+}
+
+TEST(handouts_leave_every_spawn_the_index_it_would_have_had) {
+    tes_entity_t plain[12], handed[12];
+    handout_history(false, plain);
+    handout_history(true, handed);
+    for (int i = 0; i < 12; i++)
+        CHECK_EQ(handed[i], plain[i]);
+}
+
+TEST(a_waiting_handout_is_neither_alive_nor_pending) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_ERR(tes_defer_handouts(s.world, &(uint32_t){0}), TES_ERR_INVALID_ARGUMENT);
+    tes_iter_t it;
+    enter_run(&s, s.a, &it);
+    uint32_t n = 0;
+    CHECK_OK(tes_defer_handouts(s.world, &n));
+    CHECK_EQ(n, 64);
+    CHECK_ERR(tes_defer_handouts(s.world, NULL), TES_ERR_INVALID_ARGUMENT);
+    /* The next index, with the generation a spawn would give it. */
+    tes_entity_t next = e + 1;
+    double d = 0;
+    CHECK(!tes_is_alive(s.world, next));
+    CHECK_ERR(tes_get_number(s.world, next, s.a, 0, 0, &d), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_set_number(s.world, next, s.a, 0, 0, 1), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_despawn(s.world, next), TES_ERR_STALE_ENTITY);
+    CHECK_ERR(tes_add(s.world, next, s.b), TES_ERR_STALE_ENTITY);
+    CHECK_OK(tes_world_validate(s.world));
+    tes_iter_fini(&it);
+    CHECK_EQ(live_count(&s), 1);
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_EQ(fx_spawn(s.world, FX_IDS(s.b)), next); /* given back: the table shrank again */
+    CHECK_OK(tes_world_validate(s.world));
+}

@@ -1,6 +1,7 @@
-// Despawns, adds and removes inside a run, recorded by JS in the core's command list
+// Spawns, despawns, adds and removes inside a run, recorded by JS in the core's command list
 // (bindings/record.ts) without a call each: the same commands, in the same order, as the core
-// records, applied when the run ends; everything else still goes to the core.
+// records, applied when the run ends, and spawns get the handles the core would have given;
+// everything else still goes to the core.
 import { describe, expect, test } from 'vitest';
 import { component, relation, tag, type Entity, type World } from '../../dist/index.js';
 import { countCalls, expectError, worldPerTest } from './support.js';
@@ -8,11 +9,12 @@ import { countCalls, expectError, worldPerTest } from './support.js';
 const newWorld = worldPerTest();
 
 const Position = component('Position', { x: 'f32', y: 'f32' });
+const Health = component('Health', { value: 'i32' });
 const Marked = tag('Marked');
 const Flag = tag('Flag', { storage: 'sparse' });
 const Likes = relation('Likes');
 
-const structural = ['tes_add', 'tes_remove', 'tes_despawn'];
+const structural = ['tes_add', 'tes_remove', 'tes_despawn', 'tes_spawn_items', 'tes_archetype_spawn'];
 
 /**
  * A world with `n` entities of Position, whose command list exists (the core makes it at the
@@ -79,7 +81,7 @@ describe('commands recorded by JS inside a run', () => {
             spawned = world.spawn(Position);
             world.add(spawned, Marked); // pending: the core's
         });
-        expect(calls).toEqual(['tes_add']);
+        expect(calls).toEqual(['tes_spawn_items', 'tes_add']); // the spawn's shape is new: the core's
         expect(world.get(a!, Position)).toEqual({ x: 7, y: 8 });
         expect(world.get(b!, Position)).toEqual({ x: 1, y: 2 });
         expect(world.has(b!, Marked)).toBe(false);
@@ -147,5 +149,168 @@ describe('commands recorded by JS inside a run', () => {
         counter.restore();
         expect(counter.calls.filter((name) => structural.includes(name))).toEqual(['tes_remove', 'tes_add', 'tes_despawn']);
         expect(world.isAlive(a!)).toBe(false);
+    });
+});
+
+/**
+ * One history of spawns in and out of runs over a world with a free queue the allocator reuses:
+ * `spawn` makes each spawn inside the runs (the planned spawn JS records, or spawnMany of one,
+ * which is always the core's). Returns every handle spawned, in order, and each one's Health.
+ */
+async function spawnHistory(spawn: (world: World, value: number) => Entity): Promise<[Entity, number][]> {
+    const world = await newWorld({ minFreeIndices: 2 });
+    const first = Array.from(world.spawnMany(12, Position));
+    for (let i = 0; i < 8; i++) world.despawn(first[i]!);
+    const out: Entity[] = [];
+    for (let round = 0; round < 3; round++) {
+        insideRun(world, () => {
+            for (let i = 0; i < 5; i++) out.push(spawn(world, round * 10 + i));
+            // The core's own spawn in between takes the next index as well.
+            out.push(world.spawnMany(1, Health({ value: -1 }))[0]!);
+        });
+    }
+    for (let i = 0; i < 4; i++) out.push(world.spawn(Health({ value: 100 + i })));
+    world.validate();
+    return out.map((e) => [e, world.get(e, Health, 'value')]);
+}
+
+describe('spawns recorded by JS inside a run', () => {
+    test('each gets the handle the core would have given it, free queue and all, and its values', async () => {
+        const recorded = await spawnHistory((world, value) => world.spawn(Health({ value })));
+        const core = await spawnHistory((world, value) => world.spawnMany(1, Health({ value }))[0]!);
+        expect(recorded).toEqual(core);
+        expect(recorded.slice(0, 6).map(([, value]) => value)).toEqual([0, 1, 2, 3, 4, -1]);
+    });
+
+    test('no call per spawn, with values and without, while the command list has room', async () => {
+        const { world } = await worldWith(1);
+        const spawned: Entity[] = [];
+        const calls = insideRun(world, () => {
+            for (let i = 0; i < 20; i++) spawned.push(world.spawn(Health({ value: i })));
+            for (let i = 0; i < 20; i++) spawned.push(world.spawn(Health, Marked));
+        });
+        // The first of each shape is the core's (it plans the shape); the rest are recorded.
+        expect(calls).toEqual(['tes_spawn_items', 'tes_spawn_items']);
+        expect(new Set(spawned).size).toBe(40);
+        for (let i = 0; i < 20; i++) expect(world.get(spawned[i]!, Health, 'value')).toBe(i);
+        for (let i = 20; i < 40; i++) {
+            expect(world.get(spawned[i]!, Health, 'value')).toBe(0);
+            expect(world.has(spawned[i]!, Marked)).toBe(true);
+        }
+        world.validate();
+    });
+
+    test('pending until the run ends; writes, adds and despawns of it are recorded after its spawn', async () => {
+        const { world } = await worldWith(1);
+        let e = 0,
+            gone = 0;
+        insideRun(world, () => {
+            world.spawn(Health({ value: 1 })); // plans the shape
+            e = world.spawn(Health({ value: 3 }));
+            gone = world.spawn(Health({ value: 4 }));
+            expect(world.isAlive(e)).toBe(true); // pending counts as alive (world.isAlive)
+            expectError(() => world.get(e, Health, 'value'), 'PENDING_ENTITY', { entity: e });
+            expectError(() => world.has(e, Health), 'PENDING_ENTITY', { entity: e });
+            world.set(e, Health, 'value', 9);
+            world.add(e, Marked);
+            world.despawn(gone);
+            expectError(() => world.set(e, Position, 'x', 1), 'MISSING_COMPONENT', { entity: e });
+        });
+        expect(world.get(e, Health, 'value')).toBe(9);
+        expect(world.has(e, Marked)).toBe(true);
+        expect(world.isAlive(gone)).toBe(false);
+        expect(world.stats().commandsSkipped).toBe(0);
+        world.validate();
+    });
+
+    test('a value its field cannot hold throws at the call and records nothing', async () => {
+        const { world } = await worldWith(1);
+        const Speed = component('RecordedSpeed', { v: 'f32' });
+        let after: Entity[] = [];
+        insideRun(world, () => {
+            world.spawn(Health({ value: 1 }));
+            const before = world.spawn(Health({ value: 2 }));
+            expectError(() => world.spawn(Health({ value: 2 ** 40 })), 'BAD_VALUE');
+            expectError(() => world.spawn(Health({ value: 1.5 })), 'BAD_VALUE');
+            expectError(() => world.spawn(Health({ value: Number.NaN })), 'BAD_VALUE');
+            expectError(() => world.spawn(Health({ value: 'x' as never })), 'BAD_VALUE');
+            const next = world.spawn(Health({ value: 5 }));
+            expect(next).toBe(before + 1); // no index was taken by the refused ones
+            world.spawn(Speed({ v: 1 }));
+            const inf = world.spawn(Speed({ v: Infinity })); // f32 holds infinities
+            expectError(() => world.spawn(Speed({ v: 1e39 })), 'BAD_VALUE'); // but no finite number beyond its range
+            after = [next, inf];
+        });
+        expect(world.query({ all: [Health] }).count()).toBe(3);
+        expect(world.query({ all: [Speed] }).count()).toBe(2);
+        expect(world.get(after[0]!, Health, 'value')).toBe(5);
+        expect(world.get(after[1]!, Speed, 'v')).toBe(Infinity);
+        world.validate();
+    });
+
+    test('initial values are part of the spawn: added sees the entities, changed does not', async () => {
+        const { world } = await worldWith(1);
+        const added = world.subscribe({ added: [Health] });
+        const changed = world.subscribe({ changed: [Health] });
+        const spawned: Entity[] = [];
+        insideRun(world, () => {
+            for (let i = 0; i < 5; i++) spawned.push(world.spawn(Health({ value: i + 1 })));
+        });
+        expect(Array.from(added.drain().entities).sort()).toEqual(spawned.slice().sort());
+        expect(changed.drain().entities).toEqual(new Uint32Array([]));
+    });
+
+    test('an exception mid-loop ends the run: the spawns recorded are placed, the indices left given back', async () => {
+        const run = async (spawn: (world: World, value: number) => Entity): Promise<Entity[]> => {
+            const { world } = await worldWith(4);
+            const out: Entity[] = [];
+            expect(() =>
+                insideRun(world, () => {
+                    for (let i = 0; i < 3; i++) out.push(spawn(world, i));
+                    throw new Error('game code fails');
+                }),
+            ).toThrow('game code fails');
+            out.push(world.spawn(Position));
+            for (let i = 0; i < 3; i++) expect(world.get(out[i]!, Health, 'value')).toBe(i);
+            world.validate();
+            return out;
+        };
+        const recorded = await run((world, value) => world.spawn(Health({ value })));
+        const core = await run((world, value) => world.spawnMany(1, Health({ value }))[0]!);
+        expect(recorded).toEqual(core);
+    });
+
+    test('nested runs: the spawns of the inner run are placed when the outermost ends', async () => {
+        const { world } = await worldWith(2);
+        const outer = world.query({ all: [Position] });
+        const spawned: Entity[] = [];
+        for (const _ of outer) {
+            for (const __ of world.query({ all: [Position] })) {
+                for (let i = 0; i < 3; i++) spawned.push(world.spawn(Health({ value: 7 })));
+            }
+            for (const e of spawned) expectError(() => world.has(e, Health), 'PENDING_ENTITY');
+        }
+        expect(spawned.every((e) => world.get(e, Health, 'value') === 7)).toBe(true);
+        world.validate();
+    });
+
+    test('100,000 spawns in one loop, with a column written every row: every spawn and write lands', async () => {
+        const world = await newWorld();
+        const rows = Array.from(world.spawnMany(5_000, Position));
+        const spawned: Entity[] = [];
+        for (const chunk of world.query({ all: [Position] })) {
+            const x = chunk.column(Position, 'x');
+            for (let i = 0; i < chunk.count; i++) {
+                for (let k = 0; k < 20; k++) spawned.push(world.spawn(Health({ value: spawned.length })));
+                x[i] = i + 1;
+            }
+        }
+        expect(spawned.length).toBe(100_000);
+        let kept = 0;
+        for (const e of rows) kept += world.get(e, Position, 'x') !== 0 ? 1 : 0;
+        expect(kept).toBe(5_000);
+        for (let i = 0; i < spawned.length; i += 997) expect(world.get(spawned[i]!, Health, 'value')).toBe(i);
+        expect(world.query({ all: [Health] }).count()).toBe(100_000);
+        world.validate();
     });
 });
