@@ -2,11 +2,12 @@
  * Spawns, despawns, adds and removes recorded by JS inside a run: appended to the core's
  * recorded command list in place, without a call.
  *
- * Recording is the core's own step done in place: for a placed, live entity and a chunk
- * component, tes_despawn / tes_add / tes_remove inside a run check exactly that and append one
- * command (commands.c, tesi_defer), which the run's end applies in order with every other
- * recorded command. Everything else (not deferring, a pending or stale handle, sparse
- * components and relations, a full command list that must grow) is the core's call, which
+ * Recording is the core's own step done in place: for a placed, live entity and a component
+ * that is not a relation (chunk or sparse storage), tes_despawn / tes_add / tes_remove inside a
+ * run check exactly that and append one command (commands.c, tesi_defer; sparse.c's
+ * tesi_sparse_step for sparse ones), which the run's end applies in order with every other
+ * recorded command. Everything else (not deferring, a pending or stale handle, relations,
+ * whose removal applies at once, a full command list that must grow) is the core's call, which
  * answers exactly as before. So the order of commands, pending semantics and errors stay the
  * core's; what JS saves is the crossing and the core's checks before the append (measured in
  * docs/architecture.md). The layout numbers are generated from C (abi.ts).
@@ -56,8 +57,8 @@ const ADD = COMMAND_KIND.add;
 const REMOVE = COMMAND_KIND.remove;
 const COMPONENT_SIZE = COMPONENT.size;
 const COMPONENT_FLAGS_AT = COMPONENT.flags;
-/** Components stored off the chunks: their commands are the core's (sparse.c, relation.c). */
-const OFF_CHUNK = COMPONENT_FLAGS.sparse | COMPONENT_FLAGS.relation;
+/** Relations: their adds need a target and their removals apply at once (relation.c). */
+const RELATION = COMPONENT_FLAGS.relation;
 const PENDING = ROW.pending;
 
 /**
@@ -188,7 +189,7 @@ export class Recorder {
         if (placedRecord(u32, this.countAt, this.pagesAt, entity) < 0) return false;
         if (
             kind !== DESPAWN &&
-            (u32[(u32[this.componentsAt]! + component * COMPONENT_SIZE + COMPONENT_FLAGS_AT) >>> 2]! & OFF_CHUNK) !== 0
+            (u32[(u32[this.componentsAt]! + component * COMPONENT_SIZE + COMPONENT_FLAGS_AT) >>> 2]! & RELATION) !== 0
         ) {
             return false;
         }

@@ -4,10 +4,12 @@
  * will have; until the flush that handle is "pending".
  *
  * JS appends the commands of the commonest calls itself (bindings/record.ts): a DESPAWN, ADD
- * or REMOVE of a placed, live entity and a chunk component, while deferring, with only `kind`,
- * `entity` and `a` written, when the list has room. What tes_despawn / tes_add / tes_remove
- * check before tesi_defer for those, and the members apply() reads of those kinds, are that
- * file's contract too. */
+ * or REMOVE of a placed, live entity and a component that is not a relation, while deferring,
+ * with only `kind`, `entity` and `a` written, when the list has room; and a SPAWN (its index
+ * from the handouts, its record pending) followed by an INIT_NUMBER per initial value. What
+ * tes_despawn / tes_add / tes_remove (tesi_sparse_step for sparse components) and
+ * tesi_defer_spawn do before their commands, and the members apply() reads of those kinds, are
+ * that file's contract too. */
 #include "internal.h"
 
 _Static_assert(sizeof(tesi_command_t) == 32, "a recorded command is 32 bytes (internal.h)");

@@ -89,7 +89,7 @@ describe('commands recorded by JS inside a run', () => {
         world.validate();
     });
 
-    test('sparse components, relations and stale handles go to the core, which answers as before', async () => {
+    test('sparse components are recorded too; relations and stale handles go to the core, which answers as before', async () => {
         const { world, entities } = await worldWith(3);
         const [a, b, c] = entities;
         world.add(a!, Flag);
@@ -98,12 +98,19 @@ describe('commands recorded by JS inside a run', () => {
         const calls = insideRun(world, () => {
             expectError(() => world.add(a!, Likes as never), 'NEEDS_TARGET', { entity: a! }); // a relation: the core's
             world.remove(a!, Likes); // every pair of a: the core's
-            world.remove(a!, Flag); // sparse: the core's
+            world.remove(a!, Flag); // sparse: recorded all the same
+            expect(world.has(a!, Flag)).toBe(true); // applied at the end, in order
+            world.add(c!, Flag);
+            world.remove(c!, Flag);
+            world.add(c!, Flag);
+            expect(world.has(c!, Flag)).toBe(false);
             expectError(() => world.add(b!, Marked), 'STALE_ENTITY', { entity: b! });
+            expectError(() => world.add(b!, Flag), 'STALE_ENTITY', { entity: b! });
             expectError(() => world.remove(b!, Position), 'STALE_ENTITY', { entity: b! });
             expectError(() => world.despawn(b!), 'STALE_ENTITY', { entity: b! });
         });
-        expect(calls).toEqual(['tes_add', 'tes_remove', 'tes_remove', 'tes_add', 'tes_remove', 'tes_despawn']);
+        expect(calls).toEqual(['tes_add', 'tes_remove', 'tes_add', 'tes_add', 'tes_remove', 'tes_despawn']);
+        expect(world.has(c!, Flag)).toBe(true);
         expect(world.has(a!, Flag)).toBe(false);
         expect(world.has(a!, Likes)).toBe(false);
         expect(world.stats().commandsSkipped).toBe(0);
