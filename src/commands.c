@@ -187,9 +187,14 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
     case TESI_CMD_DESPAWN:
         return tes_despawn(world, cmd->entity);
     case TESI_CMD_ADD:
-        return tes_add(world, cmd->entity, cmd->a);
     case TESI_CMD_REMOVE:
-        return tes_remove(world, cmd->entity, cmd->a);
+        /* Where tes_add / tes_remove end for a sparse component or relation, without the row
+         * lookups they try first for chunk components. */
+        if (cmd->a < world->component_count && tesi_is_sparse(&world->components[cmd->a])) {
+            return tesi_sparse_step(world, cmd->entity, cmd->a, cmd->kind == TESI_CMD_REMOVE);
+        }
+        return cmd->kind == TESI_CMD_ADD ? tes_add(world, cmd->entity, cmd->a)
+                                         : tes_remove(world, cmd->entity, cmd->a);
     case TESI_CMD_SET:
         return tes_set(world, cmd->entity, cmd->a, cmd->b, world->command_data + cmd->data_offset,
                        cmd->data_size);
