@@ -64,8 +64,10 @@ describe('the tarball', () => {
         // A bloat guard on the gzipped tarball (the wasm is about 78 KB of it, the README 15):
         // 191 KB at 0.1.0's first cut, 203 KB with reclaiming, delta v2 and sessions, 212 KB
         // with quantized deltas and peers (the wasm 215 -> 227 KB: peers 7, quantizing 4, qsort 1.5),
-        // 220.0 KB with JS-recorded commands (record.ts and its declarations, the ABI's new tables).
-        expect(install.size).toBeLessThan(225_000);
+        // 220.0 KB with JS-recorded commands (record.ts and its declarations, the ABI's new tables),
+        // 225.7 KB with recorded spawns (handouts, the flush's batch paths, tes_query_despawn:
+        // the wasm +6.4 KB, 2 KB gzipped; record.ts, entities.ts and their declarations).
+        expect(install.size).toBeLessThan(230_000);
     });
 
     test('installs every target of its exports map, and no install-time scripts', async () => {
