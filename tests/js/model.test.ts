@@ -284,6 +284,9 @@ const command = fc.oneof(
                     op: fc.constantFrom('add', 'add', 'remove', 'set', 'spawn'),
                     pick,
                     pending: fc.boolean(),
+                    // A spawn made twice: the second is of the shape just planned, which JS
+                    // records itself (record.ts, with a handle from the core's handouts).
+                    twice: fc.boolean(),
                     name: anyName,
                     a: fc.option(aValues, { nil: undefined }),
                     b: fc.option(bValues, { nil: undefined }),
@@ -477,10 +480,12 @@ function step({ world, model, subs }: Run, c: Command): void {
                     const e = call.pending && pending.length ? pending[call.pick % pending.length]! : placed;
                     if (call.op === 'spawn') {
                         const { list, model: parts } = items({ kind: 'spawn', parts: call.parts });
-                        const spawned = world.spawn(...list);
-                        expectError(() => world.get(spawned, A), 'PENDING_ENTITY');
-                        pending.push(spawned);
-                        model.recorded.push({ kind: 'spawn', e: spawned, parts });
+                        for (let k = call.twice ? 2 : 1; k > 0; k--) {
+                            const spawned = world.spawn(...list);
+                            expectError(() => world.get(spawned, A), 'PENDING_ENTITY');
+                            pending.push(spawned);
+                            model.recorded.push({ kind: 'spawn', e: spawned, parts });
+                        }
                         continue;
                     }
                     if (e === undefined) continue;
