@@ -231,7 +231,8 @@ export class SpawnPlan {
             const recorded = world.recorder.spawn(this.archetype, v, this.valueIds, this.valueFields, numbers);
             if (recorded !== 0) return recorded;
         }
-        heap.f64.set(numbers.subarray(0, v), this.numbersAt);
+        const f64 = heap.f64;
+        for (let n = 0; n < v; n++) f64[this.numbersAt + n] = numbers[n]!;
         const result = heap.exports.tes_spawn_items(world.pointer, this.items, 1, this.entities, this.fault);
         if (result !== 0) {
             // The list's own numbers name the value at fault in the message.
