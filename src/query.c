@@ -99,7 +99,7 @@ static tes_result_t check_ids(const tes_world_t *world, const tes_component_t *l
 static void query_free(tes_world_t *world, tes_query_t *q) {
     tesi_free(world, q->terms, q->term_count * sizeof *q->terms);
     tesi_free(world, q->filters, q->filter_count * sizeof *q->filters);
-    tesi_free(world, q->filter_trackers, q->filter_count * sizeof *q->filter_trackers);
+    tesi_free(world, q->filter_ticks, q->filter_count * sizeof *q->filter_ticks);
     tesi_free(world, q->matched, q->matched_slots * sizeof *q->matched);
     tesi_free(world, q->match_flags, q->match_slots);
     tesi_free(world, q->rows, q->row_slots * sizeof *q->rows);
@@ -184,7 +184,7 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     if (q->term_count) ok = (q->terms = tesi_alloc(world, q->term_count * sizeof *q->terms));
     if (ok && filters) {
         ok = (q->filters = tesi_alloc(world, filters * sizeof *q->filters)) &&
-             (q->filter_trackers = tesi_alloc(world, filters * sizeof *q->filter_trackers));
+             (q->filter_ticks = tesi_alloc(world, filters * sizeof *q->filter_ticks));
     }
     /* Sized for every term that may turn out to be a row term. */
     if (ok && row_slots) ok = (q->row_terms = tesi_alloc(world, row_slots * sizeof *q->row_terms));

@@ -55,7 +55,7 @@ struct tes_query_t {
     uint32_t candidate_slots;
     tes_pair_event_t *event_output; /* tes_query_collect's pair events */
     uint32_t event_output_slots;
-    const tesi_tracker_t **filter_trackers; /* per chunk, one per filter */
+    const uint64_t **filter_ticks; /* per chunk, one per filter: its tick column (visits.c) */
     tesi_archetype_t **matched;
     uint32_t matched_count;
     uint32_t matched_slots;
