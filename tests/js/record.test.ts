@@ -216,6 +216,11 @@ describe('spawns recorded by JS inside a run', () => {
             e = world.spawn(Health({ value: 3 }));
             gone = world.spawn(Health({ value: 4 }));
             expect(world.isAlive(e)).toBe(true); // pending counts as alive (world.isAlive)
+            // The index after it waits in the handout block: no entity's, stale to every call.
+            const waiting = gone + 1;
+            expect(world.isAlive(waiting)).toBe(false);
+            expectError(() => world.get(waiting, Health, 'value'), 'STALE_ENTITY', { entity: waiting });
+            expectError(() => world.despawn(waiting), 'STALE_ENTITY', { entity: waiting });
             expectError(() => world.get(e, Health, 'value'), 'PENDING_ENTITY', { entity: e });
             expectError(() => world.has(e, Health), 'PENDING_ENTITY', { entity: e });
             world.set(e, Health, 'value', 9);
