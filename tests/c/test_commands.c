@@ -706,6 +706,19 @@ static void twins_build(twins_t *t, uint32_t n, uint32_t already) {
     }
 }
 
+/* The entities of an archetype, in row order. */
+static fx_entities_t *archetype_rows(scene_t *s, tes_archetype_t a) {
+    tes_archetype_info_t info = fx_archetype(s->world, a);
+    fx_entities_t *rows = fx_entities_new();
+    for (uint32_t k = 0; k < info.chunk_count; k++) {
+        tes_chunk_info_t chunk;
+        CHECK_OK(tes_chunk_info(s->world, a, k, &chunk));
+        for (uint32_t row = 0; row < chunk.count; row++)
+            fx_entities_push(rows, chunk.entities[row]);
+    }
+    return rows;
+}
+
 /* Every entity of the first entity's archetype, in row order, gains or loses B (which 0) or the
  * tag (which 1), in both worlds. */
 static void twins_step_some(twins_t *t, bool removing, int which, uint32_t leave_out,
@@ -715,14 +728,7 @@ static void twins_step_some(twins_t *t, bool removing, int which, uint32_t leave
         scene_t *s = worlds[w];
         tes_component_t c = which == 0 ? s->b : s->tag;
         tes_archetype_t a = fx_archetype_of(s->world, t->entities[w][0]);
-        tes_archetype_info_t info = fx_archetype(s->world, a);
-        fx_entities_t *rows = fx_entities_new();
-        for (uint32_t k = 0; k < info.chunk_count; k++) {
-            tes_chunk_info_t chunk;
-            CHECK_OK(tes_chunk_info(s->world, a, k, &chunk));
-            for (uint32_t row = 0; row < chunk.count; row++)
-                fx_entities_push(rows, chunk.entities[row]);
-        }
+        fx_entities_t *rows = archetype_rows(s, a);
         CHECK(rows->count > 1);
         if (w == 0) CHECK_OK(tes_defer_begin(s->world));
         for (uint32_t i = 0; i + leave_out < rows->count; i++) {
@@ -737,24 +743,17 @@ static void twins_step(twins_t *t, bool removing, int which) {
     twins_step_some(t, removing, which, 0, false);
 }
 
-static void twins_check(twins_t *t) {
+/* The two worlds' bytes are the same (their snapshots). */
+static void twins_same_bytes(twins_t *t) {
     fx_snapshot_t *a = fx_snapshot_of(t->loop.world), *b = fx_snapshot_of(t->calls.world);
     char message[256];
     if (!fx_snapshot_equal(a, b, message, sizeof message)) {
         harness_fail(__FILE__, __LINE__, "the two worlds differ: %s", message);
     }
-    for (uint32_t i = 0; i < 300; i++) {
-        tes_entity_t e0 = t->entities[0][i], e1 = t->entities[1][i];
-        CHECK_EQ(e0, e1);
-        uint64_t added[2] = {0}, changed[2] = {0};
-        if (fx_has(t->loop.world, e0, t->loop.b)) {
-            CHECK_OK(tes_ticks(t->loop.world, e0, t->loop.b, &added[0], &changed[0]));
-            CHECK_OK(tes_ticks(t->calls.world, e1, t->calls.b, &added[1], &changed[1]));
-            CHECK_EQ(added[0], added[1]);
-            CHECK_EQ(changed[0], changed[1]);
-        }
-    }
-    /* The removal logs: the same entities, in the same order. */
+}
+
+/* The tag's removal logs: the same entities, in the same order. Returns how many. */
+static uint32_t twins_same_log(twins_t *t) {
     fx_entities_t *logs[2];
     scene_t *worlds[2] = {&t->loop, &t->calls};
     for (int w = 0; w < 2; w++) {
@@ -771,6 +770,23 @@ static void twins_check(twins_t *t) {
     CHECK_EQ(logs[0]->count, logs[1]->count);
     for (uint32_t i = 0; i < logs[0]->count; i++)
         CHECK_EQ(logs[0]->items[i], logs[1]->items[i]);
+    return logs[0]->count;
+}
+
+static void twins_check(twins_t *t) {
+    twins_same_bytes(t);
+    for (uint32_t i = 0; i < 300; i++) {
+        tes_entity_t e0 = t->entities[0][i], e1 = t->entities[1][i];
+        CHECK_EQ(e0, e1);
+        uint64_t added[2] = {0}, changed[2] = {0};
+        if (fx_has(t->loop.world, e0, t->loop.b)) {
+            CHECK_OK(tes_ticks(t->loop.world, e0, t->loop.b, &added[0], &changed[0]));
+            CHECK_OK(tes_ticks(t->calls.world, e1, t->calls.b, &added[1], &changed[1]));
+            CHECK_EQ(added[0], added[1]);
+            CHECK_EQ(changed[0], changed[1]);
+        }
+    }
+    twins_same_log(t);
     CHECK_OK(tes_world_validate(t->loop.world));
 }
 
@@ -804,14 +820,7 @@ static void twins_despawn(twins_t *t, bool reversed, tes_entity_t out[2][300]) {
     for (int w = 0; w < 2; w++) {
         scene_t *s = worlds[w];
         tes_archetype_t a = fx_archetype_of(s->world, t->entities[w][0]);
-        tes_archetype_info_t info = fx_archetype(s->world, a);
-        fx_entities_t *rows = fx_entities_new();
-        for (uint32_t k = 0; k < info.chunk_count; k++) {
-            tes_chunk_info_t chunk;
-            CHECK_OK(tes_chunk_info(s->world, a, k, &chunk));
-            for (uint32_t row = 0; row < chunk.count; row++)
-                fx_entities_push(rows, chunk.entities[row]);
-        }
+        fx_entities_t *rows = archetype_rows(s, a);
         CHECK(rows->count == 300);
         if (w == 0) CHECK_OK(tes_defer_begin(s->world));
         for (uint32_t i = 0; i < rows->count; i++)
@@ -836,28 +845,8 @@ TEST(a_recorded_despawn_of_a_whole_archetype_ends_as_the_calls_one_by_one) {
         twins_despawn(t, reversed, spawned);
         for (uint32_t i = 0; i < 300; i++)
             CHECK_EQ(spawned[0][i], spawned[1][i]);
-        fx_snapshot_t *a = fx_snapshot_of(t->loop.world), *b = fx_snapshot_of(t->calls.world);
-        char message[256];
-        if (!fx_snapshot_equal(a, b, message, sizeof message)) {
-            harness_fail(__FILE__, __LINE__, "the two worlds differ: %s", message);
-        }
-        fx_entities_t *logs[2];
-        scene_t *worlds[2] = {&t->loop, &t->calls};
-        for (int w = 0; w < 2; w++) {
-            tes_iter_t it;
-            CHECK_OK(tes_query_iter(worlds[w]->world, t->removed[w], &it));
-            const tes_entity_t *removed = NULL;
-            uint32_t count = 0;
-            CHECK_OK(tes_iter_removed(&it, worlds[w]->tag, &removed, &count));
-            logs[w] = fx_entities_new();
-            for (uint32_t i = 0; i < count; i++)
-                fx_entities_push(logs[w], removed[i]);
-            tes_iter_fini(&it);
-        }
-        CHECK_EQ(logs[0]->count, 300);
-        CHECK_EQ(logs[1]->count, 300);
-        for (uint32_t i = 0; i < 300; i++)
-            CHECK_EQ(logs[0]->items[i], logs[1]->items[i]);
+        twins_same_bytes(t);
+        CHECK_EQ(twins_same_log(t), 300);
         CHECK_OK(tes_world_validate(t->loop.world));
         CHECK_OK(tes_world_validate(t->calls.world));
     }
