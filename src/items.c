@@ -933,10 +933,9 @@ static tes_result_t collect(tes_world_t *world, tes_query_t *query, uint32_t *ou
     return result;
 }
 
-/* The archetypes a plain query matches with entities, as plans of whole archetypes; false when
- * two of them would move to one target (then rows go one by one). */
-static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool *out_whole) {
-    tes_world_t *world = call->world;
+/* The archetypes a plain query visits, each once, into world->edit.plans (`from` and `rows`
+ * only; unplan() clears them). */
+static tes_result_t gather_archetypes(tes_world_t *world, tes_query_t *query) {
     tesi_edit_t *e = &world->edit;
     tes_iter_t it;
     tes_result_t result = tes_query_iter(world, query, &it);
@@ -951,6 +950,14 @@ static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool
         a->plan = ++e->plan_count;
     }
     tes_iter_fini(&it);
+    return result;
+}
+
+/* The archetypes a plain query matches with entities, as plans of whole archetypes; false when
+ * two of them would move to one target (then rows go one by one). */
+static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool *out_whole) {
+    tesi_edit_t *e = &call->world->edit;
+    tes_result_t result = gather_archetypes(call->world, query);
     *out_whole = true;
     for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
         result = target_fits(call, e->plans[p].from);
@@ -1038,23 +1045,18 @@ static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t ki
  * beyond the rows: each archetype visited is emptied at once (tesi_despawn_archetype). */
 static tes_result_t despawn_archetypes(tes_world_t *world, tes_query_t *query) {
     tesi_edit_t *e = &world->edit;
-    tes_iter_t it;
-    tes_result_t result = tes_query_iter(world, query, &it);
-    if (result != TES_OK) return result;
-    uint32_t count = 0, total = 0;
-    while (result == TES_OK && tes_iter_next(&it)) {
-        total += it.row_count;
-        if (count && e->entities[count - 1] == it.archetype) continue; /* its next chunk */
-        result = tesi_reserve(world, (void **)&e->entities, &e->entity_slots, count + 1,
-                              sizeof *e->entities, 64);
-        if (result == TES_OK) e->entities[count++] = it.archetype;
+    tes_result_t result = gather_archetypes(world, query);
+    uint64_t total = 0;
+    for (uint32_t p = 0; p < e->plan_count; p++)
+        total += e->plans[p].rows;
+    if (result == TES_OK && tesi_logging(world)) {
+        result = total > UINT32_MAX ? TES_ERR_OUT_OF_MEMORY
+                                    : tesi_logs_reserve(world, NULL, (uint32_t)total);
     }
-    tes_iter_fini(&it);
-    if (result == TES_OK && tesi_logging(world)) result = tesi_logs_reserve(world, NULL, total);
-    if (result != TES_OK) return result;
-    for (uint32_t i = 0; i < count; i++)
-        tesi_despawn_archetype(world, world->archetypes[e->entities[i]]);
-    return TES_OK;
+    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
+        tesi_despawn_archetype(world, e->plans[p].from);
+    unplan(world);
+    return result;
 }
 
 tes_result_t tes_query_despawn(tes_world_t *world, tes_query_t *query) {
