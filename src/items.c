@@ -1,324 +1,20 @@
 /* Item lists (tessera.h, "Item lists"): spawning, adding, writing and removing several
  * components, pairs and values in one call, all or nothing. Every call runs in three phases:
- *   check   the items, values and entities, against the world as it is;
+ *   check   the items, values and entities, against the world as it is (items_check.c);
  *   plan    the target archetype of each source archetype (created when missing) and every
  *           byte the commit will need: chunk rows, sparse and pair room, removal logs, pair
  *           events, or command room when the call is recorded;
  *   commit  which cannot fail.
  * While deferring, a call is recorded whole (TESI_CMD_ITEMS with a copy of its items and values)
  * and the flush applies it through the same code, so what it does is decided then: an add of a
- * component the entity has by then is a change, as it would be outside a loop. */
-#include "internal.h"
+ * component the entity has by then is a change, as it would be outside a loop. The calls over a
+ * query are items_query.c's. */
+#include "items.h"
 #include "row.h"
-
-/* The longest item list: far more than any component set (4096 components) plus pairs. */
-#define MAX_ITEMS (1u << 16)
-
-typedef enum edit_t {
-    EDIT_SPAWN,  /* new entities: values are initial */
-    EDIT_ADD,    /* values of items the entity had are changes, of new ones initial */
-    EDIT_INIT,   /* an add whose values are all initial: the items of a recorded spawn */
-    EDIT_SET,    /* values only, all changes */
-    EDIT_REMOVE, /* no values */
-} edit_t;
-
-/* One call's view of its items, built by check_items in the world's scratch (world->edit). */
-typedef struct call_t {
-    tes_world_t *world;
-    edit_t kind;
-    const tes_items_t *x;
-    tes_fault_t *fault;
-    /* The entities the call names: its values with a stride take the numbers of positions
-     * first .. first + n - 1 of the caller's list (a recorded call applies one at a time). */
-    uint32_t first, n;
-    const tes_component_t *table; /* the chunk components among the items, ascending */
-    uint32_t table_count;
-    const uint32_t
-        *pairs; /* indices of the pair items (and bare relations), by (relation, target) */
-    uint32_t pair_count;
-    uint32_t sparse_count; /* sparse components (not relations) among the items */
-    bool deferring;
-    bool record; /* a write that must follow recorded commands: record the call */
-} call_t;
-
-static bool is_adding(edit_t kind) {
-    return kind == EDIT_SPAWN || kind == EDIT_ADD || kind == EDIT_INIT;
-}
-
-static tes_result_t fail(const call_t *call, tes_result_t result, uint32_t item, uint32_t value,
-                         uint32_t number, tes_entity_t entity) {
-    if (call->fault) *call->fault = (tes_fault_t){item, value, number, entity};
-    return result;
-}
-
-static tes_result_t entity_fail(const call_t *call, tes_result_t result, tes_entity_t entity) {
-    return fail(call, result, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, entity);
-}
-
-/* ---- scratch ------------------------------------------------------------------------------ */
-
-void tesi_edit_fini(tes_world_t *world) {
-    tesi_edit_t *e = &world->edit;
-    tesi_free(world, e->seen, (size_t)e->seen_slots * sizeof *e->seen);
-    tesi_free(world, e->table, (size_t)e->table_slots * sizeof *e->table);
-    tesi_free(world, e->pairs, (size_t)e->pair_slots * sizeof *e->pairs);
-    tesi_free(world, e->had, (size_t)e->had_slots * sizeof *e->had);
-    tesi_free(world, e->plans, (size_t)e->plan_slots * sizeof *e->plans);
-    tesi_free(world, e->entities, (size_t)e->entity_slots * sizeof *e->entities);
-}
-
-static tes_result_t reserve_scratch(tes_world_t *world, uint32_t items) {
-    tesi_edit_t *e = &world->edit;
-    uint32_t old = e->seen_slots;
-    tes_result_t result = tesi_reserve(world, (void **)&e->seen, &e->seen_slots,
-                                       world->component_count + 1, sizeof *e->seen, 64);
-    if (result != TES_OK) return result;
-    /* Fresh slots must not look seen in this epoch. */
-    if (e->seen_slots != old)
-        memset(e->seen + old, 0, (size_t)(e->seen_slots - old) * sizeof *e->seen);
-    result =
-        tesi_reserve(world, (void **)&e->table, &e->table_slots, items + 1, sizeof *e->table, 16);
-    /* Pairs are sorted with a merge sort that needs as much room again. */
-    if (result == TES_OK) {
-        result = tesi_reserve(world, (void **)&e->pairs, &e->pair_slots, 2 * items + 2,
-                              sizeof *e->pairs, 16);
-    }
-    if (result == TES_OK) {
-        result =
-            tesi_reserve(world, (void **)&e->had, &e->had_slots, items + 1, sizeof *e->had, 16);
-    }
-    return result;
-}
-
-/* ---- check -------------------------------------------------------------------------------- */
-
-static uint64_t pair_key(const tes_item_t *item) {
-    return (uint64_t)item->component << 32 | item->target;
-}
-
-/* Sorts item indices by pair key (relation, target): a bottom-up merge sort through `tmp`. */
-static void sort_pairs(const tes_item_t *items, uint32_t *list, uint32_t *tmp, uint32_t n) {
-    for (uint32_t width = 1; width < n; width *= 2) {
-        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
-            uint32_t mid = lo + width < n ? lo + width : n;
-            uint32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            uint32_t a = lo, b = mid, k = lo;
-            while (a < mid && b < hi)
-                tmp[k++] =
-                    pair_key(&items[list[b]]) < pair_key(&items[list[a]]) ? list[b++] : list[a++];
-            while (a < mid)
-                tmp[k++] = list[a++];
-            while (b < hi)
-                tmp[k++] = list[b++];
-        }
-        memcpy(list, tmp, (size_t)n * sizeof *list);
-    }
-}
-
-/* A pair's target: alive, or (while recording) pending. */
-static tes_result_t check_target(const call_t *call, tes_entity_t target) {
-    const tes_world_t *world = call->world;
-    if (tesi_record_of(world, target)) return TES_OK;
-    if (call->deferring && tesi_pending_record(world, target)) return TES_OK;
-    return tesi_not_alive(world, target);
-}
-
-static tes_result_t check_items(call_t *call) {
-    tes_world_t *world = call->world;
-    const tes_items_t *x = call->x;
-    if (!x || x->item_count > MAX_ITEMS) return fail(call, TES_ERR_INVALID_ARGUMENT, 0, 0, 0, 0);
-    if ((x->item_count && !x->items) || (x->value_count && !x->values) ||
-        (x->number_count && !x->numbers)) {
-        return fail(call, TES_ERR_INVALID_ARGUMENT, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
-    }
-    if (call->kind == EDIT_REMOVE && x->value_count) {
-        return fail(call, TES_ERR_INVALID_ARGUMENT, x->values[0].item, 0, TES_NO_FAULT, 0);
-    }
-    tes_result_t result = reserve_scratch(world, x->item_count);
-    if (result != TES_OK) return result;
-    tesi_edit_t *e = &world->edit;
-    if (++e->epoch == 0) {
-        memset(e->seen, 0, (size_t)e->seen_slots * sizeof *e->seen);
-        e->epoch = 1;
-    }
-    uint32_t table = 0, pairs = 0, sparse = 0;
-    for (uint32_t i = 0; i < x->item_count; i++) {
-        const tes_item_t *item = &x->items[i];
-        if (item->component >= world->component_count) {
-            return fail(call, TES_ERR_UNKNOWN_COMPONENT, i, TES_NO_FAULT, TES_NO_FAULT, 0);
-        }
-        const tesi_component_t *c = &world->components[item->component];
-        if (tesi_is_relation(c)) {
-            /* A bare relation names every pair of the entity: only removing can do that. */
-            if (!item->target && call->kind != EDIT_REMOVE) {
-                return fail(call, TES_ERR_NEEDS_TARGET, i, TES_NO_FAULT, TES_NO_FAULT, 0);
-            }
-            if (item->target && (result = check_target(call, item->target)) != TES_OK) {
-                return fail(call, result, i, TES_NO_FAULT, TES_NO_FAULT, item->target);
-            }
-            e->pairs[pairs++] = i;
-            continue;
-        }
-        if (item->target) {
-            return fail(call, TES_ERR_NOT_A_RELATION, i, TES_NO_FAULT, TES_NO_FAULT, 0);
-        }
-        if (e->seen[item->component] == e->epoch) {
-            return fail(call, TES_ERR_INVALID_ARGUMENT, i, TES_NO_FAULT, TES_NO_FAULT, 0);
-        }
-        e->seen[item->component] = e->epoch;
-        if (tesi_is_sparse(c)) {
-            sparse++;
-            continue;
-        }
-        /* Insertion: component sets are short and usually come sorted. */
-        uint32_t at = table++;
-        while (at > 0 && e->table[at - 1] > item->component) {
-            e->table[at] = e->table[at - 1];
-            at--;
-        }
-        e->table[at] = item->component;
-    }
-    sort_pairs(x->items, e->pairs, e->pairs + pairs, pairs);
-    for (uint32_t k = 1; k < pairs; k++) {
-        const tes_item_t *a = &x->items[e->pairs[k - 1]], *b = &x->items[e->pairs[k]];
-        bool twice = pair_key(a) == pair_key(b);
-        bool exclusive = a->component == b->component && is_adding(call->kind) &&
-                         (world->components[a->component].flags & TES_RELATION_EXCLUSIVE);
-        if (twice || exclusive) {
-            uint32_t later = e->pairs[k - 1] > e->pairs[k] ? e->pairs[k - 1] : e->pairs[k];
-            return fail(call, TES_ERR_INVALID_ARGUMENT, later, TES_NO_FAULT, TES_NO_FAULT, 0);
-        }
-    }
-    for (uint32_t v = 0; v < x->value_count; v++) {
-        const tes_value_t *value = &x->values[v];
-        if (value->item >= x->item_count) {
-            return fail(call, TES_ERR_INVALID_ARGUMENT, TES_NO_FAULT, v, TES_NO_FAULT, 0);
-        }
-        const tesi_component_t *c = &world->components[x->items[value->item].component];
-        const tesi_field_t *f;
-        if ((result = tesi_field_of(c, value->field, &f)) != TES_OK) {
-            return fail(call, result, value->item, v, TES_NO_FAULT, 0);
-        }
-        /* Positions whose numbers are read: one block, or one per entity with a stride. */
-        uint64_t first = value->stride ? call->first : 0;
-        uint64_t last = value->stride ? first + call->n : 1; /* exclusive; < 2^33 */
-        if (value->stride && call->n == 0) continue;         /* no entity reads anything */
-        /* last - 1 <= number_count < 2^32 keeps the products below 2^64. */
-        if (last - 1 > x->number_count ||
-            (uint64_t)value->number + (last - 1) * value->stride + f->length > x->number_count) {
-            return fail(call, TES_ERR_INVALID_ARGUMENT, value->item, v, TES_NO_FAULT, 0);
-        }
-        uint8_t cell[8];
-        for (uint64_t i = first; i < last; i++) {
-            uint32_t at = value->number + (uint32_t)i * value->stride;
-            for (uint32_t k = 0; k < f->length; k++) {
-                if (!tesi_encode_number(f->type, x->numbers[at + k], cell)) {
-                    return fail(call, TES_ERR_BAD_VALUE, value->item, v, at + k, 0);
-                }
-            }
-        }
-    }
-    call->table = e->table;
-    call->table_count = table;
-    call->pairs = e->pairs;
-    call->pair_count = pairs;
-    call->sparse_count = sparse;
-    return TES_OK;
-}
-
-/* Every listed entity alive (or, while recording, pending), none twice. */
-static tes_result_t check_entities(const call_t *call, const tes_entity_t *entities, uint32_t n) {
-    tes_world_t *world = call->world;
-    if (n && !entities) return entity_fail(call, TES_ERR_INVALID_ARGUMENT, 0);
-    tes_result_t result = TES_OK;
-    uint32_t marked = 0;
-    for (; marked < n; marked++) {
-        tes_entity_t entity = entities[marked];
-        tesi_record_t *record = tesi_record_of(world, entity);
-        if (!record && call->deferring) record = tesi_pending_record(world, entity);
-        if (!record) {
-            result = entity_fail(call, tesi_not_alive(world, entity), entity);
-            break;
-        }
-        if (record->row & TESI_ROW_MARK) {
-            result = entity_fail(call, TES_ERR_DUPLICATE_ENTITY, entity);
-            break;
-        }
-        record->row |= TESI_ROW_MARK;
-    }
-    for (uint32_t i = 0; i < marked; i++)
-        tesi_record_at(world, entities[i] & TESI_INDEX_MASK)->row &= ~TESI_ROW_MARK;
-    return result;
-}
-
-/* Whether a placed entity has item i now, and where its pair is (id + 1). */
-static bool has_item(const tes_world_t *world, const tesi_record_t *record, tes_entity_t entity,
-                     const tes_item_t *item, uint32_t *out_pair) {
-    const tesi_component_t *c = &world->components[item->component];
-    *out_pair = 0;
-    if (tesi_is_relation(c)) {
-        *out_pair = tesi_pair_find(world, item->component, entity, item->target);
-        return *out_pair != 0;
-    }
-    if (tesi_is_sparse(c)) return tesi_sparse_slot(&c->sparse, entity & TESI_INDEX_MASK) != 0;
-    return tesi_type_index(record->chunk->archetype, item->component) != TESI_NO_TYPE;
-}
-
-/* Whether a pending entity will have item `it` once its recorded commands apply: a table
- * component by the archetype its record follows, a sparse component or a pair of a relation by
- * the recorded commands. */
-static bool pending_has_item(const tes_world_t *world, const tesi_record_t *pending,
-                             tes_entity_t entity, const tes_item_t *it) {
-    const tesi_component_t *c = &world->components[it->component];
-    if (tesi_is_sparse(c)) return tesi_recorded(world, entity, it->component, it->target) == 1;
-    return tesi_type_index(tesi_pending_archetype(world, pending), it->component) != TESI_NO_TYPE;
-}
-
-/* Checks of what the entities have: cycles (adding; a pending entity's when its commands
- * apply), missing items (writing: a pending entity's against what it will have, as tes_set
- * does, so that a write that could only be skipped at the flush is refused now). */
-static tes_result_t check_placed(call_t *call, const tes_entity_t *entities, uint32_t n) {
-    const tes_world_t *world = call->world;
-    const tes_items_t *x = call->x;
-    for (uint32_t i = 0; i < n; i++) {
-        tes_entity_t entity = entities[i];
-        const tesi_record_t *record = tesi_record_of(world, entity);
-        if (is_adding(call->kind)) {
-            if (!record) continue;
-            for (uint32_t k = 0; k < call->pair_count; k++) {
-                const tes_item_t *item = &x->items[call->pairs[k]];
-                if ((world->components[item->component].flags & TES_RELATION_ACYCLIC) &&
-                    tesi_record_of(world, item->target) &&
-                    tesi_pair_closes_cycle(world, item->component, entity, item->target)) {
-                    return fail(call, TES_ERR_CYCLE, call->pairs[k], TES_NO_FAULT, TES_NO_FAULT,
-                                entity);
-                }
-            }
-        } else if (call->kind == EDIT_SET) {
-            const tesi_record_t *pending = record ? NULL : tesi_pending_record(world, entity);
-            for (uint32_t v = 0; v < x->value_count; v++) {
-                uint32_t item = x->values[v].item, pair;
-                const tes_item_t *it = &x->items[item];
-                if (record ? has_item(world, record, entity, it, &pair)
-                           : pending_has_item(world, pending, entity, it)) {
-                    continue;
-                }
-                /* Missing now, but brought by a recorded add: the write follows it. */
-                if (record && call->deferring &&
-                    tesi_recorded(world, entity, it->component, it->target) == 1) {
-                    call->record = true;
-                    continue;
-                }
-                return fail(call, TES_ERR_MISSING_COMPONENT, item, v, TES_NO_FAULT, entity);
-            }
-        }
-    }
-    return TES_OK;
-}
 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
-static void unplan(tes_world_t *world) {
+void tesi_items_unplan(tes_world_t *world) {
     tesi_edit_t *e = &world->edit;
     for (uint32_t p = 0; p < e->plan_count; p++)
         e->plans[p].from->plan = 0;
@@ -369,7 +65,7 @@ static tes_result_t target_set(const call_t *call, const tesi_archetype_t *from,
 
 /* Whether `from`'s target exists or could be made (TES_ERR_ROW_TOO_LARGE), creating nothing:
  * every target of a call is checked before the first is made. */
-static tes_result_t target_fits(const call_t *call, const tesi_archetype_t *from) {
+tes_result_t tesi_items_target_fits(const call_t *call, const tesi_archetype_t *from) {
     uint32_t changes, last, n;
     tes_result_t result = target_set(call, from, &changes, &last, &n);
     if (result != TES_OK || changes == 0) return result;
@@ -379,8 +75,8 @@ static tes_result_t target_fits(const call_t *call, const tesi_archetype_t *from
 }
 
 /* The archetype `from` becomes with the call's table components added or removed. */
-static tes_result_t target_of(const call_t *call, tesi_archetype_t *from, tesi_archetype_t **out,
-                              const tesi_move_plan_t **out_moves) {
+tes_result_t tesi_items_target_of(const call_t *call, tesi_archetype_t *from,
+                                  tesi_archetype_t **out, const tesi_move_plan_t **out_moves) {
     *out = from;
     *out_moves = NULL;
     uint32_t changes, last, n;
@@ -414,17 +110,17 @@ static tes_result_t plan_moves(const call_t *call, const tes_entity_t *entities,
         e->plans[from->plan - 1].rows++;
     }
     for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
-        result = target_fits(call, e->plans[p].from);
+        result = tesi_items_target_fits(call, e->plans[p].from);
     for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
         tesi_plan_t *plan = &e->plans[p];
-        result = target_of(call, plan->from, &plan->to, &plan->moves);
+        result = tesi_items_target_of(call, plan->from, &plan->to, &plan->moves);
     }
     return result;
 }
 
 /* Gives back the empty chunks reserve_rows added (a packed archetype has none), when a later
  * reservation failed. */
-static void unreserve_rows(const call_t *call) {
+void tesi_items_unreserve_rows(const call_t *call) {
     tesi_edit_t *e = &call->world->edit;
     for (uint32_t p = 0; p < e->plan_count; p++)
         tesi_chunks_trim(call->world, e->plans[p].to);
@@ -449,7 +145,7 @@ static tes_result_t reserve_rows(const call_t *call) {
                                   ? TES_ERR_OUT_OF_MEMORY
                                   : tesi_chunks_reserve(call->world, plan->to, (uint32_t)rows);
         if (result != TES_OK) {
-            unreserve_rows(call);
+            tesi_items_unreserve_rows(call);
             return result;
         }
     }
@@ -486,9 +182,9 @@ static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entit
         const tesi_component_t *c = &world->components[id];
         if (tesi_is_relation(c)) continue;
         if (tesi_is_sparse(c)) {
-            result = call->kind == EDIT_REMOVE ? tesi_log_reserve(world, id, n)
-                     : is_adding(call->kind)   ? tesi_sparse_reserve(world, id, n, 1, limit)
-                                               : TES_OK;
+            result = call->kind == EDIT_REMOVE       ? tesi_log_reserve(world, id, n)
+                     : tesi_items_adding(call->kind) ? tesi_sparse_reserve(world, id, n, 1, limit)
+                                                     : TES_OK;
         } else if (call->kind == EDIT_REMOVE) {
             result = tesi_log_reserve(world, id, n);
         }
@@ -507,7 +203,7 @@ static tes_result_t reserve_extras(const call_t *call, const tes_entity_t *entit
             for (uint32_t i = 0; i < n; i++)
                 pairs += tesi_list_of(r, TESI_OUT, entities[i])->count;
         }
-        if (is_adding(call->kind)) {
+        if (tesi_items_adding(call->kind)) {
             result = tesi_pair_reserve(world, relation, pairs, 1, limit);
         } else {
             /* Writes log one changed event per pair; removals an event each, and a removal per
@@ -632,7 +328,7 @@ static void commit_rest(const call_t *call, tes_entity_t entity, uint32_t positi
         if (!tesi_is_sparse(c) || call->kind == EDIT_SET) continue;
         if (tesi_is_relation(c)) {
             const tesi_relation_t *r = &c->relation;
-            if (is_adding(call->kind)) {
+            if (tesi_items_adding(call->kind)) {
                 if (!tesi_pair_find(world, item->component, entity, item->target)) {
                     tesi_pair_link(world, item->component, entity, item->target);
                 }
@@ -644,7 +340,7 @@ static void commit_rest(const call_t *call, tes_entity_t entity, uint32_t positi
                 while (out->count)
                     tesi_pair_unlink(world, item->component, out->first);
             }
-        } else if (is_adding(call->kind)) {
+        } else if (tesi_items_adding(call->kind)) {
             tesi_sparse_insert(world, item->component, entity); /* a member stays as it is */
         } else {
             tesi_sparse_erase(world, item->component, entity);
@@ -659,7 +355,7 @@ static void note_had(const call_t *call, tes_entity_t entity, uint8_t *had) {
     const tesi_record_t *record = tesi_record_of(world, entity);
     uint32_t pair;
     for (uint32_t i = 0; i < call->x->item_count; i++)
-        had[i] = has_item(world, record, entity, &call->x->items[i], &pair);
+        had[i] = tesi_items_has(world, record, entity, &call->x->items[i], &pair);
 }
 
 static void commit_placed(const call_t *call, const tes_entity_t *entities, uint32_t n) {
@@ -717,7 +413,7 @@ static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entitie
     for (uint32_t i = 0; i < n && !commit; i++) {
         tesi_record_t *pending = tesi_pending_record(world, entities[i]);
         tes_result_t result =
-            pending ? target_fits(call, tesi_pending_archetype(world, pending)) : TES_OK;
+            pending ? tesi_items_target_fits(call, tesi_pending_archetype(world, pending)) : TES_OK;
         if (result != TES_OK) return result;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -725,7 +421,8 @@ static tes_result_t plan_pending(const call_t *call, const tes_entity_t *entitie
         if (!pending) continue;
         tesi_archetype_t *to;
         const tesi_move_plan_t *moves;
-        tes_result_t result = target_of(call, tesi_pending_archetype(world, pending), &to, &moves);
+        tes_result_t result =
+            tesi_items_target_of(call, tesi_pending_archetype(world, pending), &to, &moves);
         if (result != TES_OK) return result;
         if (commit) pending->row = TESI_ROW_PENDING | to->id;
     }
@@ -785,8 +482,8 @@ void tesi_items_init(tes_world_t *world, tes_entity_t entity, uint32_t position,
 
 /* Add, init, set or remove for a list of entities that exist (placed, or pending while
  * recording). */
-static tes_result_t edit(tes_world_t *world, edit_t kind, const tes_entity_t *entities, uint32_t n,
-                         uint32_t first, const tes_items_t *x, tes_fault_t *fault) {
+tes_result_t tesi_items_edit(tes_world_t *world, edit_t kind, const tes_entity_t *entities,
+                             uint32_t n, uint32_t first, const tes_items_t *x, tes_fault_t *fault) {
     if (fault) *fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     call_t call = {.world = world,
@@ -796,9 +493,9 @@ static tes_result_t edit(tes_world_t *world, edit_t kind, const tes_entity_t *en
                    .first = first,
                    .n = n,
                    .deferring = tesi_deferring(world)};
-    tes_result_t result = check_items(&call);
-    if (result == TES_OK) result = check_entities(&call, entities, n);
-    if (result == TES_OK) result = check_placed(&call, entities, n);
+    tes_result_t result = tesi_items_check(&call);
+    if (result == TES_OK) result = tesi_items_check_entities(&call, entities, n);
+    if (result == TES_OK) result = tesi_items_check_placed(&call, entities, n);
     if (result != TES_OK) return result;
     if (call.deferring) {
         /* What moves no row happens now when every entity is placed, as tes_set and
@@ -816,7 +513,7 @@ static tes_result_t edit(tes_world_t *world, edit_t kind, const tes_entity_t *en
     if (result == TES_OK) result = reserve_extras(&call, entities, n);
     if (result == TES_OK) result = reserve_rows(&call);
     if (result == TES_OK) commit_placed(&call, entities, n);
-    unplan(world);
+    tesi_items_unplan(world);
     return result;
 }
 
@@ -826,22 +523,22 @@ int tesi_items_effect(uint32_t kind) {
 
 tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
                               uint32_t position, const tes_items_t *x) {
-    return edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
+    return tesi_items_edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
 }
 
 tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                            const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_ADD, entities, n, 0, items, out_fault);
+    return tesi_items_edit(world, EDIT_ADD, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                            const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_SET, entities, n, 0, items, out_fault);
+    return tesi_items_edit(world, EDIT_SET, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_remove_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                               const tes_items_t *items, tes_fault_t *out_fault) {
-    return edit(world, EDIT_REMOVE, entities, n, 0, items, out_fault);
+    return tesi_items_edit(world, EDIT_REMOVE, entities, n, 0, items, out_fault);
 }
 
 tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
@@ -854,7 +551,7 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
                    .fault = out_fault,
                    .n = n,
                    .deferring = tesi_deferring(world)};
-    tes_result_t result = check_items(&call);
+    tes_result_t result = tesi_items_check(&call);
     if (result != TES_OK) return result;
     /* More than the table can ever hold: refused before anything is sized by n. */
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
@@ -911,172 +608,4 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
     for (uint32_t i = 0; i < n; i++)
         commit_rest(&call, handles[i], i, e->had);
     return TES_OK;
-}
-
-/* ---- over a query --------------------------------------------------------------------------- */
-
-/* The entities a plain query visits, into world->edit.entities (a run that defers nothing). */
-static tes_result_t collect(tes_world_t *world, tes_query_t *query, uint32_t *out_n) {
-    tesi_edit_t *e = &world->edit;
-    tes_iter_t it;
-    tes_result_t result = tes_query_iter(world, query, &it);
-    if (result != TES_OK) return result;
-    uint32_t n = 0;
-    while (result == TES_OK && tes_iter_next(&it)) {
-        result = tesi_reserve(world, (void **)&e->entities, &e->entity_slots, n + it.row_count,
-                              sizeof *e->entities, 64);
-        for (uint32_t i = 0; i < it.row_count && result == TES_OK; i++)
-            e->entities[n++] = it.entities[it.rows ? it.rows[i] : i];
-    }
-    tes_iter_fini(&it);
-    *out_n = n;
-    return result;
-}
-
-/* The archetypes a plain query visits, each once, into world->edit.plans (`from` and `rows`
- * only; unplan() clears them). */
-static tes_result_t gather_archetypes(tes_world_t *world, tes_query_t *query) {
-    tesi_edit_t *e = &world->edit;
-    tes_iter_t it;
-    tes_result_t result = tes_query_iter(world, query, &it);
-    if (result != TES_OK) return result;
-    while (result == TES_OK && tes_iter_next(&it)) {
-        tesi_archetype_t *a = world->archetypes[it.archetype];
-        if (a->plan) continue;
-        result = tesi_reserve(world, (void **)&e->plans, &e->plan_slots, e->plan_count + 1,
-                              sizeof *e->plans, 8);
-        if (result != TES_OK) break;
-        e->plans[e->plan_count] = (tesi_plan_t){.from = a, .rows = a->entity_count};
-        a->plan = ++e->plan_count;
-    }
-    tes_iter_fini(&it);
-    return result;
-}
-
-/* The archetypes a plain query matches with entities, as plans of whole archetypes; false when
- * two of them would move to one target (then rows go one by one). */
-static tes_result_t plan_archetypes(const call_t *call, tes_query_t *query, bool *out_whole) {
-    tesi_edit_t *e = &call->world->edit;
-    tes_result_t result = gather_archetypes(call->world, query);
-    *out_whole = true;
-    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
-        result = target_fits(call, e->plans[p].from);
-    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
-        tesi_plan_t *plan = &e->plans[p];
-        result = target_of(call, plan->from, &plan->to, &plan->moves);
-        for (uint32_t q = 0; q < p && result == TES_OK; q++) {
-            const tesi_plan_t *other = &e->plans[q];
-            if (plan->to != plan->from && other->to != other->from && other->to == plan->to) {
-                *out_whole = false;
-            }
-        }
-    }
-    return result;
-}
-
-static tes_result_t query_edit(tes_world_t *world, tes_query_t *query, edit_t kind,
-                               const tes_items_t *x, tes_fault_t *fault) {
-    if (fault) *fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
-    if (!world || !query) return TES_ERR_INVALID_ARGUMENT;
-    /* A consumer's run would use up what it reports. */
-    if (tesi_query_consumes(query)) return TES_ERR_INVALID_ARGUMENT;
-    call_t call = {
-        .world = world, .kind = kind, .x = x, .fault = fault, .deferring = tesi_deferring(world)};
-    tes_result_t result = check_items(&call);
-    if (result != TES_OK) return result;
-    /* Numbers per entity need an order of entities the caller knows: a query's is not one. */
-    for (uint32_t v = 0; v < x->value_count; v++) {
-        if (x->values[v].stride) {
-            return fail(&call, TES_ERR_INVALID_ARGUMENT, x->values[v].item, v, TES_NO_FAULT, 0);
-        }
-    }
-    bool whole = !call.deferring && !tesi_query_by_rows(query) && !call.sparse_count &&
-                 !call.pair_count && !x->value_count;
-    if (whole) {
-        /* Whole archetypes: chunks may change owner, O(chunks) rather than O(entities). */
-        result = plan_archetypes(&call, query, &whole);
-        if (result == TES_OK && whole) {
-            tesi_edit_t *e = &world->edit;
-            uint64_t rows = 0;
-            for (uint32_t p = 0; p < e->plan_count; p++)
-                rows += e->plans[p].to != e->plans[p].from ? e->plans[p].rows : 0;
-            for (uint32_t k = 0; k < call.table_count && result == TES_OK && kind == EDIT_REMOVE;
-                 k++) {
-                result = rows > UINT32_MAX ? TES_ERR_OUT_OF_MEMORY
-                                           : tesi_log_reserve(world, call.table[k], (uint32_t)rows);
-            }
-            /* Last, as it may leave empty chunks until the moves fill them. */
-            for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
-                result = tesi_archetype_move_reserve(world, e->plans[p].from, e->plans[p].to);
-            if (result != TES_OK) unreserve_rows(&call);
-            /* Removals are logged per entity only when someone reads a removed component's
-             * log: otherwise chunks change owner and no entity is visited (O(chunks)). */
-            bool logging = false;
-            for (uint32_t k = 0; k < call.table_count && kind == EDIT_REMOVE; k++)
-                logging |= world->components[call.table[k]].removal_consumers != 0;
-            for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++) {
-                tesi_plan_t *plan = &e->plans[p];
-                if (plan->to == plan->from) continue;
-                for (uint32_t c = 0; logging && c < plan->from->chunk_count; c++) {
-                    const tesi_chunk_t *chunk = plan->from->chunks[c];
-                    for (uint32_t row = 0; row < chunk->count; row++) {
-                        tes_entity_t entity = tesi_chunk_entities(chunk)[row];
-                        for (uint32_t k = 0; k < call.table_count; k++) {
-                            if (tesi_type_index(plan->from, call.table[k]) != TESI_NO_TYPE) {
-                                tesi_log_removal(world, call.table[k], entity);
-                            }
-                        }
-                    }
-                }
-                tesi_archetype_move_all(world, plan->from, plan->to); /* reserved: cannot fail */
-            }
-        }
-        unplan(world);
-        if (result != TES_OK || whole) return result;
-    }
-    uint32_t n = 0;
-    result = collect(world, query, &n);
-    if (result != TES_OK) return result;
-    /* edit() reuses the scratch that holds the matches only for its own lists, not entities. */
-    return edit(world, kind, world->edit.entities, n, 0, x, fault);
-}
-
-/* tes_query_despawn when the query visits whole archetypes and despawns have nothing to do
- * beyond the rows: each archetype visited is emptied at once (tesi_despawn_archetype). */
-static tes_result_t despawn_archetypes(tes_world_t *world, tes_query_t *query) {
-    tesi_edit_t *e = &world->edit;
-    tes_result_t result = gather_archetypes(world, query);
-    uint64_t total = 0;
-    for (uint32_t p = 0; p < e->plan_count; p++)
-        total += e->plans[p].rows;
-    if (result == TES_OK && tesi_logging(world)) {
-        result = total > UINT32_MAX ? TES_ERR_OUT_OF_MEMORY
-                                    : tesi_logs_reserve(world, NULL, (uint32_t)total);
-    }
-    for (uint32_t p = 0; p < e->plan_count && result == TES_OK; p++)
-        tesi_despawn_archetype(world, e->plans[p].from);
-    unplan(world);
-    return result;
-}
-
-tes_result_t tes_query_despawn(tes_world_t *world, tes_query_t *query) {
-    if (!world || !query) return TES_ERR_INVALID_ARGUMENT;
-    if (tesi_query_consumes(query)) return TES_ERR_INVALID_ARGUMENT;
-    if (!tesi_deferring(world) && !world->sparse_count && !tesi_query_by_rows(query)) {
-        return despawn_archetypes(world, query);
-    }
-    uint32_t n = 0;
-    tes_result_t result = collect(world, query, &n);
-    /* tes_despawn_batch takes no scratch of world->edit: the list stays put. */
-    return result == TES_OK ? tes_despawn_batch(world, world->edit.entities, n) : result;
-}
-
-tes_result_t tes_query_add_items(tes_world_t *world, tes_query_t *query, const tes_items_t *items,
-                                 tes_fault_t *out_fault) {
-    return query_edit(world, query, EDIT_ADD, items, out_fault);
-}
-
-tes_result_t tes_query_remove_items(tes_world_t *world, tes_query_t *query,
-                                    const tes_items_t *items, tes_fault_t *out_fault) {
-    return query_edit(world, query, EDIT_REMOVE, items, out_fault);
 }
