@@ -43,9 +43,10 @@ export interface ReplicatorOptions {
     readonly history?: number;
     /**
      * Fields sent quantized: per component, a step per f32 or f64 field (array fields: every
-     * element). A value travels as the integer `Math.round(value / step)` in a varint (1-3
-     * bytes for most values instead of 4 or 8), and the replica holds that multiple of the step
-     * (as an f32 for an f32 field); NaN, infinities and values beyond 2^53 steps travel exactly.
+     * element). A value travels as the integer `Math.round(value / step)` (halves away from 0),
+     * in as many bits as the spread of the delta's values needs (17 for values in [0, 1000) at
+     * 0.01, instead of 32 or 64), and the replica holds that multiple of the step (as an f32 for
+     * an f32 field); NaN, infinities and values beyond 2^53 steps travel exactly.
      * The source keeps its exact values: precision is the wire's, so replicators of one world
      * may differ. `quantize: [[Position, { x: 0.01, y: 0.01 }]]`. Each component must be
      * replicated by this replicator (and not a relation), each step finite and above 0.

@@ -6,8 +6,9 @@
 #include "internal.h"
 
 #define DELTA_MAGIC   0x544C4454u /* "TDLT" little-endian */
-/* 1: fixed-width records and events; 2: without quantized fields. Neither is read. */
-#define DELTA_VERSION 3u
+/* 1: fixed-width records and events; 2: without quantized fields; 3: records in whole bytes.
+ * None is read. */
+#define DELTA_VERSION 4u
 #define KEYFRAME      TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
 #define EMPTY         TESI_DELTA_EMPTY    /* not a keyframe, and nothing in it */
 #define HEADER_BYTES  12u                 /* magic, version and flags, CRC of the rest */
@@ -17,13 +18,122 @@
 #define SOME_VALUES   2u     /* present, a field mask and the values of those fields follow */
 #define WITH_VALUES   3u     /* present, and its values follow */
 #define DATA          0x100u /* on a pair event's kind: the pair's data follows */
-/* Up to this many such components, a record's states ride in its head varint (above its whole
- * bit, below its gap) instead of bytes of their own. */
-#define HEAD_STATES   5u
-/* A quantized element's varint: 0 escapes (the exact bytes follow), else zigzag(q) + 1. */
+/* A quantized element's code: 0 escapes (a length and zigzag(q), or the exact bits, follow),
+ * else q - base + 1. */
 #define ESCAPE        0u
+#define LENGTH_BITS   6u  /* an escape's length of zigzag(q) */
+#define EXACT         63u /* that length: the exact bits follow instead */
 /* The largest |value / step| sent as an integer: every q up to it is exact in a double. */
 #define QUANTUM_LIMIT 0x1p53
+/* The widest code: q - base + 1 for |q|, |base| <= 2^53. */
+#define WIDTH_MAX     55u
+/* A record's gap is a Rice code (docs/format.md): a quotient this long escapes to 21 bits. */
+#define GAP_ESCAPE    16u
+#define GAP_BITS_MAX  (TES_INDEX_BITS - 1u)
+/* The patterns (states and whole bit) a delta lists at most; with more, each record carries
+ * its own. */
+#define PATTERNS_MAX  64u
+
+/* The bytes of a pattern: two bits a component, then the whole bit. */
+static inline uint32_t tesi_pattern_bytes(uint32_t plain) {
+    return (2u * plain + 1u + 7u) / 8u;
+}
+/* The bits to tell n things apart (0 for one). */
+static inline uint32_t tesi_bits_for(uint64_t n) {
+    uint32_t bits = 0;
+    while (bits < 64 && (n - 1) >> bits)
+        bits++;
+    return n ? bits : 0;
+}
+
+/* Bits appended to a writer, low bits first (bit i of the stream is bit i % 8 of its byte
+ * i / 8): a delta's records. `acc` holds the `n` (< 32) bits not yet written. */
+typedef struct tesi_bits_t {
+    tesi_writer_t *w;
+    uint64_t acc;
+    uint32_t n;
+} tesi_bits_t;
+
+/* The low `count` bits of v (count <= 64). */
+static inline void tesi_bits_put(tesi_bits_t *b, uint64_t v, uint32_t count) {
+    while (count) {
+        uint32_t take = count < 32 ? count : 32;
+        b->acc |= (v & ((1ull << take) - 1)) << b->n;
+        b->n += take;
+        v >>= take;
+        count -= take;
+        if (b->n >= 32) {
+            uint32_t word = (uint32_t)b->acc; /* little-endian, as every integer of the format */
+            tesi_put(b->w, &word, sizeof word);
+            b->acc >>= 32;
+            b->n -= 32;
+        }
+    }
+}
+/* n bytes as bits, in memory order (a little-endian value's bits, low first). */
+static inline void tesi_bits_put_bytes(tesi_bits_t *b, const uint8_t *from, uint32_t n) {
+    for (; n >= 4; n -= 4, from += 4) {
+        uint32_t v;
+        memcpy(&v, from, sizeof v);
+        tesi_bits_put(b, v, 32);
+    }
+    for (; n; n--)
+        tesi_bits_put(b, *from++, 8);
+}
+/* The stream's size in bits so far. */
+static inline uint64_t tesi_bits_size(const tesi_bits_t *b) {
+    return (uint64_t)b->w->size * 8u + b->n;
+}
+/* The pending bits, padded with zeros to a whole byte. */
+static inline void tesi_bits_end(tesi_bits_t *b) {
+    uint32_t word = (uint32_t)b->acc;
+    tesi_put(b->w, &word, (b->n + 7u) / 8u);
+    b->acc = 0;
+    b->n = 0;
+}
+
+/* `count` (<= 64) bits at bit `*at` of the reader's bytes, checked: past the end is `bad`
+ * (and 0). Up to 56 bits come from one 8-byte load where 8 bytes are left. */
+static inline uint64_t tesi_bits_get(tesi_reader_t *r, uint64_t *at, uint32_t count) {
+    if (r->result != TES_OK) return 0;
+    if (count > (uint64_t)r->size * 8u - *at) {
+        tesi_fail(r, r->bad);
+        return 0;
+    }
+    uint64_t byte = *at >> 3, v;
+    uint32_t shift = (uint32_t)(*at & 7u);
+    if (count <= 56 && byte + 8 <= r->size) {
+        memcpy(&v, r->bytes + byte, sizeof v); /* little-endian, as every integer of the format */
+        v = count ? (v >> shift) & (UINT64_MAX >> (64 - count)) : 0;
+    } else {
+        v = 0;
+        for (uint32_t got = 0; got < count; byte++, shift = 0) {
+            uint32_t take = 8u - shift < count - got ? 8u - shift : count - got;
+            v |= (uint64_t)((r->bytes[byte] >> shift) & ((1u << take) - 1u)) << got;
+            got += take;
+        }
+    }
+    *at += count;
+    return v;
+}
+/* n bytes from the bits (what tesi_bits_put_bytes wrote). */
+static inline void tesi_bits_get_bytes(tesi_reader_t *r, uint64_t *at, uint8_t *to, uint32_t n) {
+    for (; n >= 4; n -= 4, to += 4) {
+        uint32_t v = (uint32_t)tesi_bits_get(r, at, 32);
+        memcpy(to, &v, sizeof v);
+    }
+    for (; n; n--)
+        *to++ = (uint8_t)tesi_bits_get(r, at, 8);
+}
+/* Past `count` bits, checked. */
+static inline void tesi_bits_skip(tesi_reader_t *r, uint64_t *at, uint64_t count) {
+    if (r->result != TES_OK) return;
+    if (count > (uint64_t)r->size * 8u - *at) {
+        tesi_fail(r, r->bad);
+        return;
+    }
+    *at += count;
+}
 
 /* A field that travels quantized (tes_quantum_t), with what reading and writing it needs. Kept
  * sorted by (component, field): a replicator's by its own ids, a replica's by the source's. */
@@ -34,6 +144,10 @@ struct tesi_quantum_t {
     uint32_t size;   /* of an element: 4 (f32) or 8 (f64) */
     uint32_t length; /* elements */
     double step;
+    /* The frame of the delta being written or read: codes 1 .. 2^width - 1 are base + code - 1
+     * (docs/format.md, "Quantized values"); `top`, the largest q in it, for the writer. */
+    int64_t base, top;
+    uint32_t width;
 };
 typedef struct tesi_quantum_t tesi_quantum_t;
 
@@ -112,7 +226,34 @@ struct tes_replicator_t {
     /* The fields sent quantized, by (component, field); written in the schema too. */
     tesi_quantum_t *quanta;
     uint32_t quantum_count;
+    /* An encode's patterns (tesi_records_plan_t), and room for one more: a record's. */
+    uint8_t *patterns;
+    uint32_t pattern_slots;
+    /* An encode's quantized values by size, one histogram per quantum (tesi_plan_records). */
+    struct tesi_histogram_t *histograms;
+    uint32_t histogram_slots;
 };
+
+/* How many of a quantum's codes have each bit length of zigzag(q), and their least and largest
+ * q: what a plan chooses a frame from (the frame that costs the fewest bits, escaping what lies
+ * far out). */
+#define HISTOGRAM_BINS (WIDTH_MAX + 1u)
+typedef struct tesi_histogram_t {
+    uint32_t count[HISTOGRAM_BINS];
+    int64_t low[HISTOGRAM_BINS], high[HISTOGRAM_BINS];
+    uint32_t values; /* all elements, those that escape whatever the frame included */
+} tesi_histogram_t;
+
+/* What a delta's records share, learned in a pass over them before they are written
+ * (docs/format.md, "Records"): the gap code's parameter, the distinct patterns (states and whole
+ * bit) when there are at most PATTERNS_MAX, and each quantized field's frame (in the quanta). */
+typedef struct tesi_records_plan_t {
+    uint32_t count;         /* records */
+    uint32_t gap_bits;      /* the Rice parameter */
+    uint32_t pattern_bytes; /* of one pattern */
+    uint32_t patterns;      /* listed (0: each record carries its own) */
+    uint32_t index_bits;    /* of a pattern's index in the list */
+} tesi_records_plan_t;
 
 /* A record due in a budgeted encode: which goes is decided by score. */
 typedef struct due_t {
@@ -135,12 +276,15 @@ tes_result_t tesi_in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out);
 tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe, uint32_t budget);
 /* After a peer's delta was written: withheld owed, owed sent, gone forgiven. */
 void tesi_settle_peer(tes_replicator_t *rep, uint64_t now);
-/* One entity's record (docs/format.md, "Entities"). */
-void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, uint64_t baseline,
-                     bool whole, uint32_t *previous);
-/* A whole delta; `listed`: records from the touched list (else a keyframe walks the world). */
+/* The plan of the records of the touched indices marked PRESENT and none of `skip`. */
+tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool keyframe,
+                               uint8_t skip, tesi_records_plan_t *plan);
+/* One entity's record (docs/format.md, "Records"), as bits by the plan. */
+void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_plan_t *plan,
+                     tes_entity_t e, uint64_t baseline, bool whole, uint32_t *previous);
+/* A whole delta, its records those of the touched indices. */
 tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
-                              uint64_t now, bool keyframe, bool listed);
+                              uint64_t now, bool keyframe);
 /* The bytes of a component's shadow of one entity (CHANGED_FIELDS). */
 uint32_t tesi_shadow_size(const tesi_component_t *c);
 

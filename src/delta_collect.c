@@ -152,11 +152,11 @@ tes_result_t tesi_collect(tes_replicator_t *rep, uint64_t baseline) {
     return settle_touched(rep);
 }
 
-/* A peer's keyframe: every live entity, listed like changes (so a budget can choose among
- * them), and what the peer is owed. */
+/* A keyframe: every live entity, listed like changes (so that a budget can choose among them),
+ * and what the encode's peer is owed. */
 tes_result_t tesi_collect_all(tes_replicator_t *rep, uint64_t baseline) {
     tes_world_t *world = rep->world;
-    collect_peer(rep, baseline);
+    if (rep->peer) collect_peer(rep, baseline);
     for (uint32_t index = 1; index < world->record_count; index++) {
         const tesi_record_t *record = tesi_record_find(world, index);
         if (!record) {
@@ -180,7 +180,9 @@ static int by_score(const void *a, const void *b) {
 /* Which due records go within the peer's budget (bytes of records): the highest scores first,
  * and the first always; the others are marked WITHHELD, with their sights and places in the
  * owed list reserved, so settling after the write cannot fail. A record's size is learned by
- * writing it aside (its head with a gap of 0, so up to 3 bytes more for a real gap). */
+ * writing it aside by a plan of every due record, its gap from the due record before: the
+ * write's plan, of fewer records, gives no pattern index or quantized code more bits, though a
+ * gap over withheld neighbours may take a few more. */
 tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe, uint32_t budget) {
     tes_world_t *world = rep->world;
     uint32_t n = 0;
@@ -188,20 +190,25 @@ tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe
         n += (rep->marks[rep->touched[i]] & PRESENT) != 0;
     tes_result_t result =
         tesi_reserve(world, (void **)&rep->due, &rep->due_slots, n, sizeof *rep->due, 64);
+    tesi_records_plan_t plan;
+    if (result == TES_OK) result = tesi_plan_records(rep, baseline, keyframe, 0, &plan);
     if (result != TES_OK) return result;
     tesi_writer_t aside = {world, &rep->aside, &rep->aside_slots, 0, TES_OK};
     uint64_t total = 0;
+    uint32_t previous = 0;
     n = 0;
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
         uint8_t mark = rep->marks[index];
         if (!(mark & PRESENT)) continue;
         tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
-        uint32_t previous = index;
         aside.size = 0;
-        tesi_put_record(&aside, rep, e, baseline, keyframe || (mark & (WHOLE | OWED)), &previous);
+        tesi_bits_t bits = {&aside, 0, 0};
+        tesi_put_record(&bits, rep, &plan, e, baseline, keyframe || (mark & (WHOLE | OWED)),
+                        &previous);
         if (aside.result != TES_OK) return aside.result;
-        rep->due[n] = (due_t){tesi_peer_score(rep->peer, index), index, aside.size + 3, i};
+        uint32_t size = (uint32_t)((tesi_bits_size(&bits) + 7) / 8);
+        rep->due[n] = (due_t){tesi_peer_score(rep->peer, index), index, size, i};
         total += rep->due[n++].size;
     }
     if (total <= budget) return TES_OK;

@@ -1,6 +1,7 @@
 /* Encoding, the bytes (docs/format.md, "tessera delta format"): a delta's head, gone entries,
- * records (states, field masks, values exact or quantized) and pair events, from the touched
- * indices delta_collect.c marked. */
+ * records and pair events, from the touched indices delta_collect.c marked. The records are
+ * bits, written by a plan learned in a first pass over them: the gap code's parameter, the
+ * patterns (states and whole bit) they share, each quantized field's frame. */
 #include "delta.h"
 
 /* A component's shadow of one entity (CHANGED_FIELDS): the entity's generation + 1 (0: none
@@ -10,37 +11,54 @@ uint32_t tesi_shadow_size(const tesi_component_t *c) {
     return 8u + 8u * c->field_count + ((c->row_bytes + 7u) & ~7u);
 }
 
-/* A quantized field's elements at `out` (room for TESI_VARINT_MAX each): zigzag(q) + 1 with
- * q = llround(value / step), or ESCAPE and the exact bytes for a value that is not finite or too
- * far from 0. The byte after them. */
-static uint8_t *put_quantized(uint8_t *out, const uint8_t *from, const tesi_quantum_t *quantum) {
-    for (uint32_t i = 0; i < quantum->length; i++, from += quantum->size) {
-        double value;
-        if (quantum->size == sizeof(float)) {
-            float f;
-            memcpy(&f, from, sizeof f);
-            value = f;
-        } else {
-            memcpy(&value, from, sizeof value);
-        }
-        double scaled = value / quantum->step;
-        if (!isfinite(scaled) || fabs(scaled) > QUANTUM_LIMIT) {
-            *out++ = ESCAPE;
-            memcpy(out, from, quantum->size);
-            out += quantum->size;
-            continue;
-        }
-        /* llround without libm: the truncation and its remainder are exact below 2^53. */
-        int64_t q = (int64_t)scaled;
-        double rest = scaled - (double)q;
-        q += rest >= 0.5 ? 1 : rest <= -0.5 ? -1 : 0;
-        uint64_t zigzag = (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
-        out = tesi_varint_to(out, zigzag + 1);
+/* q = llround(value / step) of a quantized element at `from`; false when it escapes (a value that
+ * is not finite, or too far from 0 for the step). */
+static bool quantize(const uint8_t *from, const tesi_quantum_t *quantum, int64_t *out) {
+    double value;
+    if (quantum->size == sizeof(float)) {
+        float f;
+        memcpy(&f, from, sizeof f);
+        value = f;
+    } else {
+        memcpy(&value, from, sizeof value);
     }
-    return out;
+    double scaled = value / quantum->step;
+    if (!isfinite(scaled) || fabs(scaled) > QUANTUM_LIMIT) return false;
+    /* llround without libm: the truncation and its remainder are exact below 2^53. */
+    int64_t q = (int64_t)scaled;
+    double rest = scaled - (double)q;
+    *out = q + (rest >= 0.5 ? 1 : rest <= -0.5 ? -1 : 0);
+    return true;
 }
 
-/* Where field f of component `id` of a live entity is. */
+/* zigzag(q): 2q for q >= 0, -2q - 1 below. */
+static uint64_t zigzag(int64_t q) {
+    return (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
+}
+
+/* A quantized field's elements as codes of the frame's width: q - base + 1; or ESCAPE, then
+ * zigzag(q) with its length, or (a value with no q) EXACT and the exact bits. A q is the same
+ * whatever the frame: the replica holds the nearest multiple of the step either way. */
+static void put_quantized(tesi_bits_t *b, const uint8_t *from, const tesi_quantum_t *quantum) {
+    for (uint32_t i = 0; i < quantum->length; i++, from += quantum->size) {
+        int64_t q;
+        bool quantized = quantize(from, quantum, &q);
+        if (quantized && quantum->width && q >= quantum->base && q <= quantum->top) {
+            tesi_bits_put(b, (uint64_t)(q - quantum->base) + 1u, quantum->width);
+            continue;
+        }
+        tesi_bits_put(b, ESCAPE, quantum->width);
+        if (quantized) {
+            uint32_t length = tesi_bits_for(zigzag(q) + 1u);
+            tesi_bits_put(b, length, LENGTH_BITS);
+            tesi_bits_put(b, zigzag(q), length);
+        } else {
+            tesi_bits_put(b, EXACT, LENGTH_BITS);
+            tesi_bits_put_bytes(b, from, quantum->size);
+        }
+    }
+}
+
 /* Where a live entity's values of one component are: its row of sparse data, or its chunk's
  * columns (found once per component, read per field with cell_at). */
 typedef struct place_t {
@@ -79,8 +97,9 @@ static uint64_t all_fields(const tesi_component_t *c) {
  * component's shadow of the entity, and stamps the fields that differ with the encode's tick:
  * every encode that writes a record compares, so a field's tick is that of the first encode that
  * saw its value, and a replica whose baseline is at or after it has the value. (A record written
- * for no one, withheld by a budget, goes whole when it goes.) 0 with w->result set when the
- * shadow's page cannot be allocated. */
+ * for no one, withheld by a budget, goes whole when it goes.) Comparing again in the same
+ * encode (the plan's pass, then the write's) gives the same answer. 0 with w->result set when
+ * the shadow's page cannot be allocated. */
 static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t id, tes_entity_t e,
                         const tesi_record_t *record, bool all, uint64_t baseline) {
     tes_world_t *world = rep->world;
@@ -125,22 +144,16 @@ static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t
     return all ? all_fields(c) : mask;
 }
 
-/* A live entity's record (docs/format.md): its index as the gap from the previous record's
- * (`*previous`) with the whole bit; its generation when whole (otherwise the replica holds this
- * entity already, at that index); two bits per replicated component that is not a relation
- * (absent, present, present with some values, present with values); then, for each component
- * with values, its field mask when only some go, and the values of those added or changed since
- * the baseline (all of them when `whole`). */
-void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, uint64_t baseline,
-                     bool whole, uint32_t *previous) {
+/* A live entity's pattern (docs/format.md, "Records"): two bits per replicated component that is
+ * not a relation (absent, present, present with some values, present with values), then the
+ * whole bit, at `pattern` (tesi_pattern_bytes); the states in rep->ids too, and the field masks
+ * of those with some values in rep->masks. */
+static void record_pattern(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e,
+                           const tesi_record_t *record, uint64_t baseline, bool whole,
+                           uint8_t *pattern, uint32_t pattern_bytes) {
     const tes_world_t *world = rep->world;
-    const tesi_record_t *record = tesi_record_of(world, e);
-    uint32_t index = e & TESI_INDEX_MASK;
-    uint32_t *states = rep->ids, k = 0, values = 0;
-    uint64_t *masks = rep->masks;
-    /* The quanta follow the components (both by id): quantum_end, those of components before. */
-    const tesi_quantum_t *quantum = rep->quanta;
-    const tesi_quantum_t *quantum_end = quantum ? quantum + rep->quantum_count : NULL;
+    uint32_t *states = rep->ids, k = 0;
+    memset(pattern, 0, pattern_bytes);
     for (uint32_t i = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
@@ -150,43 +163,192 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
         if (tes_ticks(world, e, id, &added, &changed) == TES_OK) {
             bool with = c->field_count && (whole || added > baseline || changed > baseline);
             state = with ? WITH_VALUES : PRESENT_STATE;
-            if (with && masks && c->field_count > 1) {
+            if (with && rep->masks && c->field_count > 1) {
                 uint64_t mask = observe(w, rep, id, e, record, whole || added > baseline, baseline);
                 if (w->result != TES_OK) return;
                 state = mask == all_fields(c) ? WITH_VALUES : mask ? SOME_VALUES : PRESENT_STATE;
-                masks[k] = mask;
-            }
-            values += state == WITH_VALUES || state == SOME_VALUES ? c->row_bytes : 0;
-            values += state == SOME_VALUES ? TESI_VARINT_MAX : 0;
-        }
-        for (; quantum < quantum_end && quantum->component == id; quantum++) {
-            if (state == WITH_VALUES || state == SOME_VALUES) {
-                values += quantum->length * TESI_VARINT_MAX;
+                rep->masks[k] = mask;
             }
         }
+        pattern[k / 4] |= (uint8_t)(state << (2 * (k % 4)));
         states[k++] = state;
     }
-    /* Room for the longest form, then plain stores; what the varints did not take is given back.
-     * A record is on the hot path when most of the world changes every tick. With few
-     * components the states ride in the head, between the gap and the whole bit. */
-    bool in_head = k <= HEAD_STATES;
-    uint32_t state_bytes = in_head ? 0 : (2 * k + 7) / 8, room = 10 + state_bytes + values;
-    uint8_t *start = tesi_room(w, room);
-    if (!start) return;
-    uint64_t head = index - *previous;
-    if (in_head) {
-        head <<= 2 * k;
-        for (uint32_t j = 0; j < k; j++)
-            head |= (uint64_t)states[j] << (2 * j);
+    if (whole) pattern[2 * k / 8] |= (uint8_t)(1u << (2 * k % 8));
+}
+
+/* The quantized values the record sends (record_pattern's states), counted in the
+ * histograms. */
+static void count_values(tes_replicator_t *rep, const tesi_record_t *record, uint32_t index) {
+    const tes_world_t *world = rep->world;
+    const tesi_quantum_t *quantum = rep->quanta, *quantum_end = quantum + rep->quantum_count;
+    for (uint32_t i = 0, j = 0; i < rep->component_count && quantum < quantum_end; i++) {
+        tes_component_t id = rep->components[i];
+        if (tesi_is_relation(&world->components[id])) continue;
+        uint32_t state = rep->ids[j];
+        uint64_t mask = state == SOME_VALUES ? rep->masks[j] : UINT64_MAX;
+        j++;
+        while (quantum < quantum_end && quantum->component < id)
+            quantum++;
+        if (state != WITH_VALUES && state != SOME_VALUES) continue;
+        place_t place = place_of(world, record, id, index);
+        for (; quantum < quantum_end && quantum->component == id; quantum++) {
+            if (!(mask >> quantum->field & 1u)) continue;
+            tesi_histogram_t *h = &rep->histograms[quantum - rep->quanta];
+            const uint8_t *from = cell_at(&place, quantum->field);
+            for (uint32_t k = 0; k < quantum->length; k++, from += quantum->size) {
+                int64_t q;
+                h->values++;
+                if (!quantize(from, quantum, &q)) continue;
+                uint32_t bin = tesi_bits_for(zigzag(q) + 1u);
+                if (!h->count[bin] || q < h->low[bin]) h->low[bin] = q;
+                if (!h->count[bin] || q > h->high[bin]) h->high[bin] = q;
+                h->count[bin]++;
+            }
+        }
     }
-    uint8_t *out = tesi_varint_to(start, head << 1 | (whole ? 1u : 0u));
+}
+
+/* A quantum's frame from its histogram: of the frames holding every q up to some length of
+ * zigzag(q) (longer ones escape with their length), the one whose codes and escapes take the
+ * fewest bits. */
+static void choose_frame(tesi_quantum_t *quantum, const tesi_histogram_t *h) {
+    uint64_t escapes = 0; /* the bits of escaping every value */
+    uint32_t quantized = 0;
+    for (uint32_t bin = 0; bin < HISTOGRAM_BINS; bin++) {
+        escapes += (uint64_t)h->count[bin] * (LENGTH_BITS + bin);
+        quantized += h->count[bin];
+    }
+    escapes += (uint64_t)(h->values - quantized) * (LENGTH_BITS + 8u * quantum->size);
+    uint64_t best = escapes; /* width 0 */
+    quantum->base = quantum->top = 0;
+    quantum->width = 0;
+    int64_t low = 0, high = 0;
+    for (uint32_t bin = 0, in = 0; bin < HISTOGRAM_BINS; bin++) {
+        if (!h->count[bin]) continue;
+        low = in && low < h->low[bin] ? low : h->low[bin];
+        high = in && high > h->high[bin] ? high : h->high[bin];
+        in += h->count[bin];
+        escapes -= (uint64_t)h->count[bin] * (LENGTH_BITS + bin);
+        uint32_t width = tesi_bits_for((uint64_t)(high - low) + 2u);
+        uint64_t cost = (uint64_t)h->values * width + escapes;
+        if (cost < best) {
+            best = cost;
+            quantum->base = low;
+            quantum->top = high;
+            quantum->width = width;
+        }
+    }
+}
+
+/* Whether the record at a touched index goes: present, and not withheld when `skip` says so. */
+static bool goes_record(const tes_replicator_t *rep, uint32_t index, uint8_t skip) {
+    return (rep->marks[index] & (PRESENT | skip)) == PRESENT;
+}
+
+tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool keyframe,
+                               uint8_t skip, tesi_records_plan_t *plan) {
+    tes_world_t *world = rep->world;
+    uint32_t plain = 0;
+    for (uint32_t i = 0; i < rep->component_count; i++)
+        plain += !tesi_is_relation(&world->components[rep->components[i]]);
+    *plan = (tesi_records_plan_t){.pattern_bytes = tesi_pattern_bytes(plain)};
+    tes_result_t result = tesi_reserve(world, (void **)&rep->patterns, &rep->pattern_slots,
+                                       (PATTERNS_MAX + 1) * plan->pattern_bytes, 1, 64);
+    if (result == TES_OK && rep->quantum_count) {
+        result = tesi_reserve(world, (void **)&rep->histograms, &rep->histogram_slots,
+                              rep->quantum_count, sizeof *rep->histograms, 1);
+    }
+    if (result != TES_OK) return result;
+    if (rep->quantum_count)
+        memset(rep->histograms, 0, rep->quantum_count * sizeof *rep->histograms);
+    tesi_writer_t w = {world, NULL, NULL, 0, TES_OK}; /* for record_pattern's result only */
+    uint32_t last = 0, listed = 0;
+    bool overflow = false; /* more patterns than PATTERNS_MAX */
+    uint8_t *pattern = rep->patterns + PATTERNS_MAX * plan->pattern_bytes;
+    for (uint32_t i = 0; i < rep->touched_count; i++) {
+        uint32_t index = rep->touched[i];
+        if (!goes_record(rep, index, skip)) continue;
+        const tesi_record_t *record = tesi_record_at(world, index);
+        tes_entity_t e = tesi_make_handle(index, record->generation);
+        bool whole = keyframe || (rep->marks[index] & (WHOLE | OWED));
+        record_pattern(&w, rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
+        if (w.result != TES_OK) return w.result;
+        if (rep->quantum_count) count_values(rep, record, index);
+        plan->count++;
+        last = index;
+        uint32_t p = 0;
+        while (!overflow && p < listed &&
+               memcmp(rep->patterns + p * plan->pattern_bytes, pattern, plan->pattern_bytes))
+            p++;
+        if (!overflow && p == listed) {
+            if (listed == PATTERNS_MAX) {
+                overflow = true;
+            } else {
+                memcpy(rep->patterns + listed++ * plan->pattern_bytes, pattern,
+                       plan->pattern_bytes);
+            }
+        }
+    }
+    plan->patterns = overflow ? 0 : listed;
+    plan->index_bits = tesi_bits_for(plan->patterns);
+    /* A Rice parameter near the log of the mean gap: near the fewest bits for gaps that are
+     * spread at random (geometric), one bit a record for neighbours. */
+    uint32_t mean = plan->count ? last / plan->count : 1;
+    while (plan->gap_bits < GAP_BITS_MAX && mean >> (plan->gap_bits + 1))
+        plan->gap_bits++;
+    for (uint32_t q = 0; q < rep->quantum_count; q++)
+        choose_frame(&rep->quanta[q], &rep->histograms[q]);
+    return TES_OK;
+}
+
+/* The gap from the previous record's index: a Rice code of gap - 1 with the plan's parameter k
+ * (the quotient in unary, ones ended by a zero, then the k low bits), or GAP_ESCAPE ones and
+ * the 21 bits of gap - 1 when the quotient would be GAP_ESCAPE or more. */
+static void put_gap(tesi_bits_t *b, uint32_t gap, uint32_t k) {
+    uint32_t g = gap - 1u, quotient = g >> k;
+    if (quotient < GAP_ESCAPE) {
+        tesi_bits_put(b, (1ull << quotient) - 1u, quotient + 1u);
+        tesi_bits_put(b, g, k);
+    } else {
+        tesi_bits_put(b, (1ull << GAP_ESCAPE) - 1u, GAP_ESCAPE);
+        tesi_bits_put(b, g, TES_INDEX_BITS);
+    }
+}
+
+/* A live entity's record: its index as the gap from the previous record's (`*previous`), its
+ * pattern (an index in the plan's list, or the pattern itself), its generation when whole
+ * (otherwise the replica holds this entity already, at that index); then, for each component
+ * with values, its field mask when only some go, and the values of those added or changed since
+ * the baseline (all of them when `whole`). */
+void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_plan_t *plan,
+                     tes_entity_t e, uint64_t baseline, bool whole, uint32_t *previous) {
+    tesi_writer_t *w = b->w;
+    const tes_world_t *world = rep->world;
+    const tesi_record_t *record = tesi_record_of(world, e);
+    uint32_t index = e & TESI_INDEX_MASK;
+    uint8_t *pattern = rep->patterns + PATTERNS_MAX * plan->pattern_bytes;
+    record_pattern(w, rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
+    if (w->result != TES_OK) return;
+    put_gap(b, index - *previous, plan->gap_bits);
     *previous = index;
-    if (whole) out = tesi_varint_to(out, e >> TES_INDEX_BITS);
-    memset(out, 0, state_bytes);
-    for (uint32_t j = 0; !in_head && j < k; j++)
-        out[j / 4] |= (uint8_t)(states[j] << (2 * (j % 4)));
-    out += state_bytes;
-    quantum = rep->quanta;
+    if (plan->patterns) {
+        uint32_t p = 0;
+        while (p + 1 < plan->patterns &&
+               memcmp(rep->patterns + p * plan->pattern_bytes, pattern, plan->pattern_bytes))
+            p++;
+        tesi_bits_put(b, p, plan->index_bits);
+    } else {
+        uint32_t bits = 8 * plan->pattern_bytes - 7; /* 2k + 1 of them, padding aside */
+        for (uint32_t at = 0; bits; at++) {
+            uint32_t take = bits < 8 ? bits : 8;
+            tesi_bits_put(b, pattern[at], take);
+            bits -= take;
+        }
+    }
+    if (whole) tesi_bits_put(b, e >> TES_INDEX_BITS, TES_GENERATION_BITS);
+    const uint32_t *states = rep->ids;
+    const tesi_quantum_t *quantum = rep->quanta;
+    const tesi_quantum_t *quantum_end = quantum ? quantum + rep->quantum_count : NULL;
     for (uint32_t i = 0, j = 0; i < rep->component_count; i++) {
         tes_component_t id = rep->components[i];
         const tesi_component_t *c = &world->components[id];
@@ -194,10 +356,10 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
             quantum++;
         if (tesi_is_relation(c)) continue;
         uint32_t state = states[j];
-        uint64_t mask = state == SOME_VALUES ? masks[j] : UINT64_MAX;
+        uint64_t mask = state == SOME_VALUES ? rep->masks[j] : UINT64_MAX;
         j++;
         if (state != WITH_VALUES && state != SOME_VALUES) continue;
-        if (state == SOME_VALUES) out = tesi_varint_to(out, mask);
+        if (state == SOME_VALUES) tesi_bits_put(b, mask, c->field_count);
         place_t place = place_of(world, record, id, index);
         for (uint32_t f = 0; f < c->field_count; f++) {
             bool quantized =
@@ -208,14 +370,12 @@ void tesi_put_record(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e, ui
             }
             const uint8_t *from = cell_at(&place, f);
             if (quantized) {
-                out = put_quantized(out, from, quantum++);
+                put_quantized(b, from, quantum++);
                 continue;
             }
-            memcpy(out, from, c->fields[f].bytes);
-            out += c->fields[f].bytes;
+            tesi_bits_put_bytes(b, from, c->fields[f].bytes);
         }
     }
-    w->size -= (uint32_t)(start + room - out);
 }
 
 /* Whether a record goes whole and brings its pairs from before the baseline: it may have
@@ -363,8 +523,42 @@ static bool goes(const tes_replicator_t *rep, uint32_t index, uint64_t baseline)
     return drop && (!rep->peer || tesi_peer_may_hold(rep->peer, index, baseline));
 }
 
+/* The records: the plan's parameters (gap parameter, patterns, quantized frames) in bytes, then
+ * the records as bits, padded to a byte. */
+static tes_result_t put_records(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
+                                bool keyframe, uint32_t *content) {
+    tesi_records_plan_t plan;
+    tes_result_t result = tesi_plan_records(rep, baseline, keyframe, WITHHELD, &plan);
+    if (result != TES_OK) return result;
+    tesi_put_varint(w, plan.count);
+    *content += plan.count;
+    if (!plan.count) return TES_OK;
+    uint8_t gap_bits = (uint8_t)plan.gap_bits;
+    tesi_put(w, &gap_bits, 1);
+    tesi_put_varint(w, plan.patterns);
+    tesi_put(w, rep->patterns, (size_t)plan.patterns * plan.pattern_bytes);
+    for (uint32_t q = 0; q < rep->quantum_count; q++) {
+        int64_t base = rep->quanta[q].base;
+        uint8_t width = (uint8_t)rep->quanta[q].width;
+        tesi_put_varint(w, (uint64_t)base << 1 ^ (base < 0 ? UINT64_MAX : 0));
+        tesi_put(w, &width, 1);
+    }
+    tesi_bits_t b = {w, 0, 0};
+    uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
+    for (uint32_t i = 0; i < rep->touched_count && w->result == TES_OK; i++) {
+        uint32_t index = rep->touched[i];
+        if (!goes_record(rep, index, WITHHELD)) continue;
+        uint8_t mark = rep->marks[index];
+        tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
+        tesi_put_record(&b, rep, &plan, e, baseline, keyframe || (mark & (WHOLE | OWED)),
+                        &previous);
+    }
+    tesi_bits_end(&b);
+    return TES_OK;
+}
+
 tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
-                              uint64_t now, bool keyframe, bool listed) {
+                              uint64_t now, bool keyframe) {
     uint32_t content = 0; /* gone entries, records and pair events */
     tes_world_t *world = rep->world;
     uint32_t header[3] = {DELTA_MAGIC, DELTA_VERSION | (keyframe ? KEYFRAME << 16 : 0), 0};
@@ -378,53 +572,18 @@ tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t 
         tesi_put_varint(w, rep->component_count);
         tesi_put(w, rep->schema, rep->schema_size);
     }
-    tes_result_t result = TES_OK;
-    if (!listed) {
-        tesi_put_varint(w, 0); /* nothing gone: the replica drops what the records lack */
-        /* Two walks: the count first (a varint), then the records. */
-        for (int pass = 0; pass < 2 && result == TES_OK; pass++) {
-            uint32_t count = 0, previous = 0;
-            for (uint32_t index = 1; index < world->record_count && result == TES_OK; index++) {
-                const tesi_record_t *record = tesi_record_find(world, index);
-                if (!record) {
-                    index |= TESI_PAGE_MASK; /* an unallocated page: no entity */
-                    continue;
-                }
-                if (!record->chunk) continue;
-                tes_entity_t e = tesi_make_handle(index, record->generation);
-                bool present;
-                result = tesi_in_scope(rep, e, &present);
-                if (result != TES_OK || !present) continue;
-                if (pass) tesi_put_record(w, rep, e, 0, true, &previous);
-                count++;
-            }
-            if (!pass) tesi_put_varint(w, count);
-        }
-    } else {
-        uint32_t gone = 0, records = 0;
-        for (uint32_t i = 0; i < rep->touched_count; i++) {
-            uint32_t index = rep->touched[i];
-            gone += !keyframe && goes(rep, index, baseline);
-            records += (rep->marks[index] & (PRESENT | WITHHELD)) == PRESENT;
-        }
-        tesi_put_varint(w, gone);
-        uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
-        for (uint32_t i = 0; i < rep->touched_count && gone; i++) {
-            if (!goes(rep, rep->touched[i], baseline)) continue;
-            tesi_put_varint(w, rep->touched[i] - previous);
-            previous = rep->touched[i];
-        }
-        tesi_put_varint(w, records);
-        content = gone + records;
-        previous = 0;
-        for (uint32_t i = 0; i < rep->touched_count; i++) {
-            uint32_t index = rep->touched[i];
-            uint8_t mark = rep->marks[index];
-            if ((mark & (PRESENT | WITHHELD)) != PRESENT) continue;
-            tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
-            tesi_put_record(w, rep, e, baseline, keyframe || (mark & (WHOLE | OWED)), &previous);
-        }
+    uint32_t gone = 0;
+    for (uint32_t i = 0; i < rep->touched_count; i++)
+        gone += !keyframe && goes(rep, rep->touched[i], baseline);
+    tesi_put_varint(w, gone);
+    content += gone;
+    uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
+    for (uint32_t i = 0; i < rep->touched_count && gone; i++) {
+        if (!goes(rep, rep->touched[i], baseline)) continue;
+        tesi_put_varint(w, rep->touched[i] - previous);
+        previous = rep->touched[i];
     }
+    tes_result_t result = put_records(w, rep, baseline, keyframe, &content);
     for (uint32_t i = 0; i < rep->component_count && result == TES_OK; i++) {
         if (tesi_is_relation(&world->components[rep->components[i]])) {
             result = put_relation(w, rep, rep->components[i], baseline, now, keyframe, &content);

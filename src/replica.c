@@ -32,71 +32,88 @@ static void doom(applier_t *ap, tes_entity_t e) {
     if (ap->result == TES_OK) ap->doomed[ap->doomed_count++] = e;
 }
 
-/* A quantized field's elements in the bytes, checked: each a varint, ESCAPE then the exact
- * bytes or zigzag(q) + 1 with |q| <= 2^53 (what put_quantized writes). */
-static void read_quantized(tesi_reader_t *r, const tesi_quantum_t *quantum) {
+/* |q| <= 2^53: an integer a quantized element may be. */
+static bool within_limit(int64_t q) {
+    return q <= (int64_t)QUANTUM_LIMIT && q >= -(int64_t)QUANTUM_LIMIT;
+}
+
+/* A quantized element's escape (put_quantized), checked: its q, or `*exact` when its exact
+ * bits follow (not read here). A length in its shortest form, and |q| <= 2^53. */
+static int64_t read_escape(tesi_reader_t *r, uint64_t *at, bool *exact) {
+    uint32_t length = (uint32_t)tesi_bits_get(r, at, LENGTH_BITS);
+    *exact = length == EXACT;
+    if (*exact) return 0;
+    uint64_t zigzag = tesi_bits_get(r, at, length); /* (< 64: lengths past 55 fail below) */
+    int64_t q = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+    if (tesi_bits_for(zigzag + 1u) != length || !within_limit(q)) {
+        tesi_fail(r, TES_ERR_BAD_DELTA);
+    }
+    return q;
+}
+
+/* A quantized field's elements in the bits, checked: a code of the frame's width each, ESCAPE
+ * then an escape, or base + code - 1 with |q| <= 2^53 (what put_quantized writes). */
+static void read_quantized(tesi_reader_t *r, uint64_t *at, const tesi_quantum_t *quantum) {
     for (uint32_t i = 0; i < quantum->length && r->result == TES_OK; i++) {
-        uint64_t u = tesi_get_varint64(r);
-        if (u == ESCAPE) {
-            tesi_span(r, 1, quantum->size);
-        } else if ((u - 1) >> 1 > (uint64_t)QUANTUM_LIMIT - ((u - 1) & 1)) {
+        uint64_t code = tesi_bits_get(r, at, quantum->width);
+        if (code == ESCAPE) {
+            bool exact;
+            read_escape(r, at, &exact);
+            if (exact) tesi_bits_skip(r, at, 8u * quantum->size);
+        } else if (!within_limit(quantum->base + (int64_t)(code - 1))) {
             tesi_fail(r, TES_ERR_BAD_DELTA); /* |q| past 2^53: no source writes it */
         }
     }
 }
 
-/* A component's values in the bytes: its fields packed, a quantized field's elements as
+/* A component's values in the bits: its fields packed, a quantized field's elements as
  * read_quantized reads them; with a field mask (`mask`, not all: the replica has the component,
- * `local` its schema), only the fields in it. Where they start, or NULL when they are cut short
- * or not well formed. */
-static const uint8_t *read_values(tesi_reader_t *r, const replicated_t *c,
-                                  const tesi_component_t *local, uint64_t mask) {
-    if (!c->quantum_count && !local) return tesi_span(r, 1, c->row_bytes);
-    const uint8_t *start = r->bytes + r->at;
+ * `local` its schema), only the fields in it. The bit where they start, or 0 when they are cut
+ * short or not well formed. */
+static uint64_t read_values(tesi_reader_t *r, uint64_t *at, const replicated_t *c,
+                            const tesi_component_t *local, uint64_t mask) {
+    uint64_t start = *at;
     if (local) {
         const tesi_quantum_t *quantum = c->quanta, *end = quantum + c->quantum_count;
         for (uint32_t f = 0; f < c->field_count && r->result == TES_OK; f++) {
             bool quantized = quantum < end && quantum->field == f;
             if (mask >> f & 1u) {
                 if (quantized) {
-                    read_quantized(r, quantum);
+                    read_quantized(r, at, quantum);
                 } else {
-                    tesi_span(r, 1, local->fields[f].bytes);
+                    tesi_bits_skip(r, at, 8u * local->fields[f].bytes);
                 }
             }
             quantum += quantized;
         }
-        return r->result == TES_OK ? start : NULL;
+        return r->result == TES_OK ? start : 0;
     }
     uint32_t done = 0; /* of the packed row */
     for (uint32_t k = 0; k < c->quantum_count && r->result == TES_OK; k++) {
         const tesi_quantum_t *quantum = &c->quanta[k];
-        tesi_span(r, 1, quantum->offset - done); /* the exact fields before it */
-        read_quantized(r, quantum);
+        tesi_bits_skip(r, at, 8u * (quantum->offset - done)); /* the exact fields before it */
+        read_quantized(r, at, quantum);
         done = quantum->offset + quantum->size * quantum->length;
     }
-    tesi_span(r, 1, c->row_bytes - done);
-    return r->result == TES_OK ? start : NULL;
+    tesi_bits_skip(r, at, 8u * (uint64_t)(c->row_bytes - done));
+    return r->result == TES_OK ? start : 0;
 }
 
 /* A quantized field's elements (checked by read_values) decoded into `to`: q * step, or the
- * exact bytes after ESCAPE. The bytes after them. */
-static const uint8_t *get_quantized(const uint8_t *packed, uint8_t *to,
-                                    const tesi_quantum_t *quantum) {
+ * exact bits. */
+static void get_quantized(tesi_reader_t *r, uint64_t *at, uint8_t *to,
+                          const tesi_quantum_t *quantum) {
     for (uint32_t i = 0; i < quantum->length; i++, to += quantum->size) {
-        uint64_t u = 0;
-        for (uint32_t shift = 0;; shift += 7) {
-            uint8_t byte = *packed++;
-            u |= (uint64_t)(byte & 0x7F) << shift;
-            if (!(byte & 0x80)) break;
+        uint64_t code = tesi_bits_get(r, at, quantum->width);
+        int64_t q = quantum->base + (int64_t)(code - 1);
+        if (code == ESCAPE) {
+            bool exact;
+            q = read_escape(r, at, &exact);
+            if (exact) {
+                tesi_bits_get_bytes(r, at, to, quantum->size);
+                continue;
+            }
         }
-        if (u == ESCAPE) {
-            memcpy(to, packed, quantum->size);
-            packed += quantum->size;
-            continue;
-        }
-        uint64_t zigzag = u - 1;
-        int64_t q = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
         double value = (double)q * quantum->step;
         if (quantum->size == sizeof(float)) {
             float f = (float)value;
@@ -105,15 +122,15 @@ static const uint8_t *get_quantized(const uint8_t *packed, uint8_t *to,
             memcpy(to, &value, sizeof value);
         }
     }
-    return packed;
 }
 
-/* Writes a component's packed values (its quantized fields decoded) into the live entity's
- * storage. As tes_set, a write stamps it changed, unless it is its initial value (`init`) or the
- * values were there already (sent again for a replica ahead of the delta's baseline, or the
- * same quantized value): the replica's own change detection sees what changed for it. */
+/* Writes a component's values (at bit `at` of the checked bytes; its quantized fields decoded)
+ * into the live entity's storage. As tes_set, a write stamps it changed, unless it is its
+ * initial value (`init`) or the values were there already (sent again for a replica ahead of the
+ * delta's baseline, or the same quantized value): the replica's own change detection sees what
+ * changed for it. */
 static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t *replicated,
-                         const uint8_t *packed, uint64_t mask, bool init) {
+                         tesi_reader_t *r, uint64_t at, uint64_t mask, bool init) {
     tes_component_t component = replicated->local;
     const tesi_quantum_t *quantum = replicated->quanta;
     const tesi_quantum_t *quantum_end = quantum ? quantum + replicated->quantum_count : NULL;
@@ -134,7 +151,6 @@ static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t 
                 : tesi_cell(record->chunk, tesi_column_of(record->chunk->archetype, type, f),
                             record->row);
         uint32_t bytes = c->fields[f].bytes;
-        const uint8_t *from = packed;
         uint8_t decoded[TES_MAX_ARRAY_LENGTH * sizeof(double)];
         bool quantized = quantum < quantum_end && quantum->field == f;
         if (!(mask >> f & 1u)) {
@@ -142,13 +158,12 @@ static void write_packed(tes_world_t *world, tes_entity_t e, const replicated_t 
             continue;
         }
         if (quantized) {
-            packed = get_quantized(packed, decoded, quantum++);
-            from = decoded;
+            get_quantized(r, &at, decoded, quantum++);
         } else {
-            packed += bytes;
+            tesi_bits_get_bytes(r, &at, decoded, bytes);
         }
-        differs = differs || memcmp(to, from, bytes) != 0;
-        memcpy(to, from, bytes);
+        differs = differs || memcmp(to, decoded, bytes) != 0;
+        memcpy(to, decoded, bytes);
     }
     if (init || !differs) return;
     if (row) {
@@ -246,41 +261,59 @@ static bool replay_parent(after_t *a, uint32_t kind, tes_entity_t source, tes_en
     return true;
 }
 
+/* A record's gap (put_gap): a Rice code with the plan's parameter, or its escape (only for a
+ * quotient the code cannot hold: one value, one encoding). 0 when not well formed. */
+static uint32_t read_gap(tesi_reader_t *r, delta_t *d) {
+    uint32_t quotient = 0;
+    while (quotient < GAP_ESCAPE && tesi_bits_get(r, &d->bit, 1))
+        quotient++;
+    if (quotient < GAP_ESCAPE) {
+        uint64_t low = tesi_bits_get(r, &d->bit, d->gap_bits);
+        return (uint32_t)(((uint64_t)quotient << d->gap_bits | low) + 1u);
+    }
+    uint64_t g = tesi_bits_get(r, &d->bit, TES_INDEX_BITS);
+    return g >> d->gap_bits >= GAP_ESCAPE ? (uint32_t)g + 1u : 0;
+}
+
+/* Component j's state in a pattern (two bits each, low first). */
+static uint32_t state_of(const uint8_t *pattern, uint32_t j) {
+    return (pattern[j / 4] >> (2 * (j % 4))) & 3u;
+}
+
 /* One record: checked, and applied when `ap` is not NULL. `*previous`: the index of the record
  * before (0 for the first). A record that is not whole names the entity the replica holds at
  * its index (there must be one). */
 static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, applier_t *ap,
                         uint32_t *previous, tes_entity_t *out_handle) {
-    uint32_t head = tesi_get_varint(r);
-    /* With few components (HEAD_STATES) their states ride in the head, above the whole bit. */
-    uint32_t plain = d->plain;
-    bool in_head = plain <= HEAD_STATES;
-    uint32_t gap = in_head ? head >> (1 + 2 * plain) : head >> 1;
-    uint32_t bits = in_head ? (head >> 1) & ((1u << (2 * plain)) - 1) : 0;
-    uint8_t head_states[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)}; /* as state bytes read */
+    uint32_t gap = read_gap(r, d);
+    const uint8_t *pattern = d->pattern;
+    if (d->patterns > 1) {
+        uint64_t p = tesi_bits_get(r, &d->bit, d->index_bits);
+        if (p >= d->patterns) tesi_fail(r, TES_ERR_BAD_DELTA);
+        pattern = d->pattern_list + (r->result == TES_OK ? p : 0) * d->pattern_bytes;
+    } else if (d->patterns == 1) {
+        pattern = d->pattern_list;
+    } else {
+        memset(d->pattern, 0, d->pattern_bytes);
+        for (uint32_t bit = 0; bit < 2 * d->plain + 1; bit += 8) {
+            uint32_t take = 2 * d->plain + 1 - bit < 8 ? 2 * d->plain + 1 - bit : 8;
+            d->pattern[bit / 8] = (uint8_t)tesi_bits_get(r, &d->bit, take);
+        }
+    }
     uint64_t index = (uint64_t)*previous + gap;
-    bool whole = head & 1u;
+    bool whole = (pattern[2 * d->plain / 8] >> (2 * d->plain % 8)) & 1u;
     tes_entity_t e = 0;
     if (r->result == TES_OK && gap && index <= TESI_INDEX_MASK) {
         if (whole) {
-            uint32_t generation = tesi_get_varint(r);
-            if (generation < (1u << TES_GENERATION_BITS))
-                e = (tes_entity_t)index | generation << TES_INDEX_BITS;
+            uint32_t generation = (uint32_t)tesi_bits_get(r, &d->bit, TES_GENERATION_BITS);
+            e = (tes_entity_t)index | generation << TES_INDEX_BITS;
         } else if (!d->keyframe) {
             e = live_at(world, (uint32_t)index);
         }
     }
     *out_handle = e;
     *previous = (uint32_t)index;
-    if (!e) {
-        tesi_fail(r, TES_ERR_BAD_DELTA);
-        return;
-    }
-    /* Two bits per component that is not a relation, low bits first; the bits past the last
-     * are 0. */
-    const uint8_t *states = in_head ? head_states : tesi_span(r, (2 * plain + 7) / 8, 1);
-    if (r->result != TES_OK) return;
-    if (!in_head && (2 * plain) % 8 && states[(2 * plain) / 8] >> ((2 * plain) % 8)) {
+    if (!e || r->result != TES_OK) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
         return;
     }
@@ -289,8 +322,7 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
     for (uint32_t i = 0, j = 0; i < d->count && r->result == TES_OK; i++) {
         const replicated_t *c = &d->comps[i];
         if (c->flags & TES_COMPONENT_RELATION) continue;
-        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
-        j++;
+        uint32_t state = state_of(pattern, j++);
         /* Values only for components with fields; some of them only for a component with
          * several that the replica's entity has (the source sends all of them otherwise). */
         bool some_ok = c->field_count > 1 && !whole && !d->keyframe;
@@ -307,22 +339,21 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
             }
         }
         if (state == ABSENT) continue;
-        listed[n++] = (listed_t){i, NULL, UINT64_MAX, false};
+        listed[n++] = (listed_t){i, 0, UINT64_MAX, false};
     }
     for (uint32_t i = 0, j = 0, m = 0; i < d->count && m < n && r->result == TES_OK; i++) {
         const replicated_t *c = &d->comps[i];
         if (c->flags & TES_COMPONENT_RELATION) continue;
-        uint32_t state = (states[j / 4] >> (2 * (j % 4))) & 3u;
-        j++;
+        uint32_t state = state_of(pattern, j++);
         if (state == ABSENT) continue;
-        if (state == WITH_VALUES) listed[m].values = read_values(r, c, NULL, UINT64_MAX);
+        if (state == WITH_VALUES) listed[m].values = read_values(r, &d->bit, c, NULL, UINT64_MAX);
         if (state == SOME_VALUES) {
             /* Some fields, not none and not all (a record says those as states 1 and 3). */
-            uint64_t mask = tesi_get_varint64(r);
+            uint64_t mask = tesi_bits_get(r, &d->bit, c->field_count);
             uint64_t all = c->field_count >= 64 ? UINT64_MAX : (1ull << c->field_count) - 1;
             if (!mask || mask == all || (mask & ~all)) tesi_fail(r, TES_ERR_BAD_DELTA);
             const tesi_component_t *local = &world->components[c->local];
-            if (r->result == TES_OK) listed[m].values = read_values(r, c, local, mask);
+            if (r->result == TES_OK) listed[m].values = read_values(r, &d->bit, c, local, mask);
             listed[m].mask = mask;
         }
         m++;
@@ -355,10 +386,53 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
     /* Values: a component the entity just got starts with them (an init), others change. */
     for (uint32_t i = 0; i < n && ap->result == TES_OK; i++) {
         if (listed[i].values) {
-            write_packed(w, e, &d->comps[listed[i].at], listed[i].values, listed[i].mask,
+            write_packed(w, e, &d->comps[listed[i].at], r, listed[i].values, listed[i].mask,
                          listed[i].init);
         }
     }
+}
+
+/* The records' plan (tesi_records_plan_t), before their bits: the gap parameter, the patterns
+ * and the quantized fields' frames; d->bit then at the first record. */
+static void read_plan(tesi_reader_t *r, delta_t *d) {
+    uint8_t gap_bits = 0;
+    tesi_take(r, &gap_bits, 1);
+    d->gap_bits = gap_bits;
+    d->patterns = tesi_get_varint(r);
+    d->pattern_bytes = tesi_pattern_bytes(d->plain);
+    d->index_bits = tesi_bits_for(d->patterns);
+    if (gap_bits > GAP_BITS_MAX || d->patterns > PATTERNS_MAX) tesi_fail(r, TES_ERR_BAD_DELTA);
+    d->pattern_list = tesi_span(r, d->patterns, d->pattern_bytes);
+    /* A pattern's bits past its whole bit are 0. */
+    uint32_t used = (2 * d->plain + 1) % 8;
+    for (uint32_t p = 0; used && p < d->patterns && r->result == TES_OK; p++) {
+        if (d->pattern_list[(p + 1) * d->pattern_bytes - 1] >> used) {
+            tesi_fail(r, TES_ERR_BAD_DELTA);
+        }
+    }
+    for (uint32_t i = 0; i < d->count; i++) {
+        for (uint32_t k = 0; k < d->comps[i].quantum_count && r->result == TES_OK; k++) {
+            tesi_quantum_t *quantum = &d->comps[i].quanta[k];
+            uint64_t zigzag = tesi_get_varint64(r);
+            int64_t base = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+            uint8_t width = 0;
+            tesi_take(r, &width, 1);
+            if (!within_limit(base) || width > WIDTH_MAX) {
+                tesi_fail(r, TES_ERR_BAD_DELTA);
+            }
+            quantum->base = base;
+            quantum->width = width;
+        }
+    }
+    d->bit = (uint64_t)r->at * 8u;
+}
+
+/* After the last record: the bits padded to a byte with zeros. */
+static void end_records(tesi_reader_t *r, delta_t *d) {
+    if (r->result != TES_OK) return;
+    uint32_t pad = (uint32_t)(-d->bit & 7u);
+    if (tesi_bits_get(r, &d->bit, pad)) tesi_fail(r, TES_ERR_BAD_DELTA);
+    r->at = (uint32_t)(d->bit / 8u);
 }
 
 /* The gone indices and the records: checked (ascending, disjoint, well formed), and applied when
@@ -392,9 +466,10 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     uint32_t records = tesi_get_varint(r);
     if (d->empty && records) tesi_fail(r, TES_ERR_BAD_DELTA);
     uint32_t start = r->at;
-    /* A record takes a byte at least: a count the bytes cannot hold is refused before it sizes
+    /* A record takes a bit at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
-    if (records > r->size - r->at) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (records > (uint64_t)(r->size - r->at) * 8u) tesi_fail(r, TES_ERR_BAD_DELTA);
+    if (records) read_plan(r, d);
     after_t *after = ap ? NULL : d->after;
     if (after && r->result == TES_OK) {
         after->gone = indices;
@@ -428,6 +503,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
         }
         kept = index + 1;
     }
+    if (records) end_records(r, d);
     for (; ap && d->keyframe && kept < world->record_count; kept++) {
         if (live_at(world, kept)) doom(ap, live_at(world, kept));
     }
@@ -444,6 +520,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     }
     uint32_t end = r->at;
     r->at = start;
+    read_plan(r, d);
     previous = 0;
     for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
         tes_entity_t e;

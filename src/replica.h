@@ -14,7 +14,8 @@ typedef struct replicated_t {
     uint32_t schema_at;  /* keyframe: where its schema is in the bytes */
     const uint8_t *name; /* keyframe: its name in the bytes */
     uint32_t name_length;
-    const tesi_quantum_t *quanta; /* its fields that travel quantized, by field */
+    tesi_quantum_t
+        *quanta; /* its fields that travel quantized, by field (with the delta's frames) */
     uint32_t quantum_count;
 } replicated_t;
 
@@ -39,6 +40,14 @@ typedef struct delta_t {
     uint32_t *gone;
     uint32_t gone_count;
     uint32_t plain; /* replicated components that are not relations: two bits each in a record */
+    /* The records' plan (docs/format.md, "Records"), and where the bits are while reading them. */
+    uint32_t gap_bits;
+    uint32_t patterns; /* listed (0: each record carries its own) */
+    uint32_t pattern_bytes;
+    uint32_t index_bits;
+    const uint8_t *pattern_list; /* in the bytes */
+    uint8_t *pattern;            /* scratch: a record's own */
+    uint64_t bit;
     /* A keyframe's quantized fields (the replica keeps them once it applied it). */
     tesi_quantum_t *quanta;
     uint32_t quantum_count;
@@ -46,10 +55,10 @@ typedef struct delta_t {
 
 /* One component of the record being read. */
 typedef struct listed_t {
-    uint32_t at;           /* its place in comps */
-    const uint8_t *values; /* in the bytes; NULL when none came */
-    uint64_t mask;         /* the fields whose values came */
-    bool init;             /* the entity just got it: the values are its initial ones */
+    uint32_t at;     /* its place in comps */
+    uint64_t values; /* the bit where they start in the bytes; 0 when none came */
+    uint64_t mask;   /* the fields whose values came */
+    bool init;       /* the entity just got it: the values are its initial ones */
 } listed_t;
 
 /* Reads and checks a delta's head (and a keyframe's schemas and quanta): the delta_t the

@@ -4,10 +4,11 @@
  * entities (replica.c). */
 #include "replica.h"
 
-/* One allocation: the delta_t, then `count` of comps, listed and local. */
+/* One allocation: the delta_t, then `count` of comps, listed and local, then a pattern. */
 static size_t delta_bytes(uint32_t count) {
     return sizeof(delta_t) +
-           count * (sizeof(replicated_t) + sizeof(listed_t) + sizeof(tes_component_t));
+           count * (sizeof(replicated_t) + sizeof(listed_t) + sizeof(tes_component_t)) +
+           tesi_pattern_bytes(count);
 }
 
 static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
@@ -18,6 +19,7 @@ static delta_t *delta_alloc(tes_world_t *world, uint32_t count) {
     d->comps = (replicated_t *)(void *)(d + 1);
     d->listed = (listed_t *)(void *)(d->comps + count);
     d->local = (tes_component_t *)(void *)(d->listed + count);
+    d->pattern = (uint8_t *)(d->local + count);
     return d;
 }
 
@@ -189,8 +191,8 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     } else if (r->result == TES_OK) {
         /* The components the last keyframe mapped, unchanged since. */
         if (schema_crc != world->replica_schema) tesi_fail(r, TES_ERR_DELTA_SCHEMA);
-        const tesi_quantum_t *quantum = world->replica_quanta;
-        const tesi_quantum_t *quantum_end = quantum ? quantum + world->replica_quantum_count : NULL;
+        tesi_quantum_t *quantum = world->replica_quanta;
+        tesi_quantum_t *quantum_end = quantum ? quantum + world->replica_quantum_count : NULL;
         for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
             replicated_t *c = &d->comps[i];
             /* Both by source id: its quanta are the next ones. */

@@ -103,6 +103,8 @@ static void replicator_free(tes_replicator_t *rep) {
     tesi_free(world, rep->peers, rep->peer_slots * sizeof *rep->peers);
     tesi_free(world, rep->due, rep->due_slots * sizeof *rep->due);
     tesi_free(world, rep->aside, rep->aside_slots);
+    tesi_free(world, rep->patterns, rep->pattern_slots);
+    tesi_free(world, rep->histograms, rep->histogram_slots * sizeof *rep->histograms);
     for (uint32_t id = 0; id < rep->shadow_slots; id++)
         tesi_paged_fini(world, &rep->shadows[id], tesi_shadow_size(&world->components[id]));
     tesi_free(world, rep->shadows, rep->shadow_slots * sizeof *rep->shadows);
@@ -367,23 +369,19 @@ static tes_result_t encode(tes_replicator_t *rep, tes_peer_t *peer, uint64_t bas
     rep->touched_count = 0;
     rep->peer = peer;
     rep->now = now;
-    /* Records come from a list of touched indices, but for a whole-scope keyframe (a walk). */
-    bool listed = !keyframe || peer;
-    if (listed) {
-        uint32_t old = rep->mark_slots;
-        result = tesi_reserve(world, (void **)&rep->marks, &rep->mark_slots, world->record_count, 1,
-                              1024);
-        if (result == TES_OK) {
-            memset(rep->marks + old, 0, rep->mark_slots - old);
-            result = tesi_touched_reserve(rep, world->record_count);
-        }
-        if (result == TES_OK)
-            result = keyframe ? tesi_collect_all(rep, baseline) : tesi_collect(rep, baseline);
-        if (result == TES_OK && peer && budget)
-            result = tesi_choose(rep, baseline, keyframe, budget);
+    /* Records come from a list of touched indices (a keyframe's: every live entity). */
+    uint32_t old = rep->mark_slots;
+    result =
+        tesi_reserve(world, (void **)&rep->marks, &rep->mark_slots, world->record_count, 1, 1024);
+    if (result == TES_OK) {
+        memset(rep->marks + old, 0, rep->mark_slots - old);
+        result = tesi_touched_reserve(rep, world->record_count);
     }
+    if (result == TES_OK)
+        result = keyframe ? tesi_collect_all(rep, baseline) : tesi_collect(rep, baseline);
+    if (result == TES_OK && peer && budget) result = tesi_choose(rep, baseline, keyframe, budget);
     tesi_writer_t w = {world, &rep->bytes, &rep->byte_slots, 0, TES_OK};
-    if (result == TES_OK) result = tesi_write_delta(&w, rep, baseline, now, keyframe, listed);
+    if (result == TES_OK) result = tesi_write_delta(&w, rep, baseline, now, keyframe);
     if (result == TES_OK && peer) tesi_settle_peer(rep, now);
     for (uint32_t i = 0; i < rep->touched_count; i++)
         rep->marks[rep->touched[i]] = 0;

@@ -1060,16 +1060,18 @@ TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8
  * replicated; an entity leaving the scope is despawned on the replica, one entering it arrives
  * whole, and pairs are replicated between entities in scope.
  *
- * Precision: values travel exactly (their bytes), unless the replicator lists the field in
- * `quanta` (tes_quantum_t): then each element travels as the nearest multiple of a step, a varint
- * of 1-3 bytes for most values, and the replica holds that multiple. The steps are part of the
- * delta's schema (a keyframe carries them; format version 3).
+ * Precision: values travel exactly (their bits), unless the replicator lists the field in
+ * `quanta` (tes_quantum_t): then each element travels as the nearest multiple of a step, in as
+ * few bits as the delta's values need (17 for values in [0, 1000) at 0.01), and the replica holds
+ * that multiple. The steps are part of the delta's schema (a keyframe carries them; format
+ * version 4, docs/format.md).
  */
 typedef struct tes_replicator_t tes_replicator_t;
 
 /* A replicated f32 or f64 field the replicator's deltas carry quantized: each element (every
- * element of an array field) travels as the integer q = llround(value / step) in a varint of
- * 1-3 bytes for most values, and the replica holds (float)(q * step) (or the double); a value
+ * element of an array field) travels as the integer q = llround(value / step), in a code of the
+ * bits the spread of the delta's values needs, and the replica holds (float)(q * step) (or the
+ * double), whatever the other values of the delta were; a value
  * that is not finite or is too far from 0 (|value / step| > 2^53) travels exactly. Precision is
  * the wire's, not the storage's: the source keeps its exact values, and another replicator of
  * the same world may send them at another precision. The steps are part of the replicated

@@ -587,9 +587,9 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
         }
         fx_world_destroy_now(probe.world);
     }
-    /* Versions 1 (fixed-width records) and 2 (no quantized fields), no longer read; another
-     * schema, a baseline the replica lacks. */
-    for (uint8_t version = 1; version <= 2; version++) {
+    /* Versions 1 (fixed-width records), 2 (no quantized fields) and 3 (records in whole bytes),
+     * no longer read; another schema, a baseline the replica lacks. */
+    for (uint8_t version = 1; version <= 3; version++) {
         memcpy(copy, d.bytes, d.size);
         copy[4] = version;
         crc32_reseal_delta(copy, d.size);
@@ -609,7 +609,7 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     free(d.bytes);
 }
 
-/* Delta bytes (format version 3, docs/format.md) read and written again by the tests, to make
+/* Delta bytes (format version 4, docs/format.md) read and written again by the tests, to make
  * deltas a source could write but no test world can reach. */
 typedef struct cursor_t {
     const uint8_t *bytes;
@@ -655,6 +655,201 @@ static void put_varint(out_t *o, uint32_t v) {
         b[n++] = (uint8_t)(v | 0x80);
     b[n++] = (uint8_t)v;
     put_bytes(o, b, n);
+}
+
+static void put_varint64(out_t *o, uint64_t v) {
+    uint8_t b[10];
+    uint32_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        b[n++] = (uint8_t)(v | 0x80);
+    b[n++] = (uint8_t)v;
+    put_bytes(o, b, n);
+}
+
+/* Bits of a delta's records (docs/format.md, "Records"): low bits first. */
+typedef struct bits_in_t {
+    const uint8_t *bytes;
+    uint64_t at; /* in bits */
+} bits_in_t;
+
+static uint64_t take_bits(bits_in_t *in, uint32_t count) {
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < count; i++, in->at++)
+        v |= (uint64_t)((in->bytes[in->at / 8] >> (in->at % 8)) & 1u) << i;
+    return v;
+}
+
+/* A record's gap: a Rice code with parameter k, 16 ones escaping to 21 bits. */
+static uint32_t take_gap(bits_in_t *in, uint32_t k) {
+    uint32_t quotient = 0;
+    while (quotient < 16 && take_bits(in, 1))
+        quotient++;
+    if (quotient == 16) return (uint32_t)take_bits(in, 21) + 1;
+    return (uint32_t)((quotient << k | take_bits(in, k)) + 1);
+}
+
+typedef struct bits_out_t {
+    out_t *o;
+    uint8_t byte;
+    uint32_t n;
+} bits_out_t;
+
+static void put_bits(bits_out_t *b, uint64_t v, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        b->byte |= (uint8_t)(((v >> i) & 1u) << b->n);
+        if (++b->n == 8) {
+            put_bytes(b->o, &b->byte, 1);
+            b->byte = 0;
+            b->n = 0;
+        }
+    }
+}
+
+static void bits_end(bits_out_t *b) {
+    if (b->n) put_bytes(b->o, &b->byte, 1);
+    b->byte = 0;
+    b->n = 0;
+}
+
+static void put_gap_bits(bits_out_t *b, uint32_t gap, uint32_t k) {
+    uint32_t g = gap - 1;
+    if ((g >> k) < 16) {
+        put_bits(b, (1ull << (g >> k)) - 1, (g >> k) + 1);
+        put_bits(b, g, k);
+    } else {
+        put_bits(b, 0xFFFF, 16);
+        put_bits(b, g, 21);
+    }
+}
+
+/* A delta's records as a reader finds them (docs/format.md, "Entities"), for a replicator of
+ * every component without TES_COMPONENT_LOCAL and no quantized field: the plan, and where the
+ * records' bits start. */
+typedef struct records_view_t {
+    uint32_t records;
+    uint32_t gap_bits, patterns, pattern_bytes;
+    const uint8_t *list;           /* the listed patterns */
+    uint32_t plain;                /* replicated components that are not relations, */
+    tes_component_info_t info[24]; /* their schemas, in id order */
+    uint32_t relations;
+    uint64_t bits; /* the first record's first bit */
+} records_view_t;
+
+static records_view_t view_records(const world_t *source, const delta_copy_t *d) {
+    records_view_t v;
+    memset(&v, 0, sizeof v);
+    for (tes_component_t id = 0; id < fx_stats(source->world).component_count; id++) {
+        tes_component_info_t info;
+        CHECK_OK(tes_component_info(source->world, id, &info));
+        if (info.flags & TES_COMPONENT_LOCAL) continue;
+        if (info.flags & TES_COMPONENT_RELATION) {
+            v.relations++;
+        } else {
+            CHECK(v.plain < 24);
+            v.info[v.plain++] = info;
+        }
+    }
+    cursor_t c = {d->bytes, 12};
+    take_varint64(&c), take_varint64(&c), take_u32(&c); /* to, span, schema */
+    if (is_keyframe(d)) {
+        uint32_t count = take_varint(&c);
+        CHECK_EQ(count, v.plain + v.relations);
+        for (uint32_t i = 0; i < count; i++)
+            take_varint(&c); /* ids */
+        for (uint32_t i = 0; i < count; i++) {
+            take_u32(&c);         /* flags */
+            c.at += take_u32(&c); /* name */
+            for (uint32_t f = 0, fields = take_u32(&c); f < fields; f++) {
+                c.at += take_u32(&c);
+                c.at += 8; /* type, length */
+            }
+        }
+        CHECK_EQ(take_varint(&c), 0); /* quanta */
+    }
+    for (uint32_t gone = take_varint(&c); gone; gone--)
+        take_varint(&c);
+    v.records = take_varint(&c);
+    v.pattern_bytes = (2 * v.plain + 1 + 7) / 8;
+    if (v.records) {
+        v.gap_bits = d->bytes[c.at++];
+        v.patterns = take_varint(&c);
+        v.list = d->bytes + c.at;
+        c.at += v.patterns * v.pattern_bytes;
+    }
+    v.bits = (uint64_t)c.at * 8;
+    return v;
+}
+
+/* `count` bits at the reader, within the delta's `size` bytes. */
+static uint64_t take_bits_of(bits_in_t *in, uint32_t count, uint32_t size) {
+    CHECK(in->at + count <= (uint64_t)size * 8);
+    return take_bits(in, count);
+}
+
+/* The bits of gap code of `gap` with parameter k: a quotient below 16 in unary and a zero, and
+ * the k low bits; or 16 ones and 21 bits. */
+static uint32_t gap_code_bits(uint32_t gap, uint32_t k) {
+    uint32_t quotient = (gap - 1) >> k;
+    return quotient < 16 ? quotient + 1 + k : 16 + 21;
+}
+
+/* A delta's records walked bit by bit (no field masks: no CHANGED_FIELDS): each record's index,
+ * with its generation when whole (its handle then); how many gaps escaped (each checked to need
+ * it), how many were 1; and the byte after the records, whose padding bits were 0. */
+typedef struct walked_t {
+    tes_entity_t *at; /* malloc'd, one per record */
+    uint32_t escapes, neighbours, whole, end;
+} walked_t;
+
+static walked_t walk_records(const records_view_t *v, const delta_copy_t *d) {
+    walked_t w = {(tes_entity_t *)fx_malloc((v->records + 1) * sizeof *w.at), 0, 0, 0, 0};
+    uint32_t index_bits = 0;
+    while (v->patterns > 1 && (v->patterns - 1) >> index_bits)
+        index_bits++;
+    bits_in_t in = {d->bytes, v->bits};
+    uint32_t index = 0;
+    for (uint32_t r = 0; r < v->records; r++) {
+        uint32_t quotient = 0, gap;
+        while (quotient < 16 && take_bits_of(&in, 1, d->size))
+            quotient++;
+        if (quotient == 16) {
+            gap = (uint32_t)take_bits_of(&in, 21, d->size) + 1;
+            CHECK((gap - 1) >> v->gap_bits >= 16);
+            w.escapes++;
+        } else {
+            gap = (quotient << v->gap_bits | (uint32_t)take_bits_of(&in, v->gap_bits, d->size)) + 1;
+        }
+        w.neighbours += gap == 1;
+        index += gap;
+        uint8_t own[8] = {0};
+        const uint8_t *pattern = own;
+        if (v->patterns > 1) {
+            uint32_t p = (uint32_t)take_bits_of(&in, index_bits, d->size);
+            CHECK(p < v->patterns);
+            pattern = v->list + p * v->pattern_bytes;
+        } else if (v->patterns == 1) {
+            pattern = v->list;
+        } else {
+            CHECK(v->pattern_bytes <= sizeof own);
+            for (uint32_t bit = 0; bit < 2 * v->plain + 1; bit++)
+                own[bit / 8] |= (uint8_t)(take_bits_of(&in, 1, d->size) << (bit % 8));
+        }
+        w.at[r] = index;
+        if ((pattern[2 * v->plain / 8] >> (2 * v->plain % 8)) & 1u) {
+            w.at[r] |= (uint32_t)take_bits_of(&in, 9, d->size) << TES_INDEX_BITS;
+            w.whole++;
+        }
+        for (uint32_t j = 0; j < v->plain; j++) {
+            uint32_t state = (pattern[j / 4] >> (2 * (j % 4))) & 3u;
+            CHECK(state != 2u);
+            uint32_t value_bits = state == 3u ? 8 * v->info[j].row_bytes : 0;
+            CHECK(in.at + value_bits <= (uint64_t)d->size * 8);
+            in.at += value_bits; /* its values */
+        }
+    }
+    CHECK_EQ(take_bits_of(&in, (uint32_t)(-in.at & 7u), d->size), 0);
+    w.end = (uint32_t)(in.at / 8);
+    return w;
 }
 
 static tes_entity_t renamed(tes_entity_t e, const tes_entity_t *from, const tes_entity_t *to,
@@ -710,31 +905,60 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
         put_varint(&o, take_varint(&c)); /* (no renamed entity is gone) */
     uint32_t records = take_varint(&c);
     put_varint(&o, records);
-    uint32_t index = 0, written = 0;
-    /* Up to five components, the states ride in the head (above the whole bit). */
-    bool in_head = plain <= 5;
-    for (uint32_t r = 0; r < records; r++) {
-        uint32_t head = take_varint(&c);
-        uint32_t bits = in_head ? (head >> 1) & ((1u << (2 * plain)) - 1) : 0;
-        uint8_t head_states[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)};
-        index += in_head ? head >> (1 + 2 * plain) : head >> 1;
-        CHECK(head & 1u); /* the tests rename entities of whole records */
-        tes_entity_t e = renamed(index | take_varint(&c) << TES_INDEX_BITS, from, to, n);
-        uint32_t at = e & ((1u << TES_INDEX_BITS) - 1);
-        CHECK(at > written);
-        put_varint(&o, in_head ? ((at - written) << (2 * plain) | bits) << 1 | 1u
-                               : (at - written) << 1 | 1u);
-        put_varint(&o, e >> TES_INDEX_BITS);
-        written = at;
-        const uint8_t *states = in_head ? head_states : d->bytes + c.at;
-        uint32_t state_bytes = in_head ? 0 : (2 * plain + 7) / 8, values = 0;
-        for (uint32_t i = 0, j = 0; i < count; i++) {
-            if (info[i].flags & TES_COMPONENT_RELATION) continue;
-            if (((states[j / 4] >> (2 * (j % 4))) & 3u) == 3u) values += info[i].row_bytes;
-            j++;
+    if (records) {
+        /* The plan, kept: the gap parameter, the patterns (no quantized fields here). */
+        uint32_t gap_bits = d->bytes[c.at++];
+        uint32_t patterns = take_varint(&c);
+        uint32_t pattern_bytes = (2 * plain + 1 + 7) / 8;
+        const uint8_t *list = d->bytes + c.at;
+        c.at += patterns * pattern_bytes;
+        put_bytes(&o, d->bytes + c.at - patterns * pattern_bytes - 1 - 1,
+                  patterns * pattern_bytes + 1 + 1); /* (patterns < 128: one varint byte) */
+        CHECK(patterns < 128);
+        uint32_t index_bits = 0;
+        while (patterns > 1 && (patterns - 1) >> index_bits)
+            index_bits++;
+        bits_in_t in = {d->bytes, (uint64_t)c.at * 8};
+        bits_out_t bits = {&o, 0, 0};
+        uint32_t index = 0, written = 0;
+        for (uint32_t r = 0; r < records; r++) {
+            index += take_gap(&in, gap_bits);
+            uint8_t own[8] = {0};
+            const uint8_t *pattern = own;
+            if (patterns > 1) {
+                pattern = list + take_bits(&in, index_bits) * pattern_bytes;
+            } else if (patterns == 1) {
+                pattern = list;
+            } else {
+                CHECK(pattern_bytes <= sizeof own);
+                for (uint32_t bit = 0; bit < 2 * plain + 1; bit++)
+                    own[bit / 8] |= (uint8_t)(take_bits(&in, 1) << (bit % 8));
+            }
+            CHECK((pattern[2 * plain / 8] >> (2 * plain % 8)) & 1u); /* renamed: whole records */
+            tes_entity_t e =
+                renamed(index | (uint32_t)take_bits(&in, 9) << TES_INDEX_BITS, from, to, n);
+            uint32_t at = e & ((1u << TES_INDEX_BITS) - 1);
+            CHECK(at > written);
+            put_gap_bits(&bits, at - written, gap_bits);
+            written = at;
+            if (patterns > 1) {
+                put_bits(&bits, (uint64_t)(pattern - list) / pattern_bytes, index_bits);
+            } else if (patterns == 0) {
+                for (uint32_t bit = 0; bit < 2 * plain + 1; bit++)
+                    put_bits(&bits, (uint64_t)(own[bit / 8] >> (bit % 8)) & 1u, 1);
+            }
+            put_bits(&bits, e >> TES_INDEX_BITS, 9);
+            for (uint32_t i = 0, j = 0; i < count; i++) {
+                if (info[i].flags & TES_COMPONENT_RELATION) continue;
+                uint32_t state = (pattern[j / 4] >> (2 * (j % 4))) & 3u;
+                j++;
+                CHECK(state != 2u); /* (no field masks in a keyframe) */
+                for (uint32_t byte = 0; state == 3u && byte < info[i].row_bytes; byte++)
+                    put_bits(&bits, take_bits(&in, 8), 8);
+            }
         }
-        put_bytes(&o, d->bytes + c.at, state_bytes + values);
-        c.at += state_bytes + values;
+        bits_end(&bits);
+        c.at = (uint32_t)((in.at + 7) / 8);
     }
     for (uint32_t i = 0; i < count; i++) {
         if (!(info[i].flags & TES_COMPONENT_RELATION)) continue;
@@ -1507,86 +1731,302 @@ TEST(invalid_quanta_are_refused_and_change_nothing) {
     free(key.bytes);
 }
 
-/* The delta of one entity whose Pos {x, y} changed: its record ends with the two values, and
- * Likes' empty section (4 bytes) ends the delta. */
+/* The delta of one entity whose Pos {x, y} changed: x 0.5 (q 50 at a step of 0.01), y 64 (q 128
+ * at 0.5), each alone in its frame (base q, width 1: code 1). */
 static delta_copy_t one_pos_delta(tes_replicator_t *rep, const qworld_t *source, tes_entity_t e,
                                   uint64_t baseline) {
-    CHECK_OK(tes_set_number(source->world, e, source->pos, 0, 0, 0.5));  /* q 50: 1 byte */
-    CHECK_OK(tes_set_number(source->world, e, source->pos, 1, 0, 64.0)); /* q 128: 2 bytes */
+    CHECK_OK(tes_set_number(source->world, e, source->pos, 0, 0, 0.5));
+    CHECK_OK(tes_set_number(source->world, e, source->pos, 1, 0, 64.0));
     return encode(rep, baseline);
 }
 
-/* `d` with y's two bytes (before the last 4) replaced by `n` bytes, resealed, into `out`. */
-static uint32_t with_y(uint8_t *out, const delta_copy_t *d, const uint8_t *y, uint32_t n) {
-    uint32_t end = d->size - 4;
-    memcpy(out, d->bytes, end - 2);
-    memcpy(out + end - 2, y, n);
-    memcpy(out + end - 2 + n, d->bytes + end, 4);
-    crc32_reseal_delta(out, end - 2 + n + 4);
-    return end - 2 + n + 4;
+/* A field of a record's bits: the low `count` bits of `value`, low bit first. */
+typedef struct bit_field_t {
+    uint64_t value;
+    uint32_t count;
+} bit_field_t;
+
+/* A list of bit fields as a function's two arguments (the fields, their count). */
+#define BIT_FIELDS(...)                 \
+    (const bit_field_t[]){__VA_ARGS__}, \
+        (uint32_t)(sizeof((const bit_field_t[]){__VA_ARGS__}) / sizeof(bit_field_t))
+
+/* The plan of a delta of the quantized world with Pos's x and y quantized (docs/format.md,
+ * "Entities"), as given: so that it can say what no source writes. */
+typedef struct pos_plan_t {
+    uint32_t gap_bits;
+    uint32_t patterns;
+    const uint8_t *list; /* the patterns: Pos, Wide, Arr two bits each, then whole (a byte each) */
+    int64_t base[2];     /* x's frame, y's */
+    uint32_t width[2];
+} pos_plan_t;
+
+static uint64_t zigzag64(int64_t q) {
+    return q >= 0 ? (uint64_t)q << 1 : (uint64_t)(-(q + 1)) << 1 | 1u;
 }
 
-static uint32_t varint64_to(uint8_t *out, uint64_t v) {
-    uint32_t n = 0;
-    for (; v >= 0x80; v >>= 7)
-        out[n++] = (uint8_t)(v | 0x80);
-    out[n++] = (uint8_t)v;
-    return n;
+/* A delta of the quantized world with `like`'s head (ticks and schema CRC): no gone entry, one
+ * record (the plan, then the bit fields, zeros to the next byte), then Likes' section with no
+ * event; its checksum resealed. */
+static delta_copy_t pos_delta(const delta_copy_t *like, const pos_plan_t *plan,
+                              const bit_field_t *fields, uint32_t n) {
+    CHECK(!is_keyframe(like));
+    cursor_t c = {like->bytes, 12};
+    take_varint64(&c), take_varint64(&c), take_u32(&c); /* to, span, schema */
+    out_t o = {NULL, 0};
+    put_bytes(&o, like->bytes, c.at);
+    put_varint(&o, 0); /* gone */
+    put_varint(&o, 1); /* records */
+    uint8_t gap_bits = (uint8_t)plan->gap_bits;
+    put_bytes(&o, &gap_bits, 1);
+    put_varint(&o, plan->patterns);
+    if (plan->patterns) put_bytes(&o, plan->list, plan->patterns);
+    for (uint32_t q = 0; q < 2; q++) {
+        put_varint64(&o, zigzag64(plan->base[q]));
+        uint8_t width = (uint8_t)plan->width[q];
+        put_bytes(&o, &width, 1);
+    }
+    bits_out_t bits = {&o, 0, 0};
+    for (uint32_t i = 0; i < n; i++)
+        put_bits(&bits, fields[i].value, fields[i].count);
+    bits_end(&bits);
+    uint32_t events = 0;
+    put_bytes(&o, &events, 4);
+    crc32_reseal_delta(o.bytes, o.size);
+    return (delta_copy_t){o.bytes, o.size, like->tick};
+}
+
+/* A replica at the keyframe, the delta whose head built ones take, and the replica's state. */
+typedef struct pos_case_t {
+    qworld_t replica;
+    const delta_copy_t *key, *like;
+    fx_snapshot_t *before;
+    tes_entity_t e;
+} pos_case_t;
+
+/* Refused as a bad delta, the replica exactly as it was (`line`: the case's). */
+static void pos_bytes_refused(const pos_case_t *t, const uint8_t *bytes, uint32_t size, int line) {
+    bool applied = true;
+    tes_result_t r = tes_delta_apply(t->replica.world, bytes, size, &applied);
+    if (r != TES_ERR_BAD_DELTA || applied) {
+        harness_fail(__FILE__, line, "not refused as a bad delta (result %d)", (int)r);
+    }
+    if (tes_replica_tick(t->replica.world) != t->key->tick) {
+        harness_fail(__FILE__, line, "the replica's tick moved");
+    }
+    fx_check_unchanged_at(__FILE__, line, t->before, t->replica.world, false,
+                          fx_snapshot_take_full);
+}
+
+static void pos_refused(const pos_case_t *t, const pos_plan_t *plan, const bit_field_t *fields,
+                        uint32_t n, int line) {
+    delta_copy_t d = pos_delta(t->like, plan, fields, n);
+    pos_bytes_refused(t, d.bytes, d.size, line);
+    free(d.bytes);
+}
+
+/* Applied to a new replica at the keyframe, which then holds exactly (bit for bit) x and y at
+ * entity e. */
+static void pos_bytes_apply(const pos_case_t *t, const uint8_t *bytes, uint32_t size,
+                            tes_entity_t e, float x, float y, int line) {
+    qworld_t probe = qworld();
+    CHECK_OK(tes_delta_apply(probe.world, t->key->bytes, t->key->size, NULL));
+    bool applied = false;
+    tes_result_t r = tes_delta_apply(probe.world, bytes, size, &applied);
+    if (r != TES_OK || !applied) harness_fail(__FILE__, line, "refused (result %d)", (int)r);
+    CHECK_OK(tes_world_validate(probe.world));
+    if (!tes_is_alive(probe.world, e)) harness_fail(__FILE__, line, "no entity %u", e);
+    float got[2] = {get_f32(probe.world, e, probe.pos, 0, 0),
+                    get_f32(probe.world, e, probe.pos, 1, 0)};
+    float want[2] = {x, y};
+    if (memcmp(got, want, sizeof got)) {
+        harness_fail(__FILE__, line, "holds (%.9g, %.9g), not (%.9g, %.9g)", got[0], got[1], x, y);
+    }
+    fx_world_destroy_now(probe.world);
+}
+
+static void pos_applies(const pos_case_t *t, const pos_plan_t *plan, const bit_field_t *fields,
+                        uint32_t n, tes_entity_t e, float x, float y, int line) {
+    delta_copy_t d = pos_delta(t->like, plan, fields, n);
+    pos_bytes_apply(t, d.bytes, d.size, e, x, y, line);
+    free(d.bytes);
+}
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
 }
 
 TEST(a_cut_short_or_malformed_quantized_value_is_a_bad_delta) {
-    qworld_t source = qworld(), replica = qworld();
+    qworld_t source = qworld();
     tes_quantum_t quanta[] = {{source.pos, 0, 0.01}, {source.pos, 1, 0.5}};
     tes_replicator_t *rep = quantized(&source, quanta, 2);
     tes_entity_t e = fx_spawn(source.world, FX_IDS(source.pos));
+    CHECK_EQ(tes_entity_index(e), 1);
     delta_copy_t key = encode(rep, 0);
-    qapply(&replica, &key, true);
+    pos_case_t t = {qworld(), &key, NULL, NULL, e};
+    qapply(&t.replica, &key, true);
     delta_copy_t d = one_pos_delta(rep, &source, e, key.tick);
-    /* y: zigzag(128) + 1 = 257, the varint 0x81 0x02; x before it: zigzag(50) + 1. */
-    uint32_t end = d.size - 4;
-    CHECK(d.bytes[end - 2] == 0x81 && d.bytes[end - 1] == 0x02 && d.bytes[end - 3] == 101);
-    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
-    world_t as_world = {.world = replica.world};
-    uint8_t *copy = (uint8_t *)fx_malloc(d.size + 16);
-    /* Cut short: the varint ends on a byte with the continuation bit (then the next section's
-     * bytes would be read as its rest: the delta is then a byte short). */
-    uint32_t n = with_y(copy, &d, (const uint8_t[]){0x81}, 1);
-    check_refused(&as_world, copy, n, before, key.tick);
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    /* And the whole delta cut in the middle of y. */
-    memcpy(copy, d.bytes, end - 1);
-    crc32_reseal_delta(copy, end - 1);
-    CHECK_EQ(tes_delta_apply(replica.world, copy, end - 1, NULL), TES_ERR_BAD_DELTA);
-    /* Overlong: 257 as 0x81 0x82 0x00. */
-    n = with_y(copy, &d, (const uint8_t[]){0x81, 0x82, 0x00}, 3);
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    /* |q| past 2^53: u = zigzag(2^53 + 1) + 1 = 2^54 + 3, or zigzag(-2^53 - 1) + 1. */
-    uint8_t varint[10];
-    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 3));
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 2));
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    /* Past 64 bits. */
-    n = with_y(copy, &d,
-               (const uint8_t[]){0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02}, 10);
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    /* An escape without its 4 bytes. */
-    n = with_y(copy, &d, (const uint8_t[]){0x00, 0x01, 0x02}, 3);
-    CHECK_EQ(tes_delta_apply(replica.world, copy, n, NULL), TES_ERR_BAD_DELTA);
-    FX_CHECK_UNCHANGED_FULL(before, replica.world);
-    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
-    /* ... while +-2^53 are values (u = 2^54 + 1 and 2^54). */
-    n = with_y(copy, &d, varint, varint64_to(varint, (1ull << 54) + 1));
-    qapply(&replica, &(delta_copy_t){copy, n, d.tick}, true);
-    CHECK(get_f32(replica.world, e, replica.pos, 1, 0) == (float)(0x1p53 * 0.5));
-    CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == 0.5f);
-    delta_copy_t d2 = one_pos_delta(rep, &source, e, d.tick);
-    n = with_y(copy, &d2, varint, varint64_to(varint, 1ull << 54));
-    qapply(&replica, &(delta_copy_t){copy, n, d2.tick}, true);
-    CHECK(get_f32(replica.world, e, replica.pos, 1, 0) == (float)(-0x1p53 * 0.5));
+    t.like = &d;
+    t.before = fx_snapshot_full_of(t.replica.world);
+    /* The builder first writes the real delta byte for byte: the mean gap is 1 (gap_bits 0), one
+     * pattern listed (Pos with values, not whole: no pattern bits), x's frame base 50, y's 128,
+     * both of width 1; the record: gap 1 (a zero bit), x's code 1, y's code 1; 5 zero bits. */
+    const uint8_t values = 3, whole = 3 | 1u << 6; /* Pos in state 3; Wide, Arr absent */
+    const pos_plan_t real = {0, 1, &values, {50, 128}, {1, 1}};
+    const bit_field_t gap = {0, 1}, x = {1, 1};
+    delta_copy_t rebuilt = pos_delta(&d, &real, BIT_FIELDS(gap, x, {1, 1}));
+    CHECK_EQ(rebuilt.size, d.size);
+    CHECK(memcmp(rebuilt.bytes, d.bytes, d.size) == 0);
+    free(rebuilt.bytes);
+    const int64_t LIMIT = (int64_t)1 << 53; /* the largest |q| and |base| */
+    const float TOP = (float)(0x1p53 * 0.5), BOTTOM = (float)(-0x1p53 * 0.5); /* y = +-2^53 q */
+    pos_plan_t plan;
+
+    /* The frames: |base| past 2^53 (y escapes, so only the base is wrong); +-2^53 are bases. */
+    for (int sign = -1; sign <= 1; sign += 2) {
+        plan = real;
+        plan.base[1] = sign * (LIMIT + 1);
+        pos_refused(&t, &plan, BIT_FIELDS(gap, x, {0, 1}, {9, 6}, {256, 9}), __LINE__);
+        plan.base[1] = sign * LIMIT;
+        pos_applies(&t, &plan, BIT_FIELDS(gap, x, {0, 1}, {9, 6}, {256, 9}), e, 0.5f, 64, __LINE__);
+    }
+    /* A width of 56; 55 is the widest. */
+    plan = real;
+    plan.width[1] = 56;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, x, {1, 56}), __LINE__);
+    plan.width[1] = 55;
+    pos_applies(&t, &plan, BIT_FIELDS(gap, x, {1, 55}), e, 0.5f, 64, __LINE__);
+
+    /* Codes: q = base + code - 1. At base 2^53, code 2 is q = 2^53 + 1; code 1 is 2^53, a value.
+     * A code is never below its base, so q = -2^53 - 1 takes a base below -2^53 (refused as a
+     * base: above); at base -2^53, code 1 is q = -2^53, the widest code q = 3 * 2^53 - 2, and
+     * code 2^53 + 1 (55 bits wide) q = 0, a value. */
+    plan = real;
+    plan.base[1] = LIMIT;
+    plan.width[1] = 2;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, x, {2, 2}), __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS(gap, x, {1, 2}), e, 0.5f, TOP, __LINE__);
+    plan.base[1] = -LIMIT - 1;
+    plan.width[1] = 1;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, x, {1, 1}), __LINE__);
+    plan.base[1] = -LIMIT;
+    pos_applies(&t, &plan, BIT_FIELDS(gap, x, {1, 1}), e, 0.5f, BOTTOM, __LINE__);
+    plan.width[1] = 55;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, x, {(1ull << 55) - 1, 55}), __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS(gap, x, {LIMIT + 1, 55}), e, 0.5f, 0.0f, __LINE__);
+
+    /* Escapes (code 0, then a 6-bit length n and zigzag(q) in n bits): a length of 56 .. 62 is
+     * none (63: the exact bits). */
+    for (uint32_t n = 56; n <= 62; n++)
+        pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {n, 6}, {1ull << (n - 1), n}), __LINE__);
+    /* Not in its shortest form: the top bit of zigzag(q) is 0. n = 3 holding 1 (q = -1), n = 1
+     * holding 0, n = 55 holding 2^53 (54 bits); n = 1 holding 1 and n = 0 (q = 0) are values. */
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {3, 6}, {1, 3}), __LINE__);
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {1, 6}, {0, 1}), __LINE__);
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {55, 6}, {1ull << 53, 55}), __LINE__);
+    pos_applies(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {1, 6}, {1, 1}), e, 0.5f, -0.5f, __LINE__);
+    pos_applies(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {0, 6}), e, 0.5f, 0.0f, __LINE__);
+    /* |q| past 2^53: zigzag(2^53 + 1) = 2^54 + 2, zigzag(-2^53 - 1) = 2^54 + 1 (55 bits), and
+     * q = -2^54; zigzag(2^53) = 2^54 (55 bits) and zigzag(-2^53) = 2^54 - 1 (54) are values. */
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {55, 6}, {(1ull << 54) + 2, 55}), __LINE__);
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {55, 6}, {(1ull << 54) + 1, 55}), __LINE__);
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {55, 6}, {(1ull << 55) - 1, 55}), __LINE__);
+    pos_applies(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {55, 6}, {1ull << 54, 55}), e, 0.5f, TOP,
+                __LINE__);
+    pos_applies(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {54, 6}, {(1ull << 54) - 1, 54}), e, 0.5f,
+                BOTTOM, __LINE__);
+    /* n = 63: the element's exact 32 bits follow. Cut short (20 of them, then the padding and
+     * Likes' section: the delta is short of what the bits need). */
+    uint32_t nan_bits = 0x7FC01234u; /* a NaN with a payload: exact, bit for bit */
+    float nan, odd = -3.3f;          /* no multiple of 0.5 */
+    memcpy(&nan, &nan_bits, sizeof nan);
+    pos_refused(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {63, 6}, {f32_bits(odd), 20}), __LINE__);
+    pos_applies(&t, &real, BIT_FIELDS(gap, x, {0, 1}, {63, 6}, {f32_bits(odd), 32}), e, 0.5f, odd,
+                __LINE__);
+    /* Both exact: 79 bits (10 bytes) of records. Cut anywhere after the plan (resealed), it is
+     * refused; whole, it applies with both exact values. */
+    delta_copy_t exact = pos_delta(
+        &d, &real,
+        BIT_FIELDS(gap, {0, 1}, {63, 6}, {nan_bits, 32}, {0, 1}, {63, 6}, {f32_bits(odd), 32}));
+    pos_bytes_apply(&t, exact.bytes, exact.size, e, nan, odd, __LINE__);
+    uint32_t bits_at = exact.size - 4 - 10;
+    CHECK_EQ(bits_at, d.size - 4 - 1); /* the same plan as the real delta's */
+    uint8_t *cut = (uint8_t *)fx_malloc(exact.size);
+    for (uint32_t size = bits_at; size < exact.size; size++) {
+        memcpy(cut, exact.bytes, size);
+        crc32_reseal_delta(cut, size);
+        pos_bytes_refused(&t, cut, size, __LINE__);
+    }
+    free(exact.bytes);
+    /* A non-zero padding bit after the last record (the record takes 3 bits, 5 pad the byte). */
+    for (uint32_t pad = 0; pad < 5; pad++)
+        pos_refused(&t, &real, BIT_FIELDS(gap, x, {1, 1}, {0, pad}, {1, 1}), __LINE__);
+
+    /* The gap parameter: 20 at most (gap 1 is then a zero bit and 20 zero bits). */
+    plan = real;
+    plan.gap_bits = 21;
+    pos_refused(&t, &plan, BIT_FIELDS({0, 1}, {0, 21}, x, {1, 1}), __LINE__);
+    plan.gap_bits = 20;
+    pos_applies(&t, &plan, BIT_FIELDS({0, 1}, {0, 20}, x, {1, 1}), e, 0.5f, 64, __LINE__);
+    /* The escape of a gap (16 one bits, then gap - 1 in 21 bits) only for a quotient of 16 or
+     * more: not for gap 1, nor (whole records at new indices) gap 16, whose quotient is 15 at
+     * gap_bits 0; gap 16 as 15 one bits and a zero, and gap 17 escaped, are right. */
+    pos_refused(&t, &real, BIT_FIELDS({0xFFFF, 16}, {0, 21}, x, {1, 1}), __LINE__);
+    plan = real;
+    plan.list = &whole;
+    const bit_field_t generation = {0, 9};
+    pos_refused(&t, &plan, BIT_FIELDS({0xFFFF, 16}, {15, 21}, generation, x, {1, 1}), __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS({0x7FFF, 15}, {0, 1}, generation, x, {1, 1}), 16, 0.5f, 64,
+                __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS({0xFFFF, 16}, {16, 21}, generation, x, {1, 1}), 17, 0.5f, 64,
+                __LINE__);
+
+    /* Patterns: 64 listed at most (the record's place in 6 bits then, 7 for 65). */
+    uint8_t list[65] = {values};
+    for (uint32_t p = 1; p < 65; p++)
+        list[p] = (uint8_t)p; /* other patterns (7 bits each), unused */
+    plan = real;
+    plan.list = list;
+    plan.patterns = 65;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, {0, 7}, x, {1, 1}), __LINE__);
+    plan.patterns = 64;
+    pos_applies(&t, &plan, BIT_FIELDS(gap, {0, 6}, x, {1, 1}), e, 0.5f, 64, __LINE__);
+    /* A place past the list. Two patterns take 1 bit, which names one of them either way: three
+     * (2 bits) have a place 3 that names none, five (3 bits) 5, 6 and 7. x's base is -2 here, so
+     * that the bytes after the list (zigzag(-2) = 3, x's width 1, then y's base 256 as 0x80 0x02)
+     * read as patterns would make records that decode: Pos with values (place 3 of 3, 5 of 5),
+     * Pos without values (6), nothing (7); only the place is wrong. */
+    const uint8_t few[5] = {1, 3 | 1u << 2, values, 1u << 4, 1u << 2};
+    const float minus_two = (float)(-2 * 0.01); /* x: q = -2 */
+    plan = real;
+    plan.base[0] = -2;
+    plan.list = few;
+    plan.patterns = 2;
+    pos_applies(&t, &plan, BIT_FIELDS(gap, {1, 1}, x, {1, 1}), e, minus_two, 64, __LINE__);
+    plan.patterns = 3;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, {3, 2}, x, {1, 1}), __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS(gap, {2, 2}, x, {1, 1}), e, minus_two, 64, __LINE__);
+    plan.patterns = 5;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, {5, 3}, x, {1, 1}), __LINE__);
+    pos_refused(&t, &plan, BIT_FIELDS(gap, {6, 3}), __LINE__);
+    pos_refused(&t, &plan, BIT_FIELDS(gap, {7, 3}), __LINE__);
+    pos_applies(&t, &plan, BIT_FIELDS(gap, {2, 3}, x, {1, 1}), e, minus_two, 64, __LINE__);
+    /* (Pos kept as the keyframe brought it) */
+    pos_applies(&t, &plan, BIT_FIELDS(gap, {0, 3}), e, 0.0f, 0.0f, __LINE__);
+    /* A listed pattern with a bit past its whole bit (bit 7 of the 7 it has). */
+    const uint8_t past = values | 1u << 7;
+    plan = real;
+    plan.list = &past;
+    pos_refused(&t, &plan, BIT_FIELDS(gap, x, {1, 1}), __LINE__);
+
+    /* The real thing applies, and the replica holds the nearest steps. */
+    qapply(&t.replica, &d, true);
+    CHECK(get_f32(t.replica.world, e, t.replica.pos, 0, 0) == 0.5f);
+    CHECK(get_f32(t.replica.world, e, t.replica.pos, 1, 0) == 64.0f);
     free(key.bytes);
     free(d.bytes);
-    free(d2.bytes);
 }
 
 TEST(a_changed_step_is_another_schema_and_a_keyframe_brings_it) {
@@ -1705,51 +2145,366 @@ static one_field_t one_field_changed(uint32_t flags) {
 
 TEST(with_changed_fields_a_record_carries_only_the_fields_whose_values_changed) {
     one_field_t all = one_field_changed(0), some = one_field_changed(TES_REPLICATOR_CHANGED_FIELDS);
-    /* All four fields (17 bytes) against a mask byte and hp's 2 bytes. */
-    CHECK_EQ(all.d.size - some.d.size, 17 - 3);
+    records_view_t a = view_records(&all.source, &all.d), s = view_records(&some.source, &some.d);
+    /* The same plan: one record of one listed pattern (no pattern bits), not whole, the same gap
+     * parameter; the pattern's Body (the first component) in state 3 or 2, nothing else. */
+    CHECK_EQ(a.records, 1);
+    CHECK_EQ(s.records, 1);
+    CHECK_EQ(a.patterns, 1);
+    CHECK_EQ(s.patterns, 1);
+    CHECK_EQ(a.gap_bits, s.gap_bits);
+    CHECK_EQ(a.bits, s.bits);
+    CHECK_EQ(a.pattern_bytes, 2);
+    CHECK(a.list[0] == 3 && a.list[1] == 0);
+    CHECK(s.list[0] == 2 && s.list[1] == 0);
+    /* The record's bits: the gap code, then Body's values, all four fields (17 bytes: 136 bits),
+     * or a mask of a bit per field (4) and hp's 2 bytes (16 bits); zeros to a byte, then the two
+     * relations' sections (no event: 4 bytes each). */
+    tes_component_info_t body;
+    tes_field_info_t hp;
+    CHECK_OK(tes_component_info(some.source.world, some.source.body, &body));
+    CHECK_OK(tes_field_info(some.source.world, some.source.body, 1, &hp));
+    CHECK_EQ(8 * body.row_bytes, 136);
+    CHECK_EQ(body.field_count + 8 * hp.bytes, 4 + 16);
+    uint32_t gap = gap_code_bits(tes_entity_index(some.e), s.gap_bits);
+    uint32_t all_bits = gap + 8 * body.row_bytes, some_bits = gap + body.field_count + 8 * hp.bytes;
+    CHECK_EQ(all.d.size, a.bits / 8 + (all_bits + 7) / 8 + 4 * a.relations);
+    CHECK_EQ(some.d.size, s.bits / 8 + (some_bits + 7) / 8 + 4 * s.relations);
+    CHECK_EQ(all.d.size - some.d.size, (gap + 136 + 7) / 8 - (gap + 20 + 7) / 8);
     apply(&some.replica, &some.d, true);
     check_same(&some.source, &some.replica, 1);
-    double hp = 0;
-    CHECK_OK(tes_get_number(some.replica.world, some.e, some.replica.body, 1, 0, &hp));
-    CHECK_EQ(hp, 77);
+    double hp_value = 0;
+    CHECK_OK(tes_get_number(some.replica.world, some.e, some.replica.body, 1, 0, &hp_value));
+    CHECK_EQ(hp_value, 77);
     free(all.d.bytes);
     free(some.d.bytes);
 }
 
-/* The byte offset of the first record's first component mask (Body's: the first component)
- * in a delta with no gone entries and one record that is not whole. */
-static uint32_t first_mask_at(const delta_copy_t *d) {
-    cursor_t c = {d->bytes, 12};
-    take_varint64(&c), take_varint64(&c), take_u32(&c); /* (a delta: no ids) */
-    CHECK_EQ(take_varint(&c), 0);                       /* gone */
-    CHECK_EQ(take_varint(&c), 1);                       /* records */
-    CHECK_EQ(take_varint(&c) & 1, 0); /* not whole; the five components' states in the head */
-    return c.at;
+/* The bit of the first record's first component mask (Body's: the first component) in a delta
+ * with one record that is not whole, of the one pattern listed (so no pattern bits): right after
+ * the gap code, which must give `e`'s index. */
+static uint64_t first_mask_at(const world_t *source, const delta_copy_t *d, tes_entity_t e) {
+    records_view_t v = view_records(source, d);
+    CHECK(!is_keyframe(d));
+    CHECK_EQ(v.records, 1);
+    CHECK_EQ(v.patterns, 1);
+    CHECK_EQ(v.list[0] & 3u, 2u);                                     /* Body: some values */
+    CHECK_EQ((v.list[2 * v.plain / 8] >> (2 * v.plain % 8)) & 1u, 0); /* not whole */
+    bits_in_t in = {d->bytes, v.bits};
+    uint32_t quotient = 0;
+    while (quotient < 16 && take_bits_of(&in, 1, d->size))
+        quotient++;
+    CHECK(quotient < 16);
+    uint32_t low = (uint32_t)take_bits_of(&in, v.gap_bits, d->size);
+    CHECK_EQ((quotient << v.gap_bits | low) + 1, tes_entity_index(e));
+    return in.at;
+}
+
+/* The values of the fields of `mask` of Body of entity e, in field order, as bytes. */
+static uint32_t body_values(const world_t *w, tes_entity_t e, uint32_t mask, uint8_t *out) {
+    uint32_t n = 0;
+    for (uint32_t f = 0; f < 4; f++) {
+        tes_field_info_t info;
+        CHECK_OK(tes_field_info(w->world, w->body, f, &info));
+        if (mask >> f & 1u) CHECK_OK(tes_get(w->world, e, w->body, f, out + n, info.bytes));
+        n += mask >> f & 1u ? info.bytes : 0;
+    }
+    return n;
+}
+
+/* `d` (one record, Body with some values last in it) with the record from its mask (at bit
+ * `at`) on as given: the mask (4 bits), then the values' bytes as bits; zeros to a byte, then
+ * the bytes after the record (the relations' sections, `tail` of them); resealed. */
+static delta_copy_t with_mask(const delta_copy_t *d, uint64_t at, uint32_t tail, uint32_t mask,
+                              const uint8_t *values, uint32_t n) {
+    out_t o = {NULL, 0};
+    put_bytes(&o, d->bytes, (uint32_t)(at / 8));
+    bits_out_t bits = {&o, (uint8_t)(d->bytes[at / 8] & ((1u << (at % 8)) - 1)),
+                       (uint32_t)(at % 8)};
+    put_bits(&bits, mask, 4);
+    for (uint32_t i = 0; i < n; i++)
+        put_bits(&bits, values[i], 8);
+    bits_end(&bits);
+    put_bytes(&o, d->bytes + d->size - tail, tail);
+    crc32_reseal_delta(o.bytes, o.size);
+    return (delta_copy_t){o.bytes, o.size, d->tick};
 }
 
 TEST(bad_field_masks_are_refused_and_leave_the_replica_as_it_was) {
     one_field_t t = one_field_changed(TES_REPLICATOR_CHANGED_FIELDS);
-    uint32_t at = first_mask_at(&t.d);
-    CHECK_EQ(t.d.bytes[at], 1u << 1); /* hp */
+    uint64_t at = first_mask_at(&t.source, &t.d, t.e);
+    bits_in_t in = {t.d.bytes, at};
+    CHECK_EQ(take_bits_of(&in, 4, t.d.size), 1u << 1); /* hp */
+    CHECK_EQ(take_bits_of(&in, 16, t.d.size), 77);
+    uint32_t tail = t.d.size - (uint32_t)((in.at + 7) / 8); /* Likes' and ChildOf's sections */
+    CHECK_EQ(tail, 8);
+    /* The record rebuilt from its mask: the delta again, byte for byte. */
+    uint8_t values[17];
+    uint32_t n = body_values(&t.source, t.e, 1u << 1, values);
+    delta_copy_t again = with_mask(&t.d, at, tail, 1u << 1, values, n);
+    CHECK_EQ(again.size, t.d.size);
+    CHECK(memcmp(again.bytes, t.d.bytes, t.d.size) == 0);
+    free(again.bytes);
     fx_snapshot_t *before = fx_snapshot_new();
     fx_snapshot_take_full(before, t.replica.world);
     uint64_t tick = tes_replica_tick(t.replica.world);
-    /* No field, every field (that is state 3's), a field the component lacks. */
-    const uint8_t bad[] = {0, 0xF, 0x12};
-    for (uint32_t i = 0; i < sizeof bad; i++) {
-        uint8_t *copy = (uint8_t *)malloc(t.d.size);
-        CHECK(copy != NULL);
-        memcpy(copy, t.d.bytes, t.d.size);
-        copy[at] = bad[i];
-        crc32_reseal_delta(copy, t.d.size);
-        check_refused(&t.replica, copy, t.d.size, before, tick);
-        free(copy);
+    /* No field (and no value after it), and every field (that is state 3's) with their 17
+     * bytes: only the mask is wrong. A field the component lacks (a mask bit past its fourth
+     * field, as 0x12 was when masks were whole bytes) no longer has a place: the mask is
+     * field_count bits, 4 for Body, and what follows them is the values. */
+    const uint32_t bad[] = {0, 0xF};
+    for (uint32_t i = 0; i < 2; i++) {
+        n = body_values(&t.source, t.e, bad[i], values);
+        delta_copy_t copy = with_mask(&t.d, at, tail, bad[i], values, n);
+        CHECK_EQ(tes_delta_apply(t.replica.world, copy.bytes, copy.size, NULL), TES_ERR_BAD_DELTA);
+        check_refused(&t.replica, copy.bytes, copy.size, before, tick);
+        free(copy.bytes);
     }
+    /* While another mask of some fields applies: x and mass sent, hp (changed on the source)
+     * left as the keyframe brought it. */
+    one_field_t u = one_field_changed(TES_REPLICATOR_CHANGED_FIELDS);
+    CHECK_OK(tes_set_number(u.source.world, u.e, u.source.body, 3, 0, 2.25));
+    n = body_values(&u.source, u.e, 0x9, values);
+    CHECK_EQ(n, 4 + 8);
+    delta_copy_t other = with_mask(&u.d, first_mask_at(&u.source, &u.d, u.e), tail, 0x9, values, n);
+    apply(&u.replica, &other, true);
+    CHECK_EQ(fx_get_number(u.replica.world, u.e, u.replica.body, 0, 0), 1.5);
+    CHECK_EQ(fx_get_number(u.replica.world, u.e, u.replica.body, 3, 0), 2.25);
+    CHECK_EQ(fx_get_number(u.replica.world, u.e, u.replica.body, 1, 0), 0);
+    CHECK_OK(tes_world_validate(u.replica.world));
+    free(other.bytes);
+    free(u.d.bytes);
     /* Some values of a component the replica's entity lacks. */
     CHECK_OK(tes_remove(t.replica.world, t.e, t.replica.body));
     fx_snapshot_take_full(before, t.replica.world);
+    CHECK_EQ(tes_delta_apply(t.replica.world, t.d.bytes, t.d.size, NULL), TES_ERR_BAD_DELTA);
     check_refused(&t.replica, t.d.bytes, t.d.size, before, tick);
     free(t.d.bytes);
+}
+
+/* ---- records in bits: gaps and patterns ------------------------------------------------- */
+
+/* A component set. */
+typedef struct set_t {
+    tes_component_t c[8];
+    uint32_t n;
+} set_t;
+
+/* Values of whatever replicated fields the entity has, from `salt`. */
+static void set_shape_values(const world_t *w, tes_entity_t e, uint32_t salt) {
+    if (fx_has(w->world, e, w->body)) {
+        CHECK_OK(tes_set_number(w->world, e, w->body, 0, 0, salt * 0.25));
+        CHECK_OK(tes_set_number(w->world, e, w->body, 1, 0, salt % 30000));
+        CHECK_OK(tes_set_number(w->world, e, w->body, 2, salt % 3, salt % 256));
+        CHECK_OK(tes_set_number(w->world, e, w->body, 3, 0, salt * 1.5));
+    }
+    if (fx_has(w->world, e, w->vel))
+        CHECK_OK(tes_set_number(w->world, e, w->vel, 0, 0, -1.0 * salt));
+    if (fx_has(w->world, e, w->sparse)) {
+        CHECK_OK(tes_set_number(w->world, e, w->sparse, 0, 0, salt + 0.5));
+        CHECK_OK(tes_set_number(w->world, e, w->sparse, 1, 0, salt % 200));
+    }
+}
+
+/* In a new world: an entity of sets[k] at index at[k] (ascending; a new world hands out 1, 2, 3
+ * ... in order), with values; placeholders at the indices between, despawned. */
+static void spawn_at(const world_t *w, const uint32_t *at, const set_t *sets, uint32_t n,
+                     tes_entity_t *out) {
+    tes_entity_t *placeholders = (tes_entity_t *)fx_malloc(at[n - 1] * sizeof *placeholders);
+    uint32_t count = 0;
+    for (uint32_t index = 1, k = 0; k < n; index++) {
+        tes_entity_t e;
+        if (index == at[k]) {
+            CHECK_OK(tes_spawn(w->world, sets[k].c, sets[k].n, &e));
+            out[k++] = e;
+        } else {
+            CHECK_OK(tes_spawn(w->world, &w->vel, 1, &e));
+            placeholders[count++] = e;
+        }
+        CHECK_EQ(tes_entity_index(e), index);
+    }
+    CHECK_OK(tes_despawn_batch(w->world, placeholders, count));
+    for (uint32_t k = 0; k < n; k++)
+        set_shape_values(w, out[k], k + 1);
+}
+
+/* A keyframe's records walked: `patterns` listed, a whole record per entity of `e` (ascending,
+ * every live one) with its handle, `escapes` gaps escaped at least, and the relations' sections
+ * (no pairs here) ending the bytes. */
+static void check_keyframe_records(const world_t *source, const delta_copy_t *key,
+                                   const tes_entity_t *e, uint32_t n, uint32_t patterns,
+                                   uint32_t escapes) {
+    CHECK(is_keyframe(key));
+    records_view_t v = view_records(source, key);
+    CHECK_EQ(v.records, n);
+    CHECK_EQ(v.patterns, patterns);
+    walked_t w = walk_records(&v, key);
+    CHECK_EQ(w.whole, n);
+    for (uint32_t k = 0; k < n; k++)
+        CHECK_EQ(w.at[k], e[k]);
+    CHECK(w.escapes >= escapes);
+    CHECK_EQ(w.end + 4 * v.relations, key->size);
+}
+
+/* The extra tags agree on every live entity. */
+static void check_same_tags(const world_t *source, const tes_component_t *tags,
+                            const world_t *replica, const tes_component_t *replica_tags) {
+    uint32_t n;
+    tes_entity_t *all = live_by_index(source->world, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < 7; k++)
+            CHECK_EQ(fx_has(source->world, all[i], tags[k]),
+                     fx_has(replica->world, all[i], replica_tags[k]));
+    }
+    free(all);
+}
+
+static const char *const SHAPE_TAGS[7] = {"T0", "T1", "T2", "T3", "T4", "T5", "T6"};
+
+TEST(records_in_bits_round_trip_every_gap_and_pattern_shape) {
+    /* Neighbours (gap 1), short gaps and far ones: 47 records up to index 20000, a mean gap of
+     * 425 (gap_bits 8), so that the gaps of thousands escape (a quotient of 16 or more). */
+    uint32_t at[47], n = 0;
+    for (uint32_t index = 1; index <= 40; index++)
+        at[n++] = index;
+    const uint32_t far[] = {100, 101, 103, 5000, 5001, 19999, 20000};
+    for (uint32_t i = 0; i < 7; i++)
+        at[n++] = far[i];
+    /* 1 .. 5 component sets, round robin: a keyframe lists as many patterns. */
+    for (uint32_t kinds = 1; kinds <= 5; kinds++) {
+        world_t source = make(), replica = make();
+        tes_replicator_t *rep = replicator(source.world, NULL, 0);
+        const set_t sets[5] = {{{source.body}, 1},
+                               {{source.body, source.vel}, 2},
+                               {{source.vel, source.tag}, 2},
+                               {{source.sparse, source.marker}, 2},
+                               {{source.body, source.tag, source.sparse}, 3}};
+        set_t chosen[47];
+        for (uint32_t k = 0; k < n; k++)
+            chosen[k] = sets[k % kinds];
+        tes_entity_t e[47];
+        spawn_at(&source, at, chosen, n, e);
+        delta_copy_t key = encode(rep, 0);
+        records_view_t v = view_records(&source, &key);
+        CHECK_EQ(v.gap_bits, 8);
+        check_keyframe_records(&source, &key, e, n, kinds, 2);
+        apply(&replica, &key, true);
+        check_same(&source, &replica, kinds);
+        /* Body changed on every entity of the first set and nothing else: records that all say
+         * the same (not whole, Body with values), one pattern listed. */
+        uint32_t changed = 0;
+        for (uint32_t k = 0; k < n; k += kinds, changed++)
+            CHECK_OK(tes_set_number(source.world, e[k], source.body, 0, 0, 100.0 + k));
+        delta_copy_t same = encode(rep, key.tick);
+        v = view_records(&source, &same);
+        CHECK_EQ(v.records, changed);
+        CHECK_EQ(v.patterns, 1);
+        walked_t w = walk_records(&v, &same);
+        CHECK_EQ(w.whole, 0);
+        for (uint32_t r = 0; r < changed; r++)
+            CHECK_EQ(w.at[r], tes_entity_index(e[r * kinds]));
+        apply(&replica, &same, true);
+        check_same(&source, &replica, kinds);
+        /* Changes of every kind, side by side and far apart: values, a component added and one
+         * removed, a despawn, a spawn at a freed index (whole). */
+        const uint32_t touched[] = {0, 1, 2, 39, 44, 46};
+        for (uint32_t i = 0; i < 6; i++)
+            set_shape_values(&source, e[touched[i]], 1000 + i);
+        if (fx_has(source.world, e[45], source.vel)) {
+            CHECK_OK(tes_remove(source.world, e[45], source.vel));
+        } else {
+            CHECK_OK(tes_add(source.world, e[45], source.vel));
+        }
+        if (fx_has(source.world, e[3], source.body)) {
+            CHECK_OK(tes_remove(source.world, e[3], source.body));
+        } else {
+            CHECK_OK(tes_add(source.world, e[3], source.body));
+        }
+        CHECK_OK(tes_despawn(source.world, e[41]));
+        tes_entity_t fresh;
+        CHECK_OK(tes_spawn(source.world, sets[kinds - 1].c, sets[kinds - 1].n, &fresh));
+        set_shape_values(&source, fresh, 77);
+        delta_copy_t mixed = encode(rep, same.tick);
+        v = view_records(&source, &mixed);
+        CHECK_EQ(v.records, 6 + 2 + 1);
+        CHECK(v.patterns >= 2);
+        w = walk_records(&v, &mixed);
+        CHECK_EQ(w.whole, 1);
+        bool found = false;
+        for (uint32_t r = 0; r < v.records; r++)
+            found = found || w.at[r] == fresh;
+        CHECK(found); /* its handle, generation and all */
+        apply(&replica, &mixed, true);
+        check_same(&source, &replica, kinds);
+        free(key.bytes);
+        free(same.bytes);
+        free(mixed.bytes);
+    }
+    /* More than 64 patterns: Body and 7 more tags in all 128 combinations, side by side, and Vel
+     * alone far away. Each record carries its pattern (P = 0): 12 components, 25 bits. */
+    world_t source = make(), replica = make();
+    tes_component_t tags[7], replica_tags[7];
+    for (uint32_t k = 0; k < 7; k++) {
+        tags[k] = fx_tag(source.world, SHAPE_TAGS[k]);
+        replica_tags[k] = fx_tag(replica.world, SHAPE_TAGS[k]);
+    }
+    tes_replicator_t *rep = replicator(source.world, NULL, 0);
+    uint32_t many_at[129];
+    set_t many[129];
+    for (uint32_t k = 0; k < 128; k++) {
+        many_at[k] = k + 1;
+        many[k] = (set_t){{source.body}, 1};
+        for (uint32_t t = 0; t < 7; t++) {
+            if (k >> t & 1u) many[k].c[many[k].n++] = tags[t];
+        }
+    }
+    many_at[128] = 5000;
+    many[128] = (set_t){{source.vel}, 1};
+    tes_entity_t e[129];
+    spawn_at(&source, many_at, many, 129, e);
+    delta_copy_t key = encode(rep, 0);
+    check_keyframe_records(&source, &key, e, 129, 0, 1);
+    CHECK_EQ(view_records(&source, &key).pattern_bytes, 4);
+    apply(&replica, &key, true);
+    check_same(&source, &replica, 0);
+    check_same_tags(&source, tags, &replica, replica_tags);
+    /* Body changed on all of them: 129 patterns again (not whole now), none listed. */
+    for (uint32_t k = 0; k < 129; k++)
+        set_shape_values(&source, e[k], 500 + k);
+    delta_copy_t d = encode(rep, key.tick);
+    records_view_t v = view_records(&source, &d);
+    CHECK_EQ(v.records, 129);
+    CHECK_EQ(v.patterns, 0);
+    walked_t w = walk_records(&v, &d);
+    CHECK_EQ(w.whole, 0);
+    CHECK(w.escapes >= 1);
+    apply(&replica, &d, true);
+    check_same(&source, &replica, 1);
+    free(d.bytes);
+    /* Three of them: three patterns listed, a place of 2 bits each. */
+    const uint32_t three[] = {5, 6, 128};
+    for (uint32_t i = 0; i < 3; i++)
+        set_shape_values(&source, e[three[i]], 900 + i);
+    uint64_t tick = tes_replica_tick(replica.world);
+    d = encode(rep, tick);
+    v = view_records(&source, &d);
+    CHECK_EQ(v.records, 3);
+    CHECK_EQ(v.patterns, 3);
+    w = walk_records(&v, &d);
+    CHECK(w.at[0] == 6 && w.at[1] == 7 && w.at[2] == 5000);
+    apply(&replica, &d, true);
+    check_same(&source, &replica, 2);
+    free(d.bytes);
+    /* Tags added and removed: the replica follows. */
+    CHECK_OK(tes_add(source.world, e[2], tags[0]));
+    CHECK_OK(tes_remove(source.world, e[3], tags[1]));
+    CHECK_OK(tes_add(source.world, e[128], tags[6]));
+    d = encode(rep, tes_replica_tick(replica.world));
+    apply(&replica, &d, true);
+    check_same(&source, &replica, 3);
+    check_same_tags(&source, tags, &replica, replica_tags);
+    free(d.bytes);
+    free(key.bytes);
 }
 
 TEST(the_history_counts_each_peers_encodes_so_many_peers_lagging_a_little_get_deltas) {

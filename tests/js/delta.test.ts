@@ -153,8 +153,8 @@ describe('deltas', () => {
         for (let i = 0; i < 10; i++) source.set(entities[i * 997]!, Body, { x: i });
         const delta = peer.encode();
         expect(delta.keyframe).toBe(false);
-        // Ten records: an index gap (2 bytes: 997 apart), a byte of states, Body's values; plus
-        // the fixed parts (format version 3).
+        // Ten records: an index gap (about 11 bits: 997 apart), Body's values; plus the fixed
+        // parts (format version 4).
         expect(delta.bytes.length).toBeLessThan(10 * (2 + 1 + 17) + 80);
         expect(keyframeSize).toBeGreaterThan(10_000 * (17 + 4));
         replica.applyDelta(delta.bytes);
@@ -491,8 +491,9 @@ describe('deltas', () => {
                 expect(replicas[0]!.get(e, Pos)).toEqual(source.get(e, Pos));
             }
         }
-        // After the keyframes: 10 records of 26 value bytes against 10 of 2 bytes and a mask.
-        for (let tick = 1; tick < 4; tick++) expect(sizes[0]![tick]! - sizes[1]![tick]!).toBe(10 * (26 - 3));
+        // After the keyframes: 10 records of 26 value bytes (208 bits) against 10 of hp's 16 bits
+        // and a 4-bit mask (records are bits; the rest of the two deltas is the same).
+        for (let tick = 1; tick < 4; tick++) expect(sizes[0]![tick]! - sizes[1]![tick]!).toBe((10 * (26 * 8 - (16 + 4))) / 8);
         expectError(() => source.replicator({ changedFields: 'yes' as never }), 'INVALID_ARGUMENT', { operation: 'world.replicator' });
     });
 });
