@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { ITER } from './abi.js';
+import { ITER, WORLD } from './abi.js';
 import { TesseraError } from './errors.js';
 import type { Pointer } from './load.js';
 import { Chunk, type MarkList } from './chunk.js';
@@ -42,6 +42,11 @@ export class ChunkIterator implements IterableIterator<Chunk> {
     private current: Chunk | undefined;
     private done = false;
     /**
+     * The result `next()` hands out for every chunk, filled again each time: `for...of` reads
+     * it at once, and a new object per chunk was a tenth of a replayed run (its garbage).
+     */
+    private readonly result = { done: false as const, value: undefined as unknown as Chunk };
+    /**
      * False for the query helpers' runs: their chunks never reach the caller, so the query's
      * `writes` are not marked (a read must not report every entity changed).
      */
@@ -72,7 +77,8 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         const owner = query.world;
         const exports = owner.heap.exports;
         if (!query.consumer && query.runs === 0 && query.stable) {
-            this.layout = exports.tes_world_layout(world);
+            // The world's layout counter, read where the core keeps it (no call).
+            this.layout = owner.heap.u32[(world + WORLD.layout) >>> 2]!;
             if (query.cachedChunks !== undefined && query.cachedLayout === this.layout) {
                 this.replay = query.cachedChunks;
                 owner.check(exports.tes_defer_begin(world), operation);
@@ -126,7 +132,8 @@ export class ChunkIterator implements IterableIterator<Chunk> {
             this.recording?.push(chunk);
         }
         this.current = chunk;
-        return { done: false, value: chunk };
+        this.result.value = chunk;
+        return this.result;
     }
 
     /** Ends the iteration early (what `break` does): marks, then applies deferred changes. */

@@ -168,6 +168,15 @@ export class Chunk {
                 }
             }
         }
+        return this.newColumn(component, field);
+    }
+
+    /**
+     * A view {@link Chunk.column} has not handed out yet (or one memory growth detached). Apart,
+     * so that the common path stays small enough for V8 to inline into the caller's loop.
+     */
+    private newColumn<S extends Schema, K extends FieldName<S>>(component: Component<S>, field: K): ColumnOf<S, K> {
+        const views = this.views;
         const operation = 'chunk.column';
         this.alive(operation);
         const world = this.query.world;
