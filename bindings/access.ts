@@ -90,6 +90,14 @@ export class WorldFields {
      */
     private latest: unknown = undefined;
     private latestSet: FieldSet | undefined = undefined;
+    /** The latest two fields asked for by name (`named`), with their components and names. */
+    private component0: unknown = undefined;
+    private name0 = '';
+    private field0: Field<any> | undefined = undefined;
+    private component1: unknown = undefined;
+    private name1 = '';
+    private field1: Field<any> | undefined = undefined;
+    private older = 0;
 
     constructor(private readonly owner: FieldOwner) {}
 
@@ -99,6 +107,30 @@ export class WorldFields {
      */
     forgetArchetypes(): void {
         for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forgetArchetype();
+    }
+
+    /**
+     * A component's field by name, for `world.get` / `world.set` of one field: the latest one
+     * asked for is remembered with its component and name, since per-entity code asks for the
+     * same one over and over. undefined when there is none (the checked path says why).
+     */
+    named(component: unknown, name: string): Field<any> | undefined {
+        if (name === this.name0 && component === this.component0) return this.field0;
+        if (name === this.name1 && component === this.component1) return this.field1;
+        const field = this.of(component)?.named(name);
+        if (field === undefined) return undefined;
+        // Two remembered (x and y read in turn both stay), the older one replaced.
+        if (this.older === 0) {
+            this.component0 = component;
+            this.name0 = name;
+            this.field0 = field;
+        } else {
+            this.component1 = component;
+            this.name1 = name;
+            this.field1 = field;
+        }
+        this.older ^= 1;
+        return field;
     }
 
     /** A component's Field objects; undefined for what is not a component (the checked path says why). */
@@ -111,6 +143,10 @@ export class WorldFields {
             if (!isDefinition(component) || isRelation(component)) return undefined;
             const list = fieldsOf(component).map((meta) => new Field<any>(this.owner, component as Component<any>, meta));
             set = new FieldSet(component as Component<any>, list);
+            // The set it replaces leaves `sets`, and with it forgetArchetypes' reach: nothing
+            // may hand out its Fields again.
+            this.component0 = this.component1 = undefined;
+            this.field0 = this.field1 = undefined;
             this.sets[key] = set;
         }
         this.latest = component;

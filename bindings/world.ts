@@ -344,7 +344,7 @@ export class World {
     get(entity: Entity, component: Component<any>, field?: string): unknown {
         // Found and read in JS (access.ts); the checked path for the rest and for errors.
         if (field !== undefined) {
-            const value = this.fields.of(component)?.named(field)?.read(entity);
+            const value = this.fields.named(component, field)?.read(entity);
             if (value !== undefined) return value;
         }
         return getChecked(this, entity, component, field, 'world.get');
@@ -379,7 +379,7 @@ export class World {
     set<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K, value: FieldInput<S[K]>): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         // Found and written in JS, or one call (access.ts); the checked path for the rest and for errors.
-        if (typeof fieldOrValues === 'string' && this.fields.of(component)?.named(fieldOrValues)?.write(entity, value)) return;
+        if (typeof fieldOrValues === 'string' && this.fields.named(component, fieldOrValues)?.write(entity, value)) return;
         setChecked(this, entity, component, fieldOrValues, value, 'world.set');
     }
 

@@ -53,6 +53,44 @@ describe('world.get / world.set by handle', () => {
         expect(world.get(b, Position, 'x')).toBe(2);
     });
 
+    test('fields asked for in turn, of one name in two components too, each read and write their own cells', async () => {
+        // world.get / world.set remember the latest fields asked for by component and name.
+        const world = await newWorld();
+        const e = world.spawn(Position, Velocity, Health);
+        const f = world.spawn(Position, Velocity);
+        for (let round = 0; round < 5; round++) {
+            world.set(e, Position, 'x', round + 0.5);
+            world.set(e, Velocity, 'x', round + 0.25); // the same name, another component
+            world.set(e, Position, 'y', -round);
+            world.set(e, Health, 'value', round * 7);
+            world.set(f, Velocity, 'x', 100 + round); // another entity, another archetype
+            world.set(e, Position, 'x', round + 1.5);
+            expect(world.get(e, Velocity, 'x')).toBe(round + 0.25);
+            expect(world.get(e, Position, 'x')).toBe(round + 1.5);
+            expect(world.get(e, Position, 'y')).toBe(-round);
+            expect(world.get(e, Health, 'value')).toBe(round * 7);
+            expect(world.get(f, Position, 'x')).toBe(0);
+            expect(world.get(f, Velocity, 'x')).toBe(100 + round);
+        }
+        expect(world.get(e, Position)).toEqual({ x: 5.5, y: -4 });
+        expect(world.get(e, Velocity)).toEqual({ x: 4.25, y: 0 });
+        // An archetype freed and its address taken by another layout: the remembered fields
+        // find the new entity's cells, not the freed archetype's.
+        for (let round = 0; round < 10; round++) {
+            const gone = world.spawn(Position, Frozen);
+            world.set(gone, Position, 'x', 1);
+            world.despawn(gone);
+            world.reclaimArchetypes();
+            const g = world.spawn(Inventory, Position({ y: 9 }), Frozen);
+            world.set(g, Position, 'x', round);
+            expect(world.get(g, Position, 'x')).toBe(round);
+            expect(world.get(g, Position, 'y')).toBe(9);
+            expect(world.get(g, Inventory, 'count')).toBe(0);
+            world.despawn(g);
+        }
+        world.validate();
+    });
+
     test('a stale handle throws STALE_ENTITY and never touches the entity that reuses its index', async () => {
         const world = await newWorld({ minFreeIndices: 1 });
         const old = world.spawn(Health({ value: 5 }));
