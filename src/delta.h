@@ -186,6 +186,7 @@ typedef struct tesi_histogram_t {
  * bit) when there are at most PATTERNS_MAX, and each quantized field's frame (in the quanta). */
 typedef struct tesi_records_plan_t {
     uint32_t count;         /* records */
+    uint32_t plain;         /* replicated components that are not relations: 2 bits each */
     uint32_t gap_bits;      /* the Rice parameter */
     uint32_t pattern_bytes; /* of one pattern */
     uint32_t patterns;      /* listed (0: each record carries its own) */

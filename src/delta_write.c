@@ -251,7 +251,7 @@ tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool ke
     uint32_t plain = 0;
     for (uint32_t i = 0; i < rep->component_count; i++)
         plain += !tesi_is_relation(&world->components[rep->components[i]]);
-    *plan = (tesi_records_plan_t){.pattern_bytes = tesi_pattern_bytes(plain)};
+    *plan = (tesi_records_plan_t){.plain = plain, .pattern_bytes = tesi_pattern_bytes(plain)};
     tes_result_t result = tesi_reserve(world, (void **)&rep->patterns, &rep->pattern_slots,
                                        (PATTERNS_MAX + 1) * plan->pattern_bytes, 1, 64);
     if (result == TES_OK && rep->quantum_count) {
@@ -338,7 +338,7 @@ void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_p
             p++;
         tesi_bits_put(b, p, plan->index_bits);
     } else {
-        uint32_t bits = 8 * plan->pattern_bytes - 7; /* 2k + 1 of them, padding aside */
+        uint32_t bits = 2 * plan->plain + 1; /* its bytes' padding aside */
         for (uint32_t at = 0; bits; at++) {
             uint32_t take = bits < 8 ? bits : 8;
             tesi_bits_put(b, pattern[at], take);
