@@ -520,7 +520,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     }
     uint32_t end = r->at;
     r->at = start;
-    read_plan(r, d);
+    if (records) read_plan(r, d); /* as the check read it: a delta without records has none */
     previous = 0;
     for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
         tes_entity_t e;
