@@ -627,6 +627,9 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     world->replica_tick = 0; /* until it all went in */
     if (d->keyframe) ap.result = tesi_map_components(world, d, bytes, size);
     if (ap.result == TES_OK) read_body(&r, world, d, &ap);
+    /* The applying pass reads what the check read: a read that fails there is a bug, but it must
+     * not pass for an applied delta (the replica stays at tick 0: a keyframe repairs it). */
+    if (ap.result == TES_OK && r.result != TES_OK) ap.result = r.result;
     tesi_free(world, ap.doomed, ap.doomed_slots * sizeof *ap.doomed);
     if (ap.result == TES_OK) world->replica_tick = d->to;
     tesi_delta_free(world, d);
