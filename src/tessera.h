@@ -1154,7 +1154,8 @@ TES_API uint64_t tes_replica_tick(const tes_world_t *world);
  * changed. Showing and hiding are logged per peer, so an encode walks what changed and the
  * visibility changes since its baseline, never every entity or every shown one.
  *
- * Budget: tes_peer_encode's `budget` caps the bytes of entity records in one delta. When the
+ * Budget: tes_peer_encode's `budget` caps, about, the bytes of entity records in one delta (a
+ * record's size is learned by a plan of all the due ones; docs/format.md, "Peers"). When the
  * records that are due do not fit, the ones with the highest score go, where the score is the
  * entity's priority (tes_peer_show's; 1 without visibility) times one more than the encodes it
  * has waited; the rest are owed and compete again in the next encode, with a higher score each
@@ -1162,7 +1163,8 @@ TES_API uint64_t tes_replica_tick(const tes_world_t *world);
  * budget smaller than one record still makes progress). An owed entity goes whole, and keeps
  * going whole in each delta until the peer acknowledges one that carried it (a lost delta
  * cannot lose it). Gone entries, the head and pair events are never withheld; an entity that
- * arrives whole is withheld with its pairs. 0: no budget.
+ * arrives whole is withheld with its pairs, which join the end of the replica's lists when it
+ * goes (the same pairs, maybe in another order than the source's). 0: no budget.
  *
  * A peer belongs to its replicator: destroying the replicator destroys its peers.
  */
