@@ -34,9 +34,25 @@
  * its own. */
 #define PATTERNS_MAX  64u
 
-/* The bytes of a pattern: two bits a component, then the whole bit. */
+/* A pattern's bits: two a component (`plain` of them), then the whole bit, at bit 2 * plain. */
+static inline uint32_t tesi_pattern_bits(uint32_t plain) {
+    return 2u * plain + 1u;
+}
+/* The bytes of a pattern, padded with zero bits. */
 static inline uint32_t tesi_pattern_bytes(uint32_t plain) {
-    return (2u * plain + 1u + 7u) / 8u;
+    return (tesi_pattern_bits(plain) + 7u) / 8u;
+}
+/* Whether a pattern says its record is whole. */
+static inline bool tesi_pattern_whole(const uint8_t *pattern, uint32_t plain) {
+    return (pattern[2u * plain / 8u] >> (2u * plain % 8u)) & 1u;
+}
+/* zigzag(q), an integer of either sign as an unsigned one: 2q for q >= 0, -2q - 1 below; and
+ * back. */
+static inline uint64_t tesi_zigzag(int64_t q) {
+    return (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
+}
+static inline int64_t tesi_unzigzag(uint64_t u) {
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 }
 /* The bits to tell n things apart (0 for one). */
 static inline uint32_t tesi_bits_for(uint64_t n) {

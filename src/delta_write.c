@@ -31,11 +31,6 @@ static bool quantize(const uint8_t *from, const tesi_quantum_t *quantum, int64_t
     return true;
 }
 
-/* zigzag(q): 2q for q >= 0, -2q - 1 below. */
-static uint64_t zigzag(int64_t q) {
-    return (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
-}
-
 /* A quantized field's elements as codes of the frame's width: q - base + 1; or ESCAPE, then
  * zigzag(q) with its length, or (a value with no q) EXACT and the exact bits. A q is the same
  * whatever the frame: the replica holds the nearest multiple of the step either way. */
@@ -49,9 +44,9 @@ static void put_quantized(tesi_bits_t *b, const uint8_t *from, const tesi_quantu
         }
         tesi_bits_put(b, ESCAPE, quantum->width);
         if (quantized) {
-            uint32_t length = tesi_bits_for(zigzag(q) + 1u);
+            uint32_t length = tesi_bits_for(tesi_zigzag(q) + 1u);
             tesi_bits_put(b, length, LENGTH_BITS);
-            tesi_bits_put(b, zigzag(q), length);
+            tesi_bits_put(b, tesi_zigzag(q), length);
         } else {
             tesi_bits_put(b, EXACT, LENGTH_BITS);
             tesi_bits_put_bytes(b, from, quantum->size);
@@ -98,10 +93,11 @@ static uint64_t all_fields(const tesi_component_t *c) {
  * every encode that writes a record compares, so a field's tick is that of the first encode that
  * saw its value, and a replica whose baseline is at or after it has the value. (A record written
  * for no one, withheld by a budget, goes whole when it goes.) Comparing again in the same
- * encode (the plan's pass, then the write's) gives the same answer. 0 with w->result set when
- * the shadow's page cannot be allocated. */
-static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t id, tes_entity_t e,
-                        const tesi_record_t *record, bool all, uint64_t baseline) {
+ * encode (the plan's pass, then the write's) gives the same answer. The mask at *out; fails
+ * when the shadow's page cannot be allocated. */
+static tes_result_t observe(tes_replicator_t *rep, tes_component_t id, tes_entity_t e,
+                            const tesi_record_t *record, bool all, uint64_t baseline,
+                            uint64_t *out) {
     tes_world_t *world = rep->world;
     const tesi_component_t *c = &world->components[id];
     uint32_t index = e & TESI_INDEX_MASK, size = tesi_shadow_size(c);
@@ -117,10 +113,7 @@ static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t
     if (result == TES_OK) {
         result = tesi_paged_reserve(world, &rep->shadows[id], index, index + 1, size);
     }
-    if (result != TES_OK) {
-        if (w->result == TES_OK) w->result = result;
-        return 0;
-    }
+    if (result != TES_OK) return result;
     uint8_t *shadow = tesi_paged_at(&rep->shadows[id], index, size);
     uint32_t generation;
     memcpy(&generation, shadow, sizeof generation);
@@ -141,16 +134,17 @@ static uint64_t observe(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t
         }
         if (tick > baseline) mask |= 1ull << f;
     }
-    return all ? all_fields(c) : mask;
+    *out = all ? all_fields(c) : mask;
+    return TES_OK;
 }
 
 /* A live entity's pattern (docs/format.md, "Records"): two bits per replicated component that is
  * not a relation (absent, present, present with some values, present with values), then the
  * whole bit, at `pattern` (tesi_pattern_bytes); the states in rep->ids too, and the field masks
  * of those with some values in rep->masks. */
-static void record_pattern(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t e,
-                           const tesi_record_t *record, uint64_t baseline, bool whole,
-                           uint8_t *pattern, uint32_t pattern_bytes) {
+static tes_result_t record_pattern(tes_replicator_t *rep, tes_entity_t e,
+                                   const tesi_record_t *record, uint64_t baseline, bool whole,
+                                   uint8_t *pattern, uint32_t pattern_bytes) {
     const tes_world_t *world = rep->world;
     uint32_t *states = rep->ids, k = 0;
     memset(pattern, 0, pattern_bytes);
@@ -164,8 +158,10 @@ static void record_pattern(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t
             bool with = c->field_count && (whole || added > baseline || changed > baseline);
             state = with ? WITH_VALUES : PRESENT_STATE;
             if (with && rep->masks && c->field_count > 1) {
-                uint64_t mask = observe(w, rep, id, e, record, whole || added > baseline, baseline);
-                if (w->result != TES_OK) return;
+                uint64_t mask;
+                tes_result_t result =
+                    observe(rep, id, e, record, whole || added > baseline, baseline, &mask);
+                if (result != TES_OK) return result;
                 state = mask == all_fields(c) ? WITH_VALUES : mask ? SOME_VALUES : PRESENT_STATE;
                 rep->masks[k] = mask;
             }
@@ -174,6 +170,7 @@ static void record_pattern(tesi_writer_t *w, tes_replicator_t *rep, tes_entity_t
         states[k++] = state;
     }
     if (whole) pattern[2 * k / 8] |= (uint8_t)(1u << (2 * k % 8));
+    return TES_OK;
 }
 
 /* The quantized values the record sends (record_pattern's states), counted in the
@@ -199,7 +196,7 @@ static void count_values(tes_replicator_t *rep, const tesi_record_t *record, uin
                 int64_t q;
                 h->values++;
                 if (!quantize(from, quantum, &q)) continue;
-                uint32_t bin = tesi_bits_for(zigzag(q) + 1u);
+                uint32_t bin = tesi_bits_for(tesi_zigzag(q) + 1u);
                 if (!h->count[bin] || q < h->low[bin]) h->low[bin] = q;
                 if (!h->count[bin] || q > h->high[bin]) h->high[bin] = q;
                 h->count[bin]++;
@@ -261,7 +258,6 @@ tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool ke
     if (result != TES_OK) return result;
     if (rep->quantum_count)
         memset(rep->histograms, 0, rep->quantum_count * sizeof *rep->histograms);
-    tesi_writer_t w = {world, NULL, NULL, 0, TES_OK}; /* for record_pattern's result only */
     uint32_t last = 0, listed = 0;
     bool overflow = false; /* more patterns than PATTERNS_MAX */
     uint8_t *pattern = rep->patterns + PATTERNS_MAX * plan->pattern_bytes;
@@ -271,8 +267,8 @@ tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool ke
         const tesi_record_t *record = tesi_record_at(world, index);
         tes_entity_t e = tesi_make_handle(index, record->generation);
         bool whole = keyframe || (rep->marks[index] & (WHOLE | OWED));
-        record_pattern(&w, rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
-        if (w.result != TES_OK) return w.result;
+        result = record_pattern(rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
+        if (result != TES_OK) return result;
         if (rep->quantum_count) count_values(rep, record, index);
         plan->count++;
         last = index;
@@ -327,8 +323,12 @@ void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_p
     const tesi_record_t *record = tesi_record_of(world, e);
     uint32_t index = e & TESI_INDEX_MASK;
     uint8_t *pattern = rep->patterns + PATTERNS_MAX * plan->pattern_bytes;
-    record_pattern(w, rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
-    if (w->result != TES_OK) return;
+    tes_result_t result =
+        record_pattern(rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
+    if (result != TES_OK) {
+        if (w->result == TES_OK) w->result = result;
+        return;
+    }
     put_gap(b, index - *previous, plan->gap_bits);
     *previous = index;
     if (plan->patterns) {
@@ -338,7 +338,7 @@ void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_p
             p++;
         tesi_bits_put(b, p, plan->index_bits);
     } else {
-        uint32_t bits = 2 * plan->plain + 1; /* its bytes' padding aside */
+        uint32_t bits = tesi_pattern_bits(plan->plain); /* its bytes' padding aside */
         for (uint32_t at = 0; bits; at++) {
             uint32_t take = bits < 8 ? bits : 8;
             tesi_bits_put(b, pattern[at], take);
@@ -540,7 +540,7 @@ static tes_result_t put_records(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     for (uint32_t q = 0; q < rep->quantum_count; q++) {
         int64_t base = rep->quanta[q].base;
         uint8_t width = (uint8_t)rep->quanta[q].width;
-        tesi_put_varint(w, (uint64_t)base << 1 ^ (base < 0 ? UINT64_MAX : 0));
+        tesi_put_varint(w, tesi_zigzag(base));
         tesi_put(w, &width, 1);
     }
     tesi_bits_t b = {w, 0, 0};

@@ -44,7 +44,7 @@ static int64_t read_escape(tesi_reader_t *r, uint64_t *at, bool *exact) {
     *exact = length == EXACT;
     if (*exact) return 0;
     uint64_t zigzag = tesi_bits_get(r, at, length); /* (< 64: lengths past 55 fail below) */
-    int64_t q = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+    int64_t q = tesi_unzigzag(zigzag);
     if (tesi_bits_for(zigzag + 1u) != length || !within_limit(q)) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
     }
@@ -295,13 +295,14 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
         pattern = d->pattern_list;
     } else {
         memset(d->pattern, 0, d->pattern_bytes);
-        for (uint32_t bit = 0; bit < 2 * d->plain + 1; bit += 8) {
-            uint32_t take = 2 * d->plain + 1 - bit < 8 ? 2 * d->plain + 1 - bit : 8;
+        uint32_t bits = tesi_pattern_bits(d->plain);
+        for (uint32_t bit = 0; bit < bits; bit += 8) {
+            uint32_t take = bits - bit < 8 ? bits - bit : 8;
             d->pattern[bit / 8] = (uint8_t)tesi_bits_get(r, &d->bit, take);
         }
     }
     uint64_t index = (uint64_t)*previous + gap;
-    bool whole = (pattern[2 * d->plain / 8] >> (2 * d->plain % 8)) & 1u;
+    bool whole = tesi_pattern_whole(pattern, d->plain);
     tes_entity_t e = 0;
     if (r->result == TES_OK && gap && index <= TESI_INDEX_MASK) {
         if (whole) {
@@ -404,7 +405,7 @@ static void read_plan(tesi_reader_t *r, delta_t *d) {
     if (gap_bits > GAP_BITS_MAX || d->patterns > PATTERNS_MAX) tesi_fail(r, TES_ERR_BAD_DELTA);
     d->pattern_list = tesi_span(r, d->patterns, d->pattern_bytes);
     /* A pattern's bits past its whole bit are 0. */
-    uint32_t used = (2 * d->plain + 1) % 8;
+    uint32_t used = tesi_pattern_bits(d->plain) % 8;
     for (uint32_t p = 0; used && p < d->patterns && r->result == TES_OK; p++) {
         if (d->pattern_list[(p + 1) * d->pattern_bytes - 1] >> used) {
             tesi_fail(r, TES_ERR_BAD_DELTA);
@@ -413,8 +414,7 @@ static void read_plan(tesi_reader_t *r, delta_t *d) {
     for (uint32_t i = 0; i < d->count; i++) {
         for (uint32_t k = 0; k < d->comps[i].quantum_count && r->result == TES_OK; k++) {
             tesi_quantum_t *quantum = &d->comps[i].quanta[k];
-            uint64_t zigzag = tesi_get_varint64(r);
-            int64_t base = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+            int64_t base = tesi_unzigzag(tesi_get_varint64(r));
             uint8_t width = 0;
             tesi_take(r, &width, 1);
             if (!within_limit(base) || width > WIDTH_MAX) {

@@ -648,15 +648,6 @@ static void put_bytes(out_t *o, const void *p, uint32_t n) {
     o->size += n;
 }
 
-static void put_varint(out_t *o, uint32_t v) {
-    uint8_t b[5];
-    uint32_t n = 0;
-    for (; v >= 0x80; v >>= 7)
-        b[n++] = (uint8_t)(v | 0x80);
-    b[n++] = (uint8_t)v;
-    put_bytes(o, b, n);
-}
-
 static void put_varint64(out_t *o, uint64_t v) {
     uint8_t b[10];
     uint32_t n = 0;
@@ -664,6 +655,10 @@ static void put_varint64(out_t *o, uint64_t v) {
         b[n++] = (uint8_t)(v | 0x80);
     b[n++] = (uint8_t)v;
     put_bytes(o, b, n);
+}
+
+static void put_varint(out_t *o, uint32_t v) {
+    put_varint64(o, v);
 }
 
 /* Bits of a delta's records (docs/format.md, "Records"): low bits first. */
