@@ -193,6 +193,8 @@ export interface TesseraExports {
     tes_iter_removed(iter: Pointer, component: number, outEntities: Pointer, outCount: Pointer): number;
     /** `tes_snapshot(world, const uint8_t **out_bytes, uint32_t *out_size)`: a buffer the world owns. */
     tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
+    /** `tes_world_hash(world, uint64_t *out_hash)`: XXH64 of the snapshot's body. */
+    tes_world_hash(world: Pointer, outHash: Pointer): number;
     /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
     tes_world_restore(desc: Pointer, bytes: Pointer, size: number, outWorld: Pointer): number;
     /** `tes_replicator_create(world, const tes_replicator_desc_t *desc, tes_replicator_t **out)`. */

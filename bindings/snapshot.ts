@@ -1,5 +1,5 @@
 /**
- * A world as bytes: snapshots (`world.snapshot()`, `createWorld({ snapshot })`) and the
+ * A world as bytes: snapshots (`world.snapshot()`, `createWorld({ snapshot })`, `world.hash()`) and the
  * receiving side of replication (`world.applyDelta`). The formats are docs/format.md; the C
  * core reads and writes them, and refuses bad bytes whole.
  *
@@ -19,6 +19,16 @@ export function snapshot(world: World): Uint8Array {
     checkOutsideRun(world, heap.exports.tes_snapshot(pointer, out, out + 4), operation);
     const bytes = heap.u32At(out);
     return heap.u8.slice(bytes, bytes + heap.u32At(out + 4));
+}
+
+/** world.hash: XXH64 of the snapshot's body, computed in the core without writing it. */
+export function hash(world: World): bigint {
+    const operation = 'world.hash';
+    const pointer = world.live(operation);
+    const heap = world.heap;
+    const out = heap.scratch;
+    checkOutsideRun(world, heap.exports.tes_world_hash(pointer, out), operation);
+    return heap.data.getBigUint64(out, true);
 }
 
 /** world.applyDelta: false when the delta is not newer than the replica's tick. */

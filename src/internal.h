@@ -1080,14 +1080,27 @@ uint32_t tesi_log_after(const uint64_t *ticks, uint32_t count, uint64_t tick);
 
 /* ---- snapshot.c, replicator.c, replica.c ------------------------------------------------ */
 
+/* XXH64 (seed 0) of bytes fed piece by piece (hash.c): the same value however they are cut. */
+typedef struct tesi_hash_t {
+    uint64_t lanes[4];
+    uint64_t total;     /* bytes fed */
+    uint8_t buffer[32]; /* the part of a 32-byte stripe fed so far */
+    uint32_t buffered;
+} tesi_hash_t;
+void tesi_hash_init(tesi_hash_t *h);
+void tesi_hash_put(tesi_hash_t *h, const void *bytes, size_t n);
+uint64_t tesi_hash_final(const tesi_hash_t *h);
+
 /* Writing a byte format into a growing buffer of the world's allocator: the first failure is
- * kept in `result`, and every write after it does nothing. */
+ * kept in `result`, and every write after it does nothing. With `hash` set (and `slots`
+ * pointing at a 0) the bytes go into the hash instead and no buffer is touched. */
 typedef struct tesi_writer_t {
     tes_world_t *world;
     uint8_t **buffer;
     uint32_t *slots;
     uint32_t size;
     tes_result_t result;
+    tesi_hash_t *hash;
 } tesi_writer_t;
 void tesi_put(tesi_writer_t *w, const void *bytes, size_t n);
 void tesi_put_u32(tesi_writer_t *w, uint32_t v);
@@ -1097,9 +1110,6 @@ void tesi_put_u32(tesi_writer_t *w, uint32_t v);
 void tesi_put_varint(tesi_writer_t *w, uint64_t v);
 /* The same written at `out` (room for TESI_VARINT_MAX): the byte after it. */
 uint8_t *tesi_varint_to(uint8_t *out, uint64_t v);
-/* Room for n bytes at the end, to be filled by the caller: NULL (and `result` set) when the
- * buffer cannot grow. */
-uint8_t *tesi_room(tesi_writer_t *w, uint32_t n);
 /* Reading one: every read checks the bytes left; the first problem is kept in `result` (`bad`
  * for bytes that end early) and every read after it returns zeros. */
 typedef struct tesi_reader_t {

@@ -66,6 +66,11 @@ void tesi_put(tesi_writer_t *w, const void *bytes, size_t n) {
         w->size += (uint32_t)n;
         return;
     }
+    if (w->hash) { /* tes_world_hash: a slot count of 0 sends every put here */
+        tesi_hash_put(w->hash, bytes, n);
+        w->size += (uint32_t)n;
+        return;
+    }
     if (w->result != TES_OK) return;
     if ((uint64_t)w->size + n > UINT32_MAX / 2) {
         w->result = TES_ERR_OUT_OF_MEMORY;
@@ -76,21 +81,6 @@ void tesi_put(tesi_writer_t *w, const void *bytes, size_t n) {
     if (w->result != TES_OK) return;
     memcpy(*w->buffer + w->size, bytes, n);
     w->size += (uint32_t)n;
-}
-
-uint8_t *tesi_room(tesi_writer_t *w, uint32_t n) {
-    if (w->size + (uint64_t)n > *w->slots) {
-        if (w->result != TES_OK) return NULL;
-        if ((uint64_t)w->size + n > UINT32_MAX / 2) {
-            w->result = TES_ERR_OUT_OF_MEMORY;
-            return NULL;
-        }
-        w->result = tesi_reserve(w->world, (void **)w->buffer, w->slots, w->size + n, 1, 4096);
-        if (w->result != TES_OK) return NULL;
-    }
-    uint8_t *at = *w->buffer + w->size;
-    w->size += n;
-    return at;
 }
 
 /* Integers are little-endian in the format, and copied as they are: wasm is little-endian, and
@@ -135,9 +125,9 @@ static void write_components(tesi_writer_t *w) {
         tesi_put_schema(w, &world->components[i]);
 }
 
-/* An index's state and generation as the entity table section lists them. */
-static uint32_t index_state(const tes_world_t *world, uint32_t index, uint32_t *out_generation) {
-    const tesi_record_t *record = tesi_record_find(world, index);
+/* A record's state and generation as the entity table section lists them (NULL: a skipped
+ * index of a page never allocated). */
+static uint32_t record_state(const tesi_record_t *record, uint32_t *out_generation) {
     *out_generation = 0;
     if (!record || (record->row & TESI_ROW_SKIPPED)) return INDEX_SKIPPED;
     *out_generation = record->generation;
@@ -152,22 +142,26 @@ static void write_entities(tesi_writer_t *w) {
     tesi_free_queue(world);
     tesi_put_varint(w, world->record_count);
     uint32_t run_state = 0, run_generation = 0, run_length = 0;
+    /* Page by page: a page's records are one array (a lookup per index was most of
+     * tes_world_hash's instructions), and an unallocated page is one step. */
     for (uint32_t index = 1; index < world->record_count;) {
-        uint32_t generation, state = index_state(world, index, &generation), n = 1;
-        if (!tesi_record_find(world, index)) {
-            /* A whole unallocated page, or what the table has of it. */
-            uint32_t next = (index | TESI_PAGE_MASK) + 1;
-            n = (next < world->record_count ? next : world->record_count) - index;
+        uint32_t next = (index | TESI_PAGE_MASK) + 1;
+        uint32_t end = next < world->record_count ? next : world->record_count;
+        const tesi_record_t *record = tesi_record_find(world, index);
+        while (index < end) {
+            uint32_t generation, state = record_state(record, &generation);
+            uint32_t n = record ? 1 : end - index;
+            if (run_length && (state != run_state || generation != run_generation)) {
+                tesi_put_varint(w, run_length << 2 | run_state);
+                if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
+                run_length = 0;
+            }
+            run_state = state;
+            run_generation = generation;
+            run_length += n;
+            index += n;
+            if (record) record++;
         }
-        if (run_length && (state != run_state || generation != run_generation)) {
-            tesi_put_varint(w, run_length << 2 | run_state);
-            if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
-            run_length = 0;
-        }
-        run_state = state;
-        run_generation = generation;
-        run_length += n;
-        index += n;
     }
     if (run_length) {
         tesi_put_varint(w, run_length << 2 | run_state);
@@ -312,6 +306,26 @@ tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes, uint32_
     memcpy(world->snapshot + 12, &crc, 4);
     *out_bytes = world->snapshot;
     *out_size = size;
+    return TES_OK;
+}
+
+tes_result_t tes_world_hash(tes_world_t *world, uint64_t *out_hash) {
+    if (out_hash) *out_hash = 0;
+    if (!world || !out_hash) return TES_ERR_INVALID_ARGUMENT;
+    /* As tes_snapshot: a run's deferred changes are in no state yet. */
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    /* The snapshot's body, as tes_snapshot writes it after the header, streamed into XXH64. */
+    tesi_hash_t hash;
+    tesi_hash_init(&hash);
+    uint32_t no_slots = 0;
+    tesi_writer_t w = {world, NULL, &no_slots, 0, TES_OK, &hash};
+    write_components(&w);
+    write_entities(&w);
+    write_archetypes(&w);
+    write_sparse(&w);
+    write_relations(&w);
+    if (w.result != TES_OK) return w.result;
+    *out_hash = tesi_hash_final(&hash);
     return TES_OK;
 }
 

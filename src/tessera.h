@@ -1027,6 +1027,12 @@ TES_API tes_result_t tes_snapshot(tes_world_t *world, const uint8_t **out_bytes,
  * for skipped ones. */
 TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes,
                                        uint32_t size, tes_world_t **out_world);
+/* A 64-bit hash of the world's state: XXH64 (seed 0) of the snapshot's body, the bytes
+ * tes_snapshot writes after its 16-byte header, computed without writing them anywhere (no
+ * allocation). Two worlds with the same snapshot have the same hash; peers of a deterministic
+ * simulation compare it tick by tick to find the first tick they differ. Not while an
+ * iteration is live (TES_ERR_INVALID_ARGUMENT), as tes_snapshot. */
+TES_API tes_result_t tes_world_hash(tes_world_t *world, uint64_t *out_hash);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Deltas                                                                                    */

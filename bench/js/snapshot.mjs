@@ -1,5 +1,6 @@
-// Snapshot cost (issue 8): bytes, write time and restore time of a whole world, at 10k, 100k
-// and 1M entities, through the public API (world.snapshot(), createWorld({ snapshot })). Each
+// Snapshot cost (issue 8): bytes, write time and restore time of a whole world, and the time of
+// world.hash() (XXH64 of the same bytes, never written), at 10k, 100k and 1M entities, through
+// the public API (world.snapshot(), createWorld({ snapshot }), world.hash()). Each
 // world: Position {x, y: f32} and Velocity {x, y: f32} on every entity, a sparse marker on 1%,
 // and ChildOf pairs on 1%. Deltas (what changed since a tick) are not built yet; when they
 // are, their rows go beside these, as BENCHMARKS.md asks.
@@ -41,15 +42,20 @@ for (const n of [10_000, 100_000, 1_000_000]) {
         bytes = world.snapshot();
     });
     const restore = time(() => tessera.createWorld({ snapshot: bytes }).destroy());
+    let hashed = 0n;
+    const hash = time(() => {
+        hashed = world.hash();
+    });
     const copy = tessera.createWorld({ snapshot: bytes });
     // Checked: the copy has every entity, a value, a marker and a parent.
     if (copy.stats().entityCount !== n || copy.get(ids[n - 1], Velocity).y !== 4) throw new Error('snapshot bench: bad copy');
     if (!copy.has(ids[0], Marked) || copy.parentOf(ids[1]) !== ids[0]) throw new Error('snapshot bench: bad copy');
+    if (copy.hash() !== hashed) throw new Error('snapshot bench: the copy hashes otherwise');
     copy.destroy();
     world.destroy();
-    rows.push({ n, bytes: bytes.length, perEntity: bytes.length / n, write, restore });
+    rows.push({ n, bytes: bytes.length, perEntity: bytes.length / n, write, restore, hash });
     console.log(
-        `${n}: ${bytes.length} bytes (${(bytes.length / n).toFixed(2)} per entity), write ${write.toFixed(3)} ms, restore ${restore.toFixed(3)} ms`,
+        `${n}: ${bytes.length} bytes (${(bytes.length / n).toFixed(2)} per entity), write ${write.toFixed(3)} ms, restore ${restore.toFixed(3)} ms, hash ${hash.toFixed(3)} ms`,
     );
 }
 
@@ -61,13 +67,13 @@ if (!process.argv.includes('--no-write')) {
         '',
         'Each world: Position {x, y: f32} and Velocity {x, y: f32} on every entity, a sparse marker on 1%, ChildOf pairs on 1%. ' +
             'Write: `world.snapshot()` (the C core writes the bytes, JS copies them out). Restore: `createWorld({ snapshot })` and ' +
-            '`destroy()` of the new world. Medians of at least 5 calls over 0.5 s. Raw field data is 16 bytes per entity.',
+            '`destroy()` of the new world. Hash: `world.hash()`, XXH64 of the snapshot body streamed in the core (nothing written or copied). Medians of at least 5 calls over 0.5 s. Raw field data is 16 bytes per entity.',
         '',
-        '| entities | bytes | bytes per entity | write ms | restore ms | write ns per entity | restore ns per entity |',
-        '|--:|--:|--:|--:|--:|--:|--:|',
+        '| entities | bytes | bytes per entity | write ms | restore ms | hash ms | write ns per entity | restore ns per entity | hash ns per entity |',
+        '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
         ...rows.map(
             (r) =>
-                `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmtNum(r.write)} | ${fmtNum(r.restore)} | ${fmtNum((r.write * 1e6) / r.n)} | ${fmtNum((r.restore * 1e6) / r.n)} |`,
+                `| ${r.n.toLocaleString('en')} | ${r.bytes.toLocaleString('en')} | ${r.perEntity.toFixed(2)} | ${fmtNum(r.write)} | ${fmtNum(r.restore)} | ${fmtNum(r.hash)} | ${fmtNum((r.write * 1e6) / r.n)} | ${fmtNum((r.restore * 1e6) / r.n)} | ${fmtNum((r.hash * 1e6) / r.n)} |`,
         ),
         '',
     ];

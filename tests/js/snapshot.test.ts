@@ -1,7 +1,8 @@
 // Snapshots from JS: world.snapshot() and createWorld({ snapshot }) round-trip randomized worlds
 // (handles, values, sparse components, pairs with data, child order, the next spawned handles,
 // the same bytes again); components are matched by name and schema; bad bytes are refused with
-// BAD_SNAPSHOT / SNAPSHOT_VERSION and make no world.
+// BAD_SNAPSHOT / SNAPSHOT_VERSION and make no world. world.hash() is XXH64 of the snapshot's body
+// (checked against a plain BigInt XXH64 here), equal for equal states, changed by any write.
 import { describe, expect, test } from 'vitest';
 
 import { ChildOf, component, relation, tag, type Entity, type World } from '../../dist/index.js';
@@ -118,4 +119,61 @@ describe('snapshots', () => {
         expect(world.stats().bytesAllocated).toBe(before);
         expect((await newWorld({ snapshot: bytes })).stats().entityCount).toBe(world.stats().entityCount);
     });
+
+    test('world.hash() is XXH64 of the snapshot body, equal for equal states, changed by any write', async () => {
+        // The reference itself first: xxHash's published values.
+        expect(xxh64(new Uint8Array(0))).toBe(0xef46db3751d8e999n);
+        expect(xxh64(new TextEncoder().encode('abc'))).toBe(0x44bc2cf5ad770999n);
+        for (const seed of [5, 6]) {
+            const world = await newWorld({ minFreeIndices: 8 });
+            randomHistory(world, seed, 400);
+            const hash = world.hash();
+            expect(typeof hash).toBe('bigint');
+            expect(hash).toBe(xxh64(world.snapshot().subarray(16)));
+            const copy = await newWorld({ minFreeIndices: 8, snapshot: world.snapshot() });
+            expect(copy.hash()).toBe(hash);
+        }
+        // A write through a column view reaches the hash too (it reads memory, not a log).
+        const world = await newWorld();
+        const e = world.spawn(Body({ x: 1 }));
+        const before = world.hash();
+        for (const chunk of world.query({ all: [Body] })) chunk.column(Body, 'x')[0] = 2;
+        expect(world.get(e, Body, 'x')).toBe(2);
+        expect(world.hash()).not.toBe(before);
+        world.set(e, Body, 'x', 1);
+        expect(world.hash()).toBe(before);
+        for (const _ of world.query({ all: [Body] })) {
+            expectError(() => world.hash(), 'INVALID_ARGUMENT', { operation: 'world.hash' });
+        }
+    });
 });
+
+/** XXH64 with seed 0, written plainly with BigInt (the reference the core's hash is held to). */
+function xxh64(bytes: Uint8Array): bigint {
+    const M = (1n << 64n) - 1n;
+    const [P1, P2, P3, P4, P5] = [0x9e3779b185ebca87n, 0xc2b2ae3d27d4eb4fn, 0x165667b19e3779f9n, 0x85ebca77c2b2ae63n, 0x27d4eb2f165667c5n];
+    const rotl = (x: bigint, r: bigint) => ((x << r) | (x >> (64n - r))) & M;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const round = (acc: bigint, input: bigint) => (rotl((acc + input * P2) & M, 31n) * P1) & M;
+    const n = bytes.length;
+    let at = 0;
+    let h: bigint;
+    if (n >= 32) {
+        const v = [(P1 + P2) & M, P2, 0n, (M + 1n - P1) & M];
+        for (; n - at >= 32; at += 32) for (let l = 0; l < 4; l++) v[l] = round(v[l]!, view.getBigUint64(at + 8 * l, true));
+        h = (rotl(v[0]!, 1n) + rotl(v[1]!, 7n) + rotl(v[2]!, 12n) + rotl(v[3]!, 18n)) & M;
+        for (const lane of v) h = ((((h ^ round(0n, lane)) * P1) & M) + P4) & M;
+    } else {
+        h = P5;
+    }
+    h = (h + BigInt(n)) & M;
+    for (; n - at >= 8; at += 8) h = (((rotl(h ^ round(0n, view.getBigUint64(at, true)), 27n) * P1) & M) + P4) & M;
+    if (n - at >= 4) {
+        h = (((rotl(h ^ ((BigInt(view.getUint32(at, true)) * P1) & M), 23n) * P2) & M) + P3) & M;
+        at += 4;
+    }
+    for (; at < n; at++) h = (rotl(h ^ ((BigInt(bytes[at]!) * P5) & M), 11n) * P1) & M;
+    h = ((h ^ (h >> 33n)) * P2) & M;
+    h = ((h ^ (h >> 29n)) * P3) & M;
+    return h ^ (h >> 32n);
+}
