@@ -149,8 +149,12 @@ static void write_entities(tesi_writer_t *w) {
         uint32_t end = next < world->record_count ? next : world->record_count;
         const tesi_record_t *record = tesi_record_find(world, index);
         while (index < end) {
-            uint32_t generation, state = record_state(record, &generation);
-            uint32_t n = record ? 1 : end - index;
+            uint32_t generation, state = record_state(record, &generation), n = end - index;
+            if (record) { /* the records after it alike, in a tight loop: most of a table */
+                uint32_t g;
+                for (n = 1; index + n < end; n++)
+                    if (record_state(record + n, &g) != state || g != generation) break;
+            }
             if (run_length && (state != run_state || generation != run_generation)) {
                 tesi_put_varint(w, run_length << 2 | run_state);
                 if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
@@ -160,7 +164,7 @@ static void write_entities(tesi_writer_t *w) {
             run_generation = generation;
             run_length += n;
             index += n;
-            if (record) record++;
+            if (record) record += n;
         }
     }
     if (run_length) {
