@@ -129,6 +129,7 @@ describe('after world.destroy()', () => {
             ['subscription.chunks', () => sub.chunks()],
             ['world.replicator', () => world.replicator()],
             ['world.snapshot', () => world.snapshot()],
+            ['world.hash', () => world.hash()],
             ['world.applyDelta', () => world.applyDelta(new Uint8Array(8))],
         ];
         for (const [operation, call] of calls) expectError(call, 'DESTROYED', { operation });
