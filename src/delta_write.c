@@ -499,15 +499,11 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
                                    r->pairs[id - 1].target, 0, &count);
             }
         }
-        for (uint32_t index = 1; index < TESI_INDEX_LIMIT && result == TES_OK; index++) {
-            const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
-            if (!in) {
-                index |= TESI_PAGE_MASK; /* an unallocated page: no pairs */
-                continue;
-            }
-            if (in->count > 1) {
-                result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
-            }
+        for (uint32_t index = tesi_next_ordered_target(r, 1);
+             index < TESI_INDEX_LIMIT && result == TES_OK;
+             index = tesi_next_ordered_target(r, index + 1)) {
+            const tesi_list_t *in = tesi_paged_at(&r->lists[TESI_IN], index, sizeof *in);
+            result = put_order(w, rep, relation, r->pairs[in->first - 1].target, &count);
         }
     }
     if (w->result == TES_OK) memcpy(*w->buffer + at, &count, 4);

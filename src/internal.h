@@ -1047,6 +1047,9 @@ static inline const tesi_list_t *tesi_list_of(const tesi_relation_t *r, int side
     const tesi_list_t *list = tesi_paged_find(&r->lists[side], e & TESI_INDEX_MASK, sizeof *list);
     return list ? list : &empty;
 }
+/* The first index from `index` on whose list of sources holds more than one: the targets
+ * whose order a snapshot and a keyframe list. TESI_INDEX_LIMIT when there is none. */
+uint32_t tesi_next_ordered_target(const tesi_relation_t *r, uint32_t index);
 /* Whether adding (source, target) to an ACYCLIC relation would make source its own ancestor. */
 bool tesi_pair_closes_cycle(const tes_world_t *world, tes_component_t relation, tes_entity_t source,
                             tes_entity_t target);

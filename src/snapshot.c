@@ -246,20 +246,6 @@ static void write_sparse(tesi_writer_t *w) {
     }
 }
 
-/* The first index from `index` on whose list of sources holds more than one (the targets a
- * snapshot lists with their order), or TESI_INDEX_LIMIT: a page of lists at a time, an
- * unallocated page in one step (a lookup per index was most of a relation's cost). */
-static uint32_t next_reordered(const tesi_relation_t *r, uint32_t index) {
-    while (index < TESI_INDEX_LIMIT) {
-        uint32_t end = (index | TESI_PAGE_MASK) + 1;
-        const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
-        for (; in && index < end; index++, in++)
-            if (in->count > 1) return index;
-        index = end;
-    }
-    return TESI_INDEX_LIMIT;
-}
-
 static void write_relations(tesi_writer_t *w) {
     const tes_world_t *world = w->world;
     for (uint32_t i = 0; i < world->component_count; i++) {
@@ -282,13 +268,13 @@ static void write_relations(tesi_writer_t *w) {
          * pairs source by source gives each source its targets in order, not each target its
          * sources (tes_pair_place, and the order pairs were added in across sources). */
         uint32_t reordered = 0;
-        for (uint32_t index = next_reordered(r, 1); index < TESI_INDEX_LIMIT;
-             index = next_reordered(r, index + 1)) {
+        for (uint32_t index = tesi_next_ordered_target(r, 1); index < TESI_INDEX_LIMIT;
+             index = tesi_next_ordered_target(r, index + 1)) {
             reordered++;
         }
         tesi_put_u32(w, reordered);
-        for (uint32_t index = next_reordered(r, 1); index < TESI_INDEX_LIMIT;
-             index = next_reordered(r, index + 1)) {
+        for (uint32_t index = tesi_next_ordered_target(r, 1); index < TESI_INDEX_LIMIT;
+             index = tesi_next_ordered_target(r, index + 1)) {
             const tesi_list_t *in = tesi_paged_at(&r->lists[TESI_IN], index, sizeof *in);
             tesi_put_u32(w, r->pairs[in->first - 1].target);
             tesi_put_u32(w, in->count);
