@@ -192,19 +192,6 @@ static void remove_pair(tes_world_t *world, tes_component_t relation, uint32_t i
     }
 }
 
-uint32_t tesi_next_ordered_target(const tesi_relation_t *r, uint32_t index) {
-    /* A page of lists at a time, an unallocated page in one step: a lookup per index was most of
-     * a relation's share of a snapshot. */
-    while (index < TESI_INDEX_LIMIT) {
-        uint32_t end = (index | TESI_PAGE_MASK) + 1;
-        const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
-        for (; in && index < end; index++, in++)
-            if (in->count > 1) return index;
-        index = end;
-    }
-    return TESI_INDEX_LIMIT;
-}
-
 /* ---- adding and removing pairs ------------------------------------------------------------- */
 
 static bool pending(const tes_world_t *world, tes_entity_t e) {
@@ -346,6 +333,19 @@ tes_result_t tes_pair_has(const tes_world_t *world, tes_entity_t source, tes_com
 }
 
 /* ---- reading the lists ------------------------------------------------------------------- */
+
+uint32_t tesi_next_ordered_target(const tesi_relation_t *r, uint32_t index) {
+    /* A page of lists at a time, an unallocated page in one step: a lookup per index was most of
+     * a relation's share of a snapshot. */
+    while (index < TESI_INDEX_LIMIT) {
+        uint32_t end = (index | TESI_PAGE_MASK) + 1;
+        const tesi_list_t *in = tesi_paged_find(&r->lists[TESI_IN], index, sizeof *in);
+        for (; in && index < end; index++, in++)
+            if (in->count > 1) return index;
+        index = end;
+    }
+    return TESI_INDEX_LIMIT;
+}
 
 static tes_result_t check_one(const tes_world_t *world, tes_entity_t e, tes_component_t relation,
                               bool entity_first, tesi_component_t **out) {

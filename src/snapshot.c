@@ -134,6 +134,12 @@ static uint32_t record_state(const tesi_record_t *record, uint32_t *out_generati
     return record->chunk ? INDEX_LIVE : INDEX_FREE;
 }
 
+/* A run of the entity table: its length and state, and the generation of a run not skipped. */
+static void put_run(tesi_writer_t *w, uint32_t length, uint32_t state, uint32_t generation) {
+    tesi_put_varint(w, length << 2 | state);
+    if (state != INDEX_SKIPPED) tesi_put_varint(w, generation);
+}
+
 /* Runs of indices alike (state and generation), then the free queue as runs of consecutive
  * indices: after a peak, the long stretches of free indices a few bytes each (O(live + runs),
  * not O(indices ever used)). */
@@ -156,8 +162,7 @@ static void write_entities(tesi_writer_t *w) {
                     if (record_state(record + n, &g) != state || g != generation) break;
             }
             if (run_length && (state != run_state || generation != run_generation)) {
-                tesi_put_varint(w, run_length << 2 | run_state);
-                if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
+                put_run(w, run_length, run_state, run_generation);
                 run_length = 0;
             }
             run_state = state;
@@ -167,10 +172,7 @@ static void write_entities(tesi_writer_t *w) {
             if (record) record += n;
         }
     }
-    if (run_length) {
-        tesi_put_varint(w, run_length << 2 | run_state);
-        if (run_state != INDEX_SKIPPED) tesi_put_varint(w, run_generation);
-    }
+    if (run_length) put_run(w, run_length, run_state, run_generation);
     /* The queue, oldest first: each run is `first` (as the step from the previous run's last
      * index, zigzag) and its length - 1 with the direction (1: descending) in the low bit.
      * Runs are as long as they go, so every queue has one encoding. */
