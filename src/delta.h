@@ -46,20 +46,9 @@ static inline uint32_t tesi_pattern_bytes(uint32_t plain) {
 static inline bool tesi_pattern_whole(const uint8_t *pattern, uint32_t plain) {
     return (pattern[2u * plain / 8u] >> (2u * plain % 8u)) & 1u;
 }
-/* zigzag(q), an integer of either sign as an unsigned one: 2q for q >= 0, -2q - 1 below; and
- * back. */
-static inline uint64_t tesi_zigzag(int64_t q) {
-    return (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
-}
-static inline int64_t tesi_unzigzag(uint64_t u) {
-    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
 /* The bits to tell n things apart (0 for one). */
 static inline uint32_t tesi_bits_for(uint64_t n) {
-    uint32_t bits = 0;
-    while (bits < 64 && (n - 1) >> bits)
-        bits++;
-    return n ? bits : 0;
+    return n > 1 ? 64u - (uint32_t)__builtin_clzll(n - 1) : 0; /* per quantized element */
 }
 
 /* Bits appended to a writer, low bits first (bit i of the stream is bit i % 8 of its byte
@@ -120,6 +109,18 @@ typedef struct watch_t {
     bool term; /* the scope tests it */
     tes_query_t *query;
 } watch_t;
+
+/* What a delta's records share, learned in a pass over them before they are written
+ * (docs/format.md, "Records"): the gap code's parameter, the distinct patterns (states and whole
+ * bit) when there are at most PATTERNS_MAX, and each quantized field's frame (in the quanta). */
+typedef struct tesi_records_plan_t {
+    uint32_t count;         /* records */
+    uint32_t plain;         /* replicated components that are not relations: 2 bits each */
+    uint32_t gap_bits;      /* the Rice parameter */
+    uint32_t pattern_bytes; /* of one pattern */
+    uint32_t patterns;      /* listed (0: each record carries its own) */
+    uint32_t index_bits;    /* of a pattern's index in the list */
+} tesi_records_plan_t;
 
 struct tes_replicator_t {
     tes_world_t *world;
@@ -185,6 +186,10 @@ struct tes_replicator_t {
     /* An encode's quantized values by size, one histogram per quantum (tesi_plan_records). */
     struct tesi_histogram_t *histograms;
     uint32_t histogram_slots;
+    /* The plan tesi_choose made of every due record, kept for the write when it withheld none
+     * (the same records: planning them again gave the same plan). */
+    tesi_records_plan_t plan;
+    bool planned;
 };
 
 /* How many of a quantum's codes have each bit length of zigzag(q), and their least and largest
@@ -196,18 +201,6 @@ typedef struct tesi_histogram_t {
     int64_t low[HISTOGRAM_BINS], high[HISTOGRAM_BINS];
     uint32_t values; /* all elements, those that escape whatever the frame included */
 } tesi_histogram_t;
-
-/* What a delta's records share, learned in a pass over them before they are written
- * (docs/format.md, "Records"): the gap code's parameter, the distinct patterns (states and whole
- * bit) when there are at most PATTERNS_MAX, and each quantized field's frame (in the quanta). */
-typedef struct tesi_records_plan_t {
-    uint32_t count;         /* records */
-    uint32_t plain;         /* replicated components that are not relations: 2 bits each */
-    uint32_t gap_bits;      /* the Rice parameter */
-    uint32_t pattern_bytes; /* of one pattern */
-    uint32_t patterns;      /* listed (0: each record carries its own) */
-    uint32_t index_bits;    /* of a pattern's index in the list */
-} tesi_records_plan_t;
 
 /* A record due in a budgeted encode: which goes is decided by score. */
 typedef struct due_t {
@@ -230,9 +223,9 @@ tes_result_t tesi_in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out);
 tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe, uint32_t budget);
 /* After a peer's delta was written: withheld owed, owed sent, gone forgiven. */
 void tesi_settle_peer(tes_replicator_t *rep, uint64_t now);
-/* The plan of the records of the touched indices marked PRESENT and none of `skip`. */
+/* The plan of the records of the touched indices marked PRESENT and not WITHHELD. */
 tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool keyframe,
-                               uint8_t skip, tesi_records_plan_t *plan);
+                               tesi_records_plan_t *plan);
 /* One entity's record (docs/format.md, "Records"), as bits by the plan. */
 void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_plan_t *plan,
                      tes_entity_t e, uint64_t baseline, bool whole, uint32_t *previous);

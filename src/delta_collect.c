@@ -185,18 +185,17 @@ static int by_score(const void *a, const void *b) {
  * gap over withheld neighbours may take a few more. */
 tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe, uint32_t budget) {
     tes_world_t *world = rep->world;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < rep->touched_count; i++)
-        n += (rep->marks[rep->touched[i]] & PRESENT) != 0;
-    tes_result_t result =
-        tesi_reserve(world, (void **)&rep->due, &rep->due_slots, n, sizeof *rep->due, 64);
+    /* Nothing is withheld yet: the plan of every due record, which counts them too. */
     tesi_records_plan_t plan;
-    if (result == TES_OK) result = tesi_plan_records(rep, baseline, keyframe, 0, &plan);
+    tes_result_t result = tesi_plan_records(rep, baseline, keyframe, &plan);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&rep->due, &rep->due_slots, plan.count,
+                              sizeof *rep->due, 64);
+    }
     if (result != TES_OK) return result;
     tesi_writer_t aside = {world, &rep->aside, &rep->aside_slots, 0, TES_OK};
     uint64_t total = 0;
-    uint32_t previous = 0;
-    n = 0;
+    uint32_t previous = 0, n = 0;
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
         uint8_t mark = rep->marks[index];
@@ -211,7 +210,11 @@ tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe
         rep->due[n] = (due_t){tesi_peer_score(rep->peer, index), index, size, i};
         total += rep->due[n++].size;
     }
-    if (total <= budget) return TES_OK;
+    if (total <= budget) {
+        rep->plan = plan;
+        rep->planned = true;
+        return TES_OK;
+    }
     qsort(rep->due, n, sizeof *rep->due, by_score);
     uint64_t used = 0;
     uint32_t withheld = 0;

@@ -237,13 +237,13 @@ static void choose_frame(tesi_quantum_t *quantum, const tesi_histogram_t *h) {
     }
 }
 
-/* Whether the record at a touched index goes: present, and not withheld when `skip` says so. */
-static bool goes_record(const tes_replicator_t *rep, uint32_t index, uint8_t skip) {
-    return (rep->marks[index] & (PRESENT | skip)) == PRESENT;
+/* Whether the record at a touched index goes: present, and not withheld. */
+static bool goes_record(const tes_replicator_t *rep, uint32_t index) {
+    return (rep->marks[index] & (PRESENT | WITHHELD)) == PRESENT;
 }
 
 tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool keyframe,
-                               uint8_t skip, tesi_records_plan_t *plan) {
+                               tesi_records_plan_t *plan) {
     tes_world_t *world = rep->world;
     uint32_t plain = 0;
     for (uint32_t i = 0; i < rep->component_count; i++)
@@ -263,7 +263,7 @@ tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool ke
     uint8_t *pattern = rep->patterns + PATTERNS_MAX * plan->pattern_bytes;
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
-        if (!goes_record(rep, index, skip)) continue;
+        if (!goes_record(rep, index)) continue;
         const tesi_record_t *record = tesi_record_at(world, index);
         tes_entity_t e = tesi_make_handle(index, record->generation);
         bool whole = keyframe || (rep->marks[index] & (WHOLE | OWED));
@@ -338,12 +338,9 @@ void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_p
             p++;
         tesi_bits_put(b, p, plan->index_bits);
     } else {
-        uint32_t bits = tesi_pattern_bits(plan->plain); /* its bytes' padding aside */
-        for (uint32_t at = 0; bits; at++) {
-            uint32_t take = bits < 8 ? bits : 8;
-            tesi_bits_put(b, pattern[at], take);
-            bits -= take;
-        }
+        uint32_t bits = tesi_pattern_bits(plan->plain); /* odd: its last byte's padding aside */
+        tesi_bits_put_bytes(b, pattern, bits / 8);
+        tesi_bits_put(b, pattern[bits / 8], bits % 8);
     }
     if (whole) tesi_bits_put(b, e >> TES_INDEX_BITS, TES_GENERATION_BITS);
     const uint32_t *states = rep->ids;
@@ -523,8 +520,9 @@ static bool goes(const tes_replicator_t *rep, uint32_t index, uint64_t baseline)
  * the records as bits, padded to a byte. */
 static tes_result_t put_records(tesi_writer_t *w, tes_replicator_t *rep, uint64_t baseline,
                                 bool keyframe, uint32_t *content) {
-    tesi_records_plan_t plan;
-    tes_result_t result = tesi_plan_records(rep, baseline, keyframe, WITHHELD, &plan);
+    tesi_records_plan_t plan = rep->plan;
+    tes_result_t result = rep->planned ? TES_OK : tesi_plan_records(rep, baseline, keyframe, &plan);
+    rep->planned = false;
     if (result != TES_OK) return result;
     tesi_put_varint(w, plan.count);
     *content += plan.count;
@@ -543,7 +541,7 @@ static tes_result_t put_records(tesi_writer_t *w, tes_replicator_t *rep, uint64_
     uint32_t previous = 0; /* indices as gaps from the one before (touched is ascending) */
     for (uint32_t i = 0; i < rep->touched_count && w->result == TES_OK; i++) {
         uint32_t index = rep->touched[i];
-        if (!goes_record(rep, index, WITHHELD)) continue;
+        if (!goes_record(rep, index)) continue;
         uint8_t mark = rep->marks[index];
         tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
         tesi_put_record(&b, rep, &plan, e, baseline, keyframe || (mark & (WHOLE | OWED)),

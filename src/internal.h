@@ -1111,8 +1111,14 @@ void tesi_put_u32(tesi_writer_t *w, uint32_t v);
  * last byte (1 byte below 128, at most 5 for 32 bits, TESI_VARINT_MAX for 64). */
 #define TESI_VARINT_MAX 10u
 void tesi_put_varint(tesi_writer_t *w, uint64_t v);
-/* The same written at `out` (room for TESI_VARINT_MAX): the byte after it. */
-uint8_t *tesi_varint_to(uint8_t *out, uint64_t v);
+/* zigzag(q), an integer of either sign as an unsigned one: 2q for q >= 0, -2q - 1 below; and
+ * back (the snapshot's free queue steps, a delta's quantized values). */
+static inline uint64_t tesi_zigzag(int64_t q) {
+    return (uint64_t)q << 1 ^ (q < 0 ? UINT64_MAX : 0);
+}
+static inline int64_t tesi_unzigzag(uint64_t u) {
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
 /* Reading one: every read checks the bytes left; the first problem is kept in `result` (`bad`
  * for bytes that end early) and every read after it returns zeros. */
 typedef struct tesi_reader_t {

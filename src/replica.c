@@ -287,19 +287,14 @@ static void read_record(tesi_reader_t *r, const tes_world_t *world, delta_t *d, 
                         uint32_t *previous, tes_entity_t *out_handle) {
     uint32_t gap = read_gap(r, d);
     const uint8_t *pattern = d->pattern;
-    if (d->patterns > 1) {
+    if (d->patterns) { /* its place in the list (0 bits when the list has one) */
         uint64_t p = tesi_bits_get(r, &d->bit, d->index_bits);
         if (p >= d->patterns) tesi_fail(r, TES_ERR_BAD_DELTA);
         pattern = d->pattern_list + (r->result == TES_OK ? p : 0) * d->pattern_bytes;
-    } else if (d->patterns == 1) {
-        pattern = d->pattern_list;
     } else {
-        memset(d->pattern, 0, d->pattern_bytes);
-        uint32_t bits = tesi_pattern_bits(d->plain);
-        for (uint32_t bit = 0; bit < bits; bit += 8) {
-            uint32_t take = bits - bit < 8 ? bits - bit : 8;
-            d->pattern[bit / 8] = (uint8_t)tesi_bits_get(r, &d->bit, take);
-        }
+        uint32_t bits = tesi_pattern_bits(d->plain); /* odd: every byte is written below */
+        tesi_bits_get_bytes(r, &d->bit, d->pattern, bits / 8);
+        d->pattern[bits / 8] = (uint8_t)tesi_bits_get(r, &d->bit, bits % 8);
     }
     uint64_t index = (uint64_t)*previous + gap;
     bool whole = tesi_pattern_whole(pattern, d->plain);
@@ -465,11 +460,12 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     const uint32_t *indices = d->gone;
     uint32_t records = tesi_get_varint(r);
     if (d->empty && records) tesi_fail(r, TES_ERR_BAD_DELTA);
-    uint32_t start = r->at;
     /* A record takes a bit at least: a count the bytes cannot hold is refused before it sizes
      * anything. */
     if (records > (uint64_t)(r->size - r->at) * 8u) tesi_fail(r, TES_ERR_BAD_DELTA);
     if (records) read_plan(r, d);
+    /* The records' first bit: the applying walk starts there again. */
+    uint64_t first = records ? d->bit : 0;
     after_t *after = ap ? NULL : d->after;
     if (after && r->result == TES_OK) {
         after->gone = indices;
@@ -518,15 +514,12 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
         while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
             ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
     }
-    uint32_t end = r->at;
-    r->at = start;
-    if (records) read_plan(r, d); /* as the check read it: a delta without records has none */
+    d->bit = first; /* the plan read above still holds: only the records are read again */
     previous = 0;
     for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
         tes_entity_t e;
         read_record(r, w, d, ap, &previous, &e);
     }
-    r->at = end;
 }
 
 /* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the

@@ -379,6 +379,7 @@ static tes_result_t encode(tes_replicator_t *rep, tes_peer_t *peer, uint64_t bas
     }
     if (result == TES_OK)
         result = keyframe ? tesi_collect_all(rep, baseline) : tesi_collect(rep, baseline);
+    rep->planned = false; /* tesi_choose's plan serves this encode's write only */
     if (result == TES_OK && peer && budget) result = tesi_choose(rep, baseline, keyframe, budget);
     tesi_writer_t w = {world, &rep->bytes, &rep->byte_slots, 0, TES_OK};
     if (result == TES_OK) result = tesi_write_delta(&w, rep, baseline, now, keyframe);

@@ -89,7 +89,8 @@ void tesi_put_u32(tesi_writer_t *w, uint32_t v) {
     tesi_put(w, &v, 4);
 }
 
-uint8_t *tesi_varint_to(uint8_t *out, uint64_t v) {
+/* A varint written at `out` (room for TESI_VARINT_MAX): the byte after it. */
+static uint8_t *varint_to(uint8_t *out, uint64_t v) {
     for (; v >= 0x80; v >>= 7)
         *out++ = (uint8_t)(v | 0x80);
     *out++ = (uint8_t)v;
@@ -98,7 +99,7 @@ uint8_t *tesi_varint_to(uint8_t *out, uint64_t v) {
 
 void tesi_put_varint(tesi_writer_t *w, uint64_t v) {
     uint8_t bytes[TESI_VARINT_MAX];
-    tesi_put(w, bytes, (uint32_t)(tesi_varint_to(bytes, v) - bytes));
+    tesi_put(w, bytes, (uint32_t)(varint_to(bytes, v) - bytes));
 }
 
 static void put_name(tesi_writer_t *w, const char *name) {
@@ -190,7 +191,7 @@ static void write_entities(tesi_writer_t *w) {
             length++;
         }
         int64_t step = (int64_t)first - last;
-        tesi_put_varint(w, (uint32_t)(step < 0 ? -2 * step - 1 : 2 * step));
+        tesi_put_varint(w, tesi_zigzag(step));
         tesi_put_varint(w, (length - 1) << 1 | down);
         last = down ? first - (length - 1) : first + (length - 1);
     }
@@ -504,7 +505,7 @@ static void read_entities(tesi_reader_t *r, tes_world_t *world) {
     uint32_t last = 0, last_length = 0, last_down = 0;
     for (uint32_t k = 0; k < free_length && r->result == TES_OK;) {
         uint32_t zigzag = tesi_get_varint(r), word = tesi_get_varint(r), down = word & 1;
-        int64_t first = (int64_t)last + (zigzag & 1 ? -(int64_t)(zigzag >> 1) - 1 : zigzag >> 1);
+        int64_t first = (int64_t)last + tesi_unzigzag(zigzag);
         uint64_t length = (uint64_t)(word >> 1) + 1;
         int64_t end = down ? first - (int64_t)(length - 1) : first + (int64_t)(length - 1);
         /* Within the table and the queue's length; a run of one has no direction; the previous
