@@ -12,6 +12,7 @@ export const LIMITS = {
     max_fields: 64,
     max_array_length: 256,
     max_name_length: 127,
+    max_checkpoints: 1024,
     page_bits: 10,
     no_type: 65535,
     no_fault: 4294967295,
@@ -172,19 +173,22 @@ export const RESULTS = [
     'DELTA_SCHEMA',
     /** the replica lacks the delta's baseline tick: it needs a keyframe */
     'DELTA_BASELINE',
+    /** no checkpoint with this number is kept (not taken, or out of the ring) */
+    'NO_CHECKPOINT',
 ] as const;
 
 /** `tes_world_desc_t`: options of tes_world_create. */
 export const WORLD_DESC = {
-    size: 20,
+    size: 24,
     chunk_bytes: 0,
     min_free_indices: 4,
+    checkpoints: 20,
     allocator: 8,
 } as const;
 
 /** `tes_world_stats_t`: tes_world_stats. */
 export const WORLD_STATS = {
-    size: 72,
+    size: 96,
     entity_count: 0,
     entity_capacity: 4,
     free_queue_length: 8,
@@ -200,6 +204,9 @@ export const WORLD_STATS = {
     frame: 56,
     query_count: 64,
     commands_skipped: 68,
+    checkpoint_count: 72,
+    checkpoint_bytes: 80,
+    shadow_bytes: 88,
 } as const;
 
 /** `tes_field_desc_t`: one field of a component description. */
@@ -406,7 +413,7 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 712,
+    size: 720,
     records_pages: 76,
     records_page_slots: 80,
     record_count: 88,

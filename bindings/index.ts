@@ -60,3 +60,4 @@ export type { Stage, System, SystemDesc } from './system.js';
 export { TesseraError, describeEntity, type ErrorCode, type ErrorContext } from './errors.js';
 export type { LoadOptions, WasmBytes, WasmMemory } from './load.js';
 export type { Field } from './access.js';
+export type { CheckpointRange } from './rollback.js';

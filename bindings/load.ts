@@ -195,6 +195,14 @@ export interface TesseraExports {
     tes_snapshot(world: Pointer, outBytes: Pointer, outSize: Pointer): number;
     /** `tes_world_hash(world, uint64_t *out_hash)`: XXH64 of the snapshot's body. */
     tes_world_hash(world: Pointer, outHash: Pointer): number;
+    /** `tes_checkpoint(world, uint32_t *out_checkpoint)`. */
+    tes_checkpoint(world: Pointer, outCheckpoint: Pointer): number;
+    /** `tes_rewind(world, uint32_t checkpoint)`. */
+    tes_rewind(world: Pointer, checkpoint: number): number;
+    /** `tes_checkpoints(world, uint32_t *out_oldest, uint32_t *out_newest)`. */
+    tes_checkpoints(world: Pointer, outOldest: Pointer, outNewest: Pointer): number;
+    /** `tes_rollback_stop(world)`. */
+    tes_rollback_stop(world: Pointer): number;
     /** `tes_world_restore(const tes_world_desc_t *desc, const uint8_t *bytes, uint32_t size, tes_world_t **out)`. */
     tes_world_restore(desc: Pointer, bytes: Pointer, size: number, outWorld: Pointer): number;
     /** `tes_replicator_create(world, const tes_replicator_desc_t *desc, tes_replicator_t **out)`. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { WORLD_DESC } from './abi.js';
+import { LIMITS, WORLD_DESC } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
 import { checkCount } from './entities.js';
 import type { Heap } from './heap.js';
@@ -36,10 +36,15 @@ export interface WorldOptions {
      * version: `SNAPSHOT_VERSION`) and make no world.
      */
     readonly snapshot?: Uint8Array;
+    /**
+     * How many checkpoints {@link World.checkpoint} keeps: how far {@link World.rewind} can go
+     * back (default 16, at most 1024).
+     */
+    readonly checkpoints?: number;
 }
 
 /** The options a world knows (createWorld's `wasm` is the module's, passed along whole). */
-const WORLD_OPTIONS = ['chunkBytes', 'minFreeIndices', 'debug', 'snapshot', 'wasm'] as const;
+const WORLD_OPTIONS = ['chunkBytes', 'minFreeIndices', 'checkpoints', 'debug', 'snapshot', 'wasm'] as const;
 
 /** A misspelt option must not pass silently: every key must be one the world knows. @internal */
 export function checkWorldOptions(options: unknown, operation: string): void {
@@ -63,9 +68,17 @@ export function createCWorld(heap: Heap, options: WorldOptions, operation: strin
     // rather than silently meaning something else.
     u32[(desc + WORLD_DESC.chunk_bytes) >>> 2] = positive(options.chunkBytes, operation, 'chunkBytes');
     u32[(desc + WORLD_DESC.min_free_indices) >>> 2] = positive(options.minFreeIndices, operation, 'minFreeIndices');
+    u32[(desc + WORLD_DESC.checkpoints) >>> 2] = positive(options.checkpoints, operation, 'checkpoints');
     const out = desc + ((WORLD_DESC.size + 7) & ~7);
     if (options.snapshot !== undefined) return restoreWorld(heap, desc, out, options.snapshot, operation);
     const result = heap.exports.tes_world_create(desc, out);
+    if (result === heap.results.INVALID_ARGUMENT && (options.checkpoints ?? 0) > LIMITS.max_checkpoints) {
+        throw new TesseraError(
+            'INVALID_ARGUMENT',
+            operation,
+            `checkpoints must be at most ${LIMITS.max_checkpoints}, got ${options.checkpoints}`,
+        );
+    }
     if (result !== 0) throw new TesseraError(heap.codes[result] ?? 'CORRUPT', operation, heap.problem(result));
     return heap.u32At(out);
 }

@@ -27,6 +27,12 @@ export interface WorldStats {
     readonly queryCount: number;
     /** Deferred commands dropped at a flush because their entity was gone. */
     readonly commandsSkipped: number;
+    /** Checkpoints kept (`world.checkpoint()`). */
+    readonly checkpointCount: number;
+    /** Bytes they hold: the states of what changed between them. */
+    readonly checkpointBytes: number;
+    /** Bytes of the shadow: the state at the newest checkpoint. */
+    readonly shadowBytes: number;
 }
 
 /** world.stats: one tes_world_stats call, copied into a plain object. */
@@ -53,5 +59,8 @@ export function readStats(world: World): WorldStats {
         frame: u64(WORLD_STATS.frame),
         queryCount: u32(WORLD_STATS.query_count),
         commandsSkipped: u32(WORLD_STATS.commands_skipped),
+        checkpointCount: u32(WORLD_STATS.checkpoint_count),
+        checkpointBytes: u64(WORLD_STATS.checkpoint_bytes),
+        shadowBytes: u64(WORLD_STATS.shadow_bytes),
     };
 }

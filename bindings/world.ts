@@ -38,6 +38,7 @@ import type {
     ValuesInput,
 } from './schema.js';
 import { applyDelta, hash, snapshot } from './snapshot.js';
+import { type CheckpointRange, checkpoint, checkpoints, rewind, stopRollback } from './rollback.js';
 import { Subscription, type SubscriptionDesc } from './subscription.js';
 import { Scheduler, type Stage, type System, type SystemDesc } from './system.js';
 import { getChecked, markChanged, needsTarget, setChecked } from './values.js';
@@ -142,6 +143,49 @@ export class World {
      */
     hash(): bigint {
         return hash(this);
+    }
+
+    /**
+     * Takes a checkpoint of the world as it is now, for {@link World.rewind}: rollback netcode
+     * takes one every simulated frame. The world keeps the latest `checkpoints` of them
+     * (a world option, default 16). The first copies the world's state (its "shadow", about the
+     * size of its component data) and makes every component with fields change-tracked; each
+     * one after costs what changed since the previous. Not inside a loop over the world.
+     * @returns its number: 1 for the first, then one more than the newest kept (after
+     * `rewind(k)`, the next is k + 1).
+     */
+    checkpoint(): number {
+        return checkpoint(this);
+    }
+
+    /**
+     * Returns the world exactly to its state at a kept checkpoint: the same entities and
+     * handles, values, sparse components, pairs and their order, the order of rows and of the
+     * free queue, so what follows spawns the handles it spawned the first time and
+     * `snapshot()` / `hash()` equal those taken at the checkpoint. Costs what changed since.
+     * The checkpoint stays kept; newer ones are dropped. Queries, subscriptions, systems and
+     * replicators see the rewind as changes, once: what it puts back in another place counts
+     * as added, a value written back as changed, what it takes away as removed. Writes through
+     * column views are rewound when marked (a query's `writes`, `chunk.markChanged`), as for
+     * replication. Not inside a loop over the world; `NO_CHECKPOINT` when the number is not
+     * kept (nothing changes).
+     */
+    rewind(checkpoint: number): void {
+        rewind(this, checkpoint);
+    }
+
+    /** The checkpoints kept (`{ oldest, newest }`), or null when none is. */
+    get checkpoints(): CheckpointRange | null {
+        return checkpoints(this);
+    }
+
+    /**
+     * Drops every checkpoint and the shadow, and ends the change tracking the first checkpoint
+     * started (components other consumers track stay tracked). Registering a component and
+     * `reclaimArchetypes()` drop the checkpoints too.
+     */
+    stopRollback(): void {
+        stopRollback(this);
     }
 
     /**
@@ -624,10 +668,7 @@ export class World {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'called inside a loop over a query: call it between loops');
         }
         this.check(result, operation);
-        // What JS learned about archetypes by address or id may name freed ones now.
-        this.fields.forgetArchetypes();
-        this.spawnPlan.forget();
-        this.columnOffsets.clear();
+        this.forgetArchetypes();
         return heap.u32At(heap.scratch);
     }
 
@@ -637,6 +678,14 @@ export class World {
     }
 
     // ---- internals shared by the concept modules ----------------------------------------
+
+    /** @internal Archetypes were freed (reclaimed, or made since a checkpoint rewound to): what
+     * JS learned about archetypes by address or id may name freed ones now. */
+    forgetArchetypes(): void {
+        this.fields.forgetArchetypes();
+        this.spawnPlan.forget();
+        this.columnOffsets.clear();
+    }
 
     /** @internal The world pointer, or `DESTROYED`. */
     live(operation: string): Pointer {

@@ -175,11 +175,21 @@ static bool same_columns(const tesi_archetype_t *a, const tesi_archetype_t *b) {
 
 /* Inserts a chunk into `to`'s list before its first non-full chunk, so the packing invariant
  * holds. The chunk must be full, unless `to` has no partly filled chunk (then it goes last). */
-static void adopt_chunk(tesi_archetype_t *to, tesi_chunk_t *chunk) {
+/* Entities whose archetype or row number changes without a record write: a checkpoint keeps
+ * positions by number. */
+static void touch_rows(tes_world_t *world, const tesi_chunk_t *chunk) {
+    if (!world->rollback) return;
+    for (uint32_t row = 0; row < chunk->count; row++)
+        tesi_touch(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
+}
+
+static void adopt_chunk(tes_world_t *world, tesi_archetype_t *to, tesi_chunk_t *chunk) {
     uint32_t at = to->entity_count / to->capacity;
+    touch_rows(world, chunk);
     for (uint32_t i = to->chunk_count; i > at; i--) {
         to->chunks[i] = to->chunks[i - 1];
         to->chunks[i]->index = i;
+        touch_rows(world, to->chunks[i]);
     }
     to->chunks[at] = chunk;
     to->chunk_count++;
@@ -198,8 +208,9 @@ static void move_rows_out(tes_world_t *world, tesi_chunk_t *src, tesi_archetype_
         uint32_t run = tesi_chunk_take_rows(world, to, src->count - row, &dst, &dst_row);
         tesi_copy_rows(world, dst, dst_row, src, row, run);
         for (uint32_t k = 0; k < run; k++) {
-            tesi_record_t *r =
-                tesi_record_at(world, tesi_chunk_entities(dst)[dst_row + k] & TESI_INDEX_MASK);
+            uint32_t index = tesi_chunk_entities(dst)[dst_row + k] & TESI_INDEX_MASK;
+            tesi_touch(world, index);
+            tesi_record_t *r = tesi_record_at(world, index);
             r->chunk = dst;
             r->row = dst_row + k;
         }
@@ -251,7 +262,7 @@ tes_result_t tesi_archetype_move_all(tes_world_t *world, tesi_archetype_t *from,
     tesi_chunk_t *leftover = leftover_of(from, to);
     uint32_t full = leftover ? from->chunk_count - 1 : from->chunk_count;
     for (uint32_t c = 0; c < full; c++)
-        adopt_chunk(to, from->chunks[c]);
+        adopt_chunk(world, to, from->chunks[c]);
     if (leftover) {
         from->chunks[0] = leftover;
         leftover->index = 0;
@@ -281,6 +292,33 @@ static tes_result_t archetype_get(const tes_world_t *world, tes_archetype_t arch
 
 /* ---- reclaiming ------------------------------------------------------------------------ */
 
+/* Frees the archetypes marked in `doomed` (empty, without chunks): the graph's edges to them and
+ * its map of sets forget them, queries drop them from their matches, the spawn cache too. */
+static void free_doomed(tes_world_t *world, const uint8_t *doomed) {
+    tesi_graph_forget(world, doomed);
+    tesi_queries_forget(world, doomed);
+    tesi_archetype_t *cached = world->spawn_cache.archetype;
+    if (cached && doomed[cached->id]) world->spawn_cache.archetype = NULL;
+    for (uint32_t i = 0; i < world->archetype_count; i++) {
+        if (!doomed[i]) continue;
+        tesi_edges_fini(world, world->archetypes[i]);
+        archetype_free(world, world->archetypes[i]);
+        world->archetypes[i] = NULL;
+    }
+    world->layout++; /* hosts' lists of chunks and columns are stale */
+}
+
+void tesi_archetypes_truncate(tes_world_t *world, uint32_t count, uint8_t *doomed) {
+    uint32_t n = world->archetype_count;
+    if (count >= n) return;
+    for (uint32_t i = 0; i < n; i++)
+        doomed[i] = i >= count && world->archetypes[i];
+    free_doomed(world, doomed);
+    /* The ids are handed out again, in the order the history makes them. */
+    world->archetype_count = count;
+    tesi_queries_unsee(world, count);
+}
+
 tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     /* A live run holds chunks and visits; pending entities and commands name archetypes. */
@@ -297,18 +335,10 @@ tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed)
         count += doomed[i];
     }
     if (count) {
-        tesi_graph_forget(world, doomed);
-        tesi_queries_forget(world, doomed);
-        tesi_archetype_t *cached = world->spawn_cache.archetype;
-        if (cached && doomed[cached->id]) world->spawn_cache.archetype = NULL;
-        for (uint32_t i = 0; i < n; i++) {
-            if (!doomed[i]) continue;
-            tesi_edges_fini(world, world->archetypes[i]);
-            archetype_free(world, world->archetypes[i]);
-            world->archetypes[i] = NULL;
-        }
+        /* Checkpoints name archetypes by id: they go (the next one copies the world again). */
+        tesi_rollback_forget(world);
+        free_doomed(world, doomed);
         world->archetypes_reclaimed += count;
-        world->layout++; /* hosts' lists of chunks and columns are stale */
     }
     tesi_free(world, doomed, n);
     if (out_reclaimed) *out_reclaimed = count;

@@ -100,6 +100,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
         result = tesi_reserve(world, (void **)&world->sparse_ids, &world->sparse_slots,
                               world->sparse_count + 1, sizeof *world->sparse_ids, 8);
     }
+    if (result == TES_OK) result = tesi_rollback_reserve_component(world, world->component_count);
     if (result != TES_OK) return result;
 
     tesi_component_t c = {.field_count = desc->field_count, .flags = desc->flags};
@@ -133,6 +134,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
     world->relation_count += tesi_is_relation(&c);
     world->components[world->component_count] = c;
     *out_component = world->component_count++;
+    tesi_rollback_add_component(world);
     return TES_OK;
 }
 
@@ -163,6 +165,7 @@ tes_result_t tes_component_unregister(tes_world_t *world, tes_component_t compon
     if (component != world->component_count - 1 || in_use(world, component)) {
         return TES_ERR_INVALID_ARGUMENT;
     }
+    tesi_rollback_drop_component(world, component);
     tesi_component_t *c = &world->components[component];
     /* The latest id is the last of the sparse list (ids ascend) when it is on it. */
     if (tesi_is_sparse(c)) world->sparse_count--;

@@ -77,6 +77,7 @@ void tesi_mark_skipped(tes_world_t *world, uint32_t first, uint32_t end) {
             index |= TESI_PAGE_MASK; /* an unallocated page reads as skipped already */
             continue;
         }
+        tesi_touch(world, index);
         *record = (tesi_record_t){.row = TESI_ROW_SKIPPED};
     }
 }
@@ -86,6 +87,7 @@ tes_result_t tesi_table_reserve(tes_world_t *world, uint32_t first, uint32_t end
     if (first >= end || !tesi_paged_missing(&world->records, first, end)) return TES_OK;
     /* The replicators' stamps get their pages first: both or neither. */
     tes_result_t result = stamps_reserve(world, first, end);
+    if (result == TES_OK) result = tesi_rollback_table(world, first, end);
     if (result != TES_OK) return result;
     /* Page by page, so that a new page below record_count has its indices marked skipped. */
     for (uint32_t page = first >> TESI_PAGE_BITS; page <= (end - 1) >> TESI_PAGE_BITS; page++) {
@@ -109,7 +111,9 @@ static tes_result_t take_skipped(tes_world_t *world) {
     if (result != TES_OK) return result;
     for (uint32_t index = 1; index < world->record_count; index++) {
         tesi_record_t *record = tesi_record_at(world, index);
-        if (record->row & TESI_ROW_SKIPPED) record->row = 0;
+        if (!(record->row & TESI_ROW_SKIPPED)) continue;
+        tesi_touch(world, index);
+        record->row = 0;
     }
     world->free_length += world->skipped_count;
     world->skipped_count = 0;
@@ -153,6 +157,7 @@ uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record) {
     if (world->free_length > world->min_free || world->record_count == TESI_INDEX_LIMIT) {
         tesi_free_queue(world);
         uint32_t index = world->free_head;
+        tesi_touch(world, index);
         tesi_record_t *record = tesi_record_at(world, index);
         world->free_head = record->row;
         world->free_length--;
@@ -160,6 +165,7 @@ uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record) {
         return index;
     }
     uint32_t index = world->record_count++;
+    tesi_touch(world, index);
     tesi_record_t *record = tesi_record_at(world, index);
     *record = (tesi_record_t){0};
     *out_record = record;
@@ -167,6 +173,7 @@ uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record) {
 }
 
 void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index) {
+    tesi_touch(world, index);
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
     record->row = 0;
@@ -175,6 +182,7 @@ void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t ind
     if (world->free_stale) {
         world->free_length++;
     } else if (world->free_length++) {
+        tesi_touch(world, world->free_tail);
         tesi_record_at(world, world->free_tail)->row = index;
     } else {
         world->free_head = index;
@@ -193,6 +201,7 @@ void tesi_free_queue(tes_world_t *world) {
             continue;
         }
         if (record->chunk || (record->row & (TESI_ROW_PENDING | TESI_ROW_SKIPPED))) continue;
+        tesi_touch(world, index);
         record->row = 0;
         if (length++) {
             tesi_record_at(world, world->free_tail)->row = index;
@@ -386,6 +395,7 @@ tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
     if (result == TES_OK) result = tesi_table_reserve(world, index, index + 1);
     if (result != TES_OK) return result;
     tesi_record_t *record = tesi_record_at(world, index);
+    tesi_touch(world, index);
     if (index >= world->record_count) {
         /* The indices before it were never used here: skipped, not queued. */
         tesi_mark_skipped(world, world->record_count, index);
@@ -533,6 +543,7 @@ static inline bool step_cached(tes_world_t *world, tes_entity_t entity, tes_comp
     uint32_t row = record->row, dst_row;
     tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
     tesi_move_row(world, dst, dst_row, chunk, row, edge->plan);
+    tesi_touch(world, entity & TESI_INDEX_MASK);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);
@@ -586,6 +597,7 @@ step_general(tes_world_t *world, tes_entity_t entity, tes_component_t component,
     if (removing && tesi_logging(world)) tesi_log_removal(world, component, entity);
     tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
     tesi_move_row(world, dst, dst_row, chunk, row, plan);
+    tesi_touch(world, entity & TESI_INDEX_MASK);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);

@@ -147,6 +147,7 @@ static tes_result_t write_bytes(tes_world_t *world, tes_entity_t entity, tes_com
                           0, value, (uint32_t)size);
     }
     bool same = !init && ref.field->by_value && memcmp(ref.ptr, value, size) == 0;
+    if (init) tesi_touch(world, entity & TESI_INDEX_MASK); /* no change a checkpoint would see */
     memcpy(ref.ptr, value, size);
     if (!init && !same) mark_written(world, &ref);
     return TES_OK;
@@ -204,6 +205,7 @@ static tes_result_t write_number(tes_world_t *world, tes_entity_t entity, tes_co
     if (element >= ref.field->length) return TES_ERR_ELEMENT_OUT_OF_RANGE;
     /* By value (TES_COMPONENT_CHANGE_BY_VALUE) the old bytes are needed: encoded aside. */
     bool aside = deferred || (!init && ref.field->by_value);
+    if (init && !deferred) tesi_touch(world, entity & TESI_INDEX_MASK);
     uint8_t *target = aside ? scratch : ref.ptr + (size_t)element * tes_type_size(ref.field->type);
     if (!tesi_encode_number(ref.field->type, value, target)) return TES_ERR_BAD_VALUE;
     if (deferred) {

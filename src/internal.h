@@ -33,6 +33,7 @@
 #define TESI_HANDOUTS            64u
 #define TESI_DEFAULT_CHUNK_BYTES 65536u
 #define TESI_DEFAULT_MIN_FREE    4096u
+#define TESI_DEFAULT_CHECKPOINTS 16u
 #define TESI_MIN_CAPACITY        8u /* fewer rows than this: use a larger block */
 #define TESI_MAX_BLOCK_BYTES     (64u * 1024u * 1024u)
 #define TESI_SPAWN_CACHE_IDS     8u /* longest component list the spawn cache keeps */
@@ -595,6 +596,10 @@ struct tes_world_t {
     uint32_t handout_next;
     tesi_edit_t edit; /* item calls' scratch (items.c) */
 
+    /* Rollback (checkpoint.c, rewind.c): NULL until the first checkpoint. */
+    struct tesi_rollback_t *rollback;
+    uint32_t checkpoint_depth; /* checkpoints kept (tes_world_desc_t) */
+
     /* Stages and systems (system.c). */
     char **stage_names;
     uint32_t stage_count;
@@ -717,6 +722,51 @@ static inline bool tesi_index_skipped(const tes_world_t *world, uint32_t index) 
     return !record || (record->row & TESI_ROW_SKIPPED);
 }
 void tesi_entities_fini(tes_world_t *world);
+
+/* ---- checkpoint.c, rewind.c: rollback ---------------------------------------------------- */
+
+typedef struct tesi_rollback_t tesi_rollback_t;
+void tesi_rollback_touch(tesi_rollback_t *rb, uint32_t index);
+/* While checkpoints are kept: notes that the index's record, row, sparse slots or pairs are
+ * changing (before or after the change: the state a checkpoint keeps comes from its shadow).
+ * Every place that changes them calls it; nothing when no checkpoint was taken. Never allocates:
+ * every index with a record page has room (tesi_rollback_table). */
+static inline void tesi_touch(tes_world_t *world, uint32_t index) {
+    if (world->rollback) tesi_rollback_touch(world->rollback, index);
+}
+/* Room to touch the indices [first, end) (the entity table grows its pages). */
+tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t end);
+/* Drops every checkpoint (reclaiming archetypes, tes_rollback_stop). */
+void tesi_rollback_forget(tes_world_t *world);
+/* A component is being registered with id `c`: room for it in the checkpoints' arrays (then
+ * tesi_rollback_add_component, once it is). */
+tes_result_t tesi_rollback_reserve_component(tes_world_t *world, tes_component_t c);
+void tesi_rollback_add_component(tes_world_t *world);
+void tesi_rollback_drop_component(tes_world_t *world, tes_component_t c);
+/* A rewind's parts in other files. Room for `adds` pairs and `events` pair events. */
+tes_result_t tesi_pairs_restore_reserve(tes_world_t *world, tes_component_t relation, uint64_t adds,
+                                        uint64_t events);
+/* Removes the index's pairs as a source whose target is not among `outs` (a checkpoint's image:
+ * n x (u32 target, the relation's data)), with removed events. */
+void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
+                     const uint8_t *outs, uint32_t n);
+/* Adds the image's pairs the source lacks, writes their data, and orders its targets as the
+ * image does (added and changed events). */
+void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                    const uint8_t *outs, uint32_t n);
+/* Orders the target's sources as `ins` (n handles) does (moved events); all are its sources. */
+void tesi_pairs_order_sources(tes_world_t *world, tes_component_t relation, tes_entity_t target,
+                              const uint8_t *ins, uint32_t n);
+/* Stamps a sparse member added (or changed) as a write would. */
+void tesi_sparse_stamp(tes_world_t *world, tes_component_t component, uint32_t slot, bool added);
+/* Frees the archetypes with ids from `count` on (all empty) and makes count the next id;
+ * `doomed` has a byte per archetype id. */
+void tesi_archetypes_truncate(tes_world_t *world, uint32_t count, uint8_t *doomed);
+/* Queries forget that they saw archetypes from id `count` on. */
+void tesi_queries_unsee(tes_world_t *world, uint32_t count);
+/* Checkpoints kept and the bytes they and the shadow hold (tes_world_stats). */
+void tesi_rollback_stats(const tes_world_t *world, uint32_t *count, uint64_t *ring_bytes,
+                         uint64_t *shadow_bytes);
 
 /* ---- archetype.c ----------------------------------------------------------------------- */
 

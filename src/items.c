@@ -225,6 +225,7 @@ static void write_values(const call_t *call, tes_entity_t entity, uint32_t posit
     const tes_items_t *x = call->x;
     /* Writing values moves no row: the entity's record is found once. */
     const tesi_record_t *record = tesi_record_of(world, entity);
+    tesi_touch(world, entity & TESI_INDEX_MASK); /* initial values are no change to track */
     for (uint32_t v = 0; v < x->value_count; v++) {
         const tes_value_t *value = &x->values[v];
         /* In range for every position: check_items saw each. */
@@ -311,6 +312,7 @@ static void move_entity(const call_t *call, tesi_record_t *record, tes_entity_t 
     uint32_t row = record->row, dst_row;
     tesi_chunk_take_rows(world, plan->to, 1, &dst, &dst_row);
     tesi_move_row(world, dst, dst_row, chunk, row, plan->moves);
+    tesi_touch(world, entity & TESI_INDEX_MASK);
     record->chunk = dst;
     record->row = dst_row;
     tesi_remove_row(world, chunk, row);

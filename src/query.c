@@ -329,6 +329,13 @@ void tesi_queries_forget(tes_world_t *world, const uint8_t *doomed) {
     }
 }
 
+void tesi_queries_unsee(tes_world_t *world, uint32_t count) {
+    for (uint32_t i = 0; i < world->query_count; i++) {
+        tes_query_t *q = world->queries[i];
+        if (q->archetypes_seen > count) q->archetypes_seen = count;
+    }
+}
+
 tes_result_t tesi_query_matches(tes_world_t *world, tes_query_t *q, tes_entity_t e, bool *out) {
     tes_result_t result = refresh(world, q);
     if (result != TES_OK) return result;

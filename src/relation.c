@@ -115,8 +115,9 @@ static void log_event(tes_world_t *world, tes_component_t relation, const tesi_p
 
 /* Puts pair `id` on its list of `side` just before pair `before`, or at the end when before is
  * 0. */
-static void insert(tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
+static void insert(tes_world_t *world, tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
     tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_touch(world, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     tesi_list_t *list = list_at(r, side, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     p->next[side] = before;
     p->prev[side] = before ? r->pairs[before - 1].prev[side] : list->last;
@@ -134,8 +135,9 @@ static void insert(tesi_relation_t *r, int side, uint32_t id, uint32_t before) {
 }
 
 /* Takes pair `id` off its list of `side`. */
-static void take_out(tesi_relation_t *r, int side, uint32_t id) {
+static void take_out(tes_world_t *world, tesi_relation_t *r, int side, uint32_t id) {
     tesi_pair_t *p = &r->pairs[id - 1];
+    tesi_touch(world, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     tesi_list_t *list = list_at(r, side, tesi_pair_owner(p, side) & TESI_INDEX_MASK);
     if (p->prev[side]) {
         r->pairs[p->prev[side] - 1].next[side] = p->next[side];
@@ -151,7 +153,8 @@ static void take_out(tesi_relation_t *r, int side, uint32_t id) {
 }
 
 /* A new pair at the end of both lists (room reserved), data zeroed. Returns its id + 1. */
-static uint32_t link(tesi_component_t *c, tes_entity_t source, tes_entity_t target) {
+static uint32_t link(tes_world_t *world, tesi_component_t *c, tes_entity_t source,
+                     tes_entity_t target) {
     tesi_relation_t *r = &c->relation;
     uint32_t id = r->free_pairs;
     if (id) {
@@ -160,17 +163,17 @@ static uint32_t link(tesi_component_t *c, tes_entity_t source, tes_entity_t targ
         id = ++r->pair_used;
     }
     r->pairs[id - 1] = (tesi_pair_t){.source = source, .target = target};
-    insert(r, TESI_OUT, id, 0);
-    insert(r, TESI_IN, id, 0);
+    insert(world, r, TESI_OUT, id, 0);
+    insert(world, r, TESI_IN, id, 0);
     if (c->stride) memset(r->data + (size_t)(id - 1) * c->stride, 0, c->stride);
     r->pair_count++;
     return id;
 }
 
 /* Takes the pair off both lists and frees its id. */
-static void unlink(tesi_relation_t *r, uint32_t id) {
-    take_out(r, TESI_OUT, id);
-    take_out(r, TESI_IN, id);
+static void unlink(tes_world_t *world, tesi_relation_t *r, uint32_t id) {
+    take_out(world, r, TESI_OUT, id);
+    take_out(world, r, TESI_IN, id);
     r->pairs[id - 1] = (tesi_pair_t){.next = {r->free_pairs, 0}};
     r->free_pairs = id;
     r->pair_count--;
@@ -183,7 +186,7 @@ static void remove_pair(tes_world_t *world, tes_component_t relation, uint32_t i
     tesi_relation_t *r = &c->relation;
     tes_entity_t source = r->pairs[id - 1].source;
     log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
-    unlink(r, id);
+    unlink(world, r, id);
     if (tesi_list_of(r, TESI_OUT, source)->count == 0) {
         tesi_sparse_erase(world, relation, source);
     } else {
@@ -270,9 +273,9 @@ uint32_t tesi_pair_link(tes_world_t *world, tes_component_t relation, tes_entity
     if ((c->flags & TES_RELATION_EXCLUSIVE) && list_at(r, TESI_OUT, si)->count) {
         uint32_t old = list_at(r, TESI_OUT, si)->first;
         log_event(world, relation, &r->pairs[old - 1], TES_PAIR_REMOVED);
-        unlink(r, old);
+        unlink(world, r, old);
     }
-    uint32_t id = link(c, source, target);
+    uint32_t id = link(world, c, source, target);
     log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
     uint32_t slot1 = tesi_sparse_slot(&c->sparse, si);
     if (slot1) {
@@ -439,8 +442,8 @@ tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_compone
     if (id == next) return TES_OK;
     result = events_reserve(world, &c->relation, 1);
     if (result != TES_OK) return result;
-    take_out(&c->relation, TESI_IN, id);
-    insert(&c->relation, TESI_IN, id, next);
+    take_out(world, &c->relation, TESI_IN, id);
+    insert(world, &c->relation, TESI_IN, id, next);
     log_event(world, relation, &c->relation.pairs[id - 1], TES_PAIR_MOVED);
     return TES_OK;
 }
@@ -568,6 +571,7 @@ tes_result_t tesi_pair_write(tes_world_t *world, tes_component_t relation, uint3
     tes_result_t result = init ? TES_OK : reserve_write(world, &c->relation, id);
     if (result != TES_OK) return result;
     uint8_t *row = tesi_row_at(c->relation.data, id - 1, c->stride);
+    tesi_touch(world, c->relation.pairs[id - 1].source & TESI_INDEX_MASK);
     for (uint32_t f = 0; f < c->field_count; f++) {
         memcpy(row + c->fields[f].offset, packed, c->fields[f].bytes);
         packed += c->fields[f].bytes;
@@ -598,6 +602,7 @@ static tes_result_t write_pair(tes_world_t *world, tes_entity_t source, tes_comp
     }
     if (!id) return TES_ERR_MISSING_COMPONENT;
     if (!init && (result = reserve_write(world, &c->relation, id)) != TES_OK) return result;
+    tesi_touch(world, source & TESI_INDEX_MASK);
     memcpy(pair_cell(c, id, f, element), scratch, tes_type_size(f->type));
     if (!init) tesi_pair_mark(world, relation, id);
     return TES_OK;
@@ -788,4 +793,92 @@ void tesi_relation_fini(tes_world_t *world, tesi_component_t *c) {
         tesi_paged_fini(world, &r->lists[side], sizeof(tesi_list_t));
     tesi_free(world, r->events, r->event_slots * sizeof *r->events);
     tesi_free(world, r->event_ticks, r->event_slots * sizeof *r->event_ticks);
+}
+
+/* ---- rollback (rewind.c) ------------------------------------------------------------------ */
+
+tes_result_t tesi_pairs_restore_reserve(tes_world_t *world, tes_component_t relation, uint64_t adds,
+                                        uint64_t events) {
+    tesi_component_t *c = &world->components[relation];
+    if (adds > UINT32_MAX / 2) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result = pairs_reserve(world, c, (uint32_t)adds);
+    if (result == TES_OK) result = events_reserve(world, &c->relation, events);
+    return result;
+}
+
+/* The target of an image's out pair k (u32 target, then the relation's data). */
+static tes_entity_t out_target(const uint8_t *outs, uint32_t stride, uint32_t k) {
+    tes_entity_t target;
+    memcpy(&target, outs + (size_t)k * (4 + stride), sizeof target);
+    return target;
+}
+
+void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
+                     const uint8_t *outs, uint32_t n) {
+    tesi_component_t *c = &world->components[relation];
+    tesi_relation_t *r = &c->relation;
+    for (uint32_t id = tesi_list_of(r, TESI_OUT, index)->first; id;) {
+        uint32_t next = r->pairs[id - 1].next[TESI_OUT];
+        bool kept = false;
+        for (uint32_t k = 0; k < n && !kept; k++)
+            kept = out_target(outs, c->stride, k) == r->pairs[id - 1].target;
+        if (!kept) {
+            log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
+            unlink(world, r, id);
+        }
+        id = next;
+    }
+}
+
+void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t source,
+                    const uint8_t *outs, uint32_t n) {
+    tesi_component_t *c = &world->components[relation];
+    tesi_relation_t *r = &c->relation;
+    /* A source's targets keep the order they were added in, and events add at the end only:
+     * the pairs in their place stay, and from the first one out of place on, each goes to the
+     * end. For a replica replaying the events those are removed and added again (and moved: it
+     * rebuilds their target's order of sources, which does not change here). */
+    uint32_t cursor = tesi_list_of(r, TESI_OUT, source)->first;
+    bool appending = false;
+    for (uint32_t k = 0; k < n; k++) {
+        tes_entity_t target = out_target(outs, c->stride, k);
+        const uint8_t *data = outs + (size_t)k * (4 + c->stride) + 4;
+        uint32_t id = tesi_pair_find(world, relation, source, target);
+        bool kept = id != 0, in_place = !appending && kept && id == cursor;
+        if (in_place) cursor = r->pairs[id - 1].next[TESI_OUT];
+        appending = !in_place;
+        if (!kept) {
+            id = link(world, c, source, target);
+            log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
+        } else if (!in_place) {
+            log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
+            log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
+            log_event(world, relation, &r->pairs[id - 1], TES_PAIR_MOVED);
+            take_out(world, r, TESI_OUT, id);
+            insert(world, r, TESI_OUT, id, 0);
+        }
+        uint8_t *row = tesi_row_at(r->data, id - 1, c->stride);
+        if (c->stride && memcmp(row, data, c->stride)) {
+            memcpy(row, data, c->stride);
+            if (in_place) tesi_pair_mark(world, relation, id);
+        }
+    }
+}
+
+void tesi_pairs_order_sources(tes_world_t *world, tes_component_t relation, tes_entity_t target,
+                              const uint8_t *ins, uint32_t n) {
+    tesi_relation_t *r = &world->components[relation].relation;
+    uint32_t at = tesi_list_of(r, TESI_IN, target)->first;
+    for (uint32_t k = 0; k < n; k++) {
+        tes_entity_t source;
+        memcpy(&source, ins + (size_t)k * 4, sizeof source);
+        uint32_t id = tesi_pair_find(world, relation, source, target);
+        if (id == at) { /* already in its place */
+            at = r->pairs[id - 1].next[TESI_IN];
+            continue;
+        }
+        take_out(world, r, TESI_IN, id);
+        insert(world, r, TESI_IN, id, at);
+        log_event(world, relation, &r->pairs[id - 1], TES_PAIR_MOVED);
+    }
 }

@@ -72,8 +72,9 @@ tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
         tesi_chunk_entities(chunk)[row] = tesi_chunk_entities(last)[last_row];
         tesi_move_cells(chunk->data, row, last->data, last_row, a->self);
         if (a->tracked_count) tesi_trackers_copy(world, chunk, row, last, last_row, 1);
-        tesi_record_t *moved =
-            tesi_record_at(world, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
+        uint32_t index = tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK;
+        tesi_touch(world, index);
+        tesi_record_t *moved = tesi_record_at(world, index);
         moved->chunk = chunk;
         moved->row = row;
     }

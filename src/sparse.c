@@ -102,11 +102,16 @@ static void stamp(tes_world_t *world, tesi_component_t *c, uint32_t slot, bool a
     if (c->level == TES_TRACK_DIRTY) list_index(s, s->entities[slot] & TESI_INDEX_MASK);
 }
 
+void tesi_sparse_stamp(tes_world_t *world, tes_component_t component, uint32_t slot, bool added) {
+    stamp(world, &world->components[component], slot, added);
+}
+
 void tesi_sparse_insert(tes_world_t *world, tes_component_t component, tes_entity_t e) {
     tesi_component_t *c = &world->components[component];
     tesi_sparse_t *s = &c->sparse;
     uint32_t index = e & TESI_INDEX_MASK;
     if (tesi_sparse_slot(s, index)) return;
+    tesi_touch(world, index);
     uint32_t slot = s->count++;
     s->entities[slot] = e;
     uint32_t bytes = member_bytes(c);
@@ -124,9 +129,11 @@ void tesi_sparse_erase(tes_world_t *world, tes_component_t component, tes_entity
     uint32_t slot1 = tesi_sparse_slot(s, index);
     if (!slot1) return;
     tesi_log_removal(world, component, e);
+    tesi_touch(world, index);
     uint32_t slot = slot1 - 1, last = --s->count;
     if (slot != last) {
         tes_entity_t moved = s->entities[last];
+        tesi_touch(world, moved & TESI_INDEX_MASK);
         s->entities[slot] = moved;
         uint32_t bytes = member_bytes(c);
         if (bytes) memcpy(s->data + (size_t)slot * bytes, s->data + (size_t)last * bytes, bytes);

@@ -91,7 +91,9 @@ extern "C" {
     X(TES_ERR_SNAPSHOT_VERSION, "the snapshot was written by another version of the format")       \
     X(TES_ERR_BAD_DELTA, "the bytes are not a valid delta (truncated, corrupted or inconsistent)") \
     X(TES_ERR_DELTA_SCHEMA, "the delta's components differ from this world's")                     \
-    X(TES_ERR_DELTA_BASELINE, "the replica lacks the delta's baseline tick: it needs a keyframe")
+    X(TES_ERR_DELTA_BASELINE, "the replica lacks the delta's baseline tick: it needs a keyframe")  \
+    X(TES_ERR_NO_CHECKPOINT,                                                                       \
+      "no checkpoint with this number is kept (not taken, or out of the ring)")
 
 typedef enum tes_result_t {
 #define TES_RESULT_ENUM(name, message) name,
@@ -120,6 +122,7 @@ typedef uint32_t tes_archetype_t; /* dense, 0 = the empty archetype */
 #define TES_MAX_FIELDS       64u                           /* fields per component */
 #define TES_MAX_ARRAY_LENGTH 256u                          /* elements per array field */
 #define TES_MAX_NAME_LENGTH  127u                          /* bytes, component and field names */
+#define TES_MAX_CHECKPOINTS  1024u                         /* checkpoints a world keeps */
 #define TES_EMPTY_ARCHETYPE  0u
 
 /* Index and generation of a handle (no validity check). */
@@ -158,6 +161,9 @@ typedef struct tes_world_desc_t {
     uint32_t min_free_indices;
     /* Allocator for everything the world owns. Default: malloc/free. */
     tes_allocator_t allocator;
+    /* How many checkpoints tes_checkpoint keeps (the ring tes_rewind can go back through).
+     * Default 16; at most TES_MAX_CHECKPOINTS (TES_ERR_INVALID_ARGUMENT). */
+    uint32_t checkpoints;
 } tes_world_desc_t;
 
 /* Creates a world. `desc` may be NULL for defaults. */
@@ -181,6 +187,9 @@ typedef struct tes_world_stats_t {
     uint64_t frame;              /* tes_tick calls so far */
     uint32_t query_count;        /* live queries (systems' included) */
     uint32_t commands_skipped;   /* deferred commands dropped at a flush: entity gone stale */
+    uint32_t checkpoint_count;   /* checkpoints kept (tes_checkpoint) */
+    uint64_t checkpoint_bytes;   /* what they hold: the states changed between them */
+    uint64_t shadow_bytes;       /* the copy of the state at the newest checkpoint */
 } tes_world_stats_t;
 
 TES_API tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out);
@@ -1033,6 +1042,61 @@ TES_API tes_result_t tes_world_restore(const tes_world_desc_t *desc, const uint8
  * simulation compare it tick by tick to find the first tick they differ. Not while an
  * iteration is live (TES_ERR_INVALID_ARGUMENT), as tes_snapshot. */
 TES_API tes_result_t tes_world_hash(tes_world_t *world, uint64_t *out_hash);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Rollback                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * Checkpoints and rewinding, for prediction and rollback netcode: take a checkpoint every
+ * simulated frame; when a late input shows a frame was simulated wrong, rewind to that frame's
+ * checkpoint, apply the input and simulate again up to now.
+ *
+ * A rewind returns the world exactly to the checkpoint's state: the same entities and handles
+ * (despawned ones alive again with their data, entities spawned since gone), components, values,
+ * sparse components, pairs with their data and order, the rows' order in every archetype and
+ * the free queue, so the spawns that follow hand out the handles they handed out the first time
+ * and the snapshot's bytes (and tes_world_hash) equal the ones taken at the checkpoint.
+ * Archetypes made since are freed.
+ *
+ * Cost follows what changed, not the world. The first checkpoint copies the world's state (its
+ * "shadow", about the size of its component data) and makes every component with fields
+ * dirty-tracked; each later one walks what changed since the previous (dirty lists, and the
+ * entity indices whose place changed) and keeps, for those alone, their state at the previous
+ * checkpoint. A rewind writes back the state of what changed since the checkpoint. What it
+ * restores is what change detection sees: writes through column views reach it when marked (a
+ * query's `writes`, tes_chunk_mark_changed), as for replication.
+ *
+ * Consumers across a rewind: ticks never go back. A rewind is a change at the current tick:
+ * every entity it puts back in another place or state counts as added (each component of it),
+ * a value it writes back over a different one as changed, and what it takes away as removed
+ * (logged for removal consumers, pair events for pair_changes). Queries, subscriptions, systems
+ * and replicators see the net difference once, at their next run, like any other change.
+ * Simulation systems that must run identically on every peer should therefore not depend on
+ * Added/Changed/removed filters across a rewind (a peer that rewound sees the rewind as changes;
+ * one that did not, does not).
+ *
+ * A component registered after a checkpoint joins them (it stays registered across a rewind;
+ * its members and values come and go with it). tes_archetypes_reclaim and tes_rollback_stop drop
+ * every checkpoint (so does unregistering a component older than the newest checkpoint); the
+ * next tes_checkpoint starts again with a copy of the world. Neither call is allowed while an
+ * iteration is live (TES_ERR_INVALID_ARGUMENT), and both are all or nothing: out of memory
+ * leaves the world and the checkpoints as they were.
+ */
+
+/* Takes a checkpoint of the world as it is now and gives its number: 1 for a world's first, then
+ * one more than the newest kept (after tes_rewind(k), the next is k + 1). The world keeps the
+ * latest `checkpoints` of them (tes_world_desc_t), dropping the oldest. */
+TES_API tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint);
+/* Returns the world to the state it had at checkpoint `checkpoint`, which stays kept (a rewind to
+ * it again is possible); newer checkpoints are dropped. TES_ERR_NO_CHECKPOINT (nothing changed)
+ * when it is not kept. */
+TES_API tes_result_t tes_rewind(tes_world_t *world, uint32_t checkpoint);
+/* The oldest and newest checkpoint kept (both 0 when none). */
+TES_API tes_result_t tes_checkpoints(const tes_world_t *world, uint32_t *out_oldest,
+                                     uint32_t *out_newest);
+/* Drops every checkpoint and the shadow, and stops the dirty tracking the first checkpoint
+ * started (components other consumers track stay tracked). */
+TES_API tes_result_t tes_rollback_stop(tes_world_t *world);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Deltas                                                                                    */

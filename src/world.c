@@ -174,6 +174,8 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
     if (!d.min_free_indices) d.min_free_indices = TESI_DEFAULT_MIN_FREE;
     /* Half the indices at most may be held back from reuse (see tesi_max_entities). */
     if (d.min_free_indices >= TESI_INDEX_LIMIT / 2) return TES_ERR_INVALID_ARGUMENT;
+    if (d.checkpoints > TES_MAX_CHECKPOINTS) return TES_ERR_INVALID_ARGUMENT;
+    if (!d.checkpoints) d.checkpoints = TESI_DEFAULT_CHECKPOINTS;
 
     tes_world_t *world = d.allocator.alloc(sizeof *world, d.allocator.user);
     if (!world) return TES_ERR_OUT_OF_MEMORY;
@@ -181,6 +183,7 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
         .allocator = d.allocator,
         .chunk_bytes = d.chunk_bytes,
         .min_free = d.min_free_indices,
+        .checkpoint_depth = d.checkpoints,
         .record_count = 1, /* index 0 is reserved so that handle 0 is never alive */
         .change_tick = 1,  /* 0 means "never" */
     };
@@ -205,6 +208,7 @@ tes_result_t tes_world_create(const tes_world_desc_t *desc, tes_world_t **out_wo
 void tes_world_destroy(tes_world_t *world) {
     if (!world) return;
     tesi_systems_fini(world);
+    tesi_rollback_forget(world);  /* before the queries: it owns some */
     tesi_replicators_fini(world); /* before the queries: each owns some */
     tesi_queries_fini(world);
     tesi_commands_fini(world);
@@ -247,6 +251,7 @@ tes_result_t tes_world_stats(const tes_world_t *world, tes_world_stats_t *out) {
         .query_count = world->query_count,
         .commands_skipped = world->commands_skipped,
     };
+    tesi_rollback_stats(world, &out->checkpoint_count, &out->checkpoint_bytes, &out->shadow_bytes);
     return TES_OK;
 }
 

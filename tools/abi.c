@@ -64,6 +64,7 @@ static void public_structures(void) {
     STRUCT("WORLD_DESC", tes_world_desc_t, "options of tes_world_create.");
     MEMBER(tes_world_desc_t, chunk_bytes);
     MEMBER(tes_world_desc_t, min_free_indices);
+    MEMBER(tes_world_desc_t, checkpoints);
     MEMBER(tes_world_desc_t, allocator);
     end();
 
@@ -83,6 +84,9 @@ static void public_structures(void) {
     MEMBER(tes_world_stats_t, frame);
     MEMBER(tes_world_stats_t, query_count);
     MEMBER(tes_world_stats_t, commands_skipped);
+    MEMBER(tes_world_stats_t, checkpoint_count);
+    MEMBER(tes_world_stats_t, checkpoint_bytes);
+    MEMBER(tes_world_stats_t, shadow_bytes);
     end();
 
     STRUCT("FIELD_DESC", tes_field_desc_t, "one field of a component description.");
@@ -338,6 +342,7 @@ static void constants(void) {
     value("max_fields", TES_MAX_FIELDS);
     value("max_array_length", TES_MAX_ARRAY_LENGTH);
     value("max_name_length", TES_MAX_NAME_LENGTH);
+    value("max_checkpoints", TES_MAX_CHECKPOINTS);
     value("page_bits", TESI_PAGE_BITS);
     value("no_type", TESI_NO_TYPE);
     value("no_fault", TES_NO_FAULT);

@@ -201,6 +201,49 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
     check_a_delta_per_tick(TES_REPLICATOR_CHANGED_FIELDS);
 }
 
+/* A source that takes a checkpoint every tick and now and then rewinds a few and simulates
+ * again (rollback netcode): a rewind is a change like any other, so each delta carries the net
+ * difference and the replica equals the source after every tick. */
+TEST(a_replica_follows_a_source_that_rewinds) {
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        world_t source = make(), replica = make();
+        tes_replicator_t *rep = replicator(source.world, NULL, 0);
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        for (uint32_t i = 0; i < 40; i++)
+            fx_mixed_change(&source, &rng, &live, i);
+        delta_copy_t key = encode(rep, 0);
+        apply(&replica, &key, true);
+        free(key.bytes);
+        uint32_t rewinds = 0;
+        for (uint32_t tick = 1; tick <= 80; tick++) {
+            uint32_t number = 0;
+            CHECK_OK(tes_checkpoint(source.world, &number));
+            if (number > 4 && fx_rng_chance(&rng, 25)) {
+                CHECK_OK(tes_rewind(source.world, number - 1 - fx_rng_below(&rng, 4)));
+                CHECK_OK(tes_world_validate(source.world));
+                rewinds++;
+                /* The live list after a rewind: every entity the world has. */
+                uint32_t n;
+                tes_entity_t *all = live_by_index(source.world, &n);
+                live.n = n < 512 ? n : 512;
+                memcpy(live.e, all, live.n * sizeof *all);
+                free(all);
+            }
+            uint32_t changes = 1 + fx_rng_below(&rng, 8);
+            for (uint32_t k = 0; k < changes; k++)
+                fx_mixed_change(&source, &rng, &live, tick * 10 + k);
+            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+            CHECK(!is_keyframe(&d));
+            apply(&replica, &d, true);
+            check_same(&source, &replica, tick);
+            free(d.bytes);
+            CHECK_OK(tes_tick(source.world));
+        }
+        CHECK(rewinds > 5);
+    }
+}
+
 static void check_baseline_rules(uint32_t flags) {
     enum { TICKS = 80, LAG = 3 };
     for (uint64_t seed = 11; seed <= 14; seed++) {

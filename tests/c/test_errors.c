@@ -33,7 +33,8 @@ TEST(ok_is_zero_and_results_are_numbered_in_table_order) {
     CHECK_EQ(TES_ERR_BAD_DELTA, 29);
     CHECK_EQ(TES_ERR_DELTA_SCHEMA, 30);
     CHECK_EQ(TES_ERR_DELTA_BASELINE, 31);
-    CHECK_EQ(TES_ERR_DELTA_BASELINE, TES_RESULT_COUNT - 1);
+    CHECK_EQ(TES_ERR_NO_CHECKPOINT, 32);
+    CHECK_EQ(TES_ERR_NO_CHECKPOINT, TES_RESULT_COUNT - 1);
 }
 
 TEST(result_names_are_the_enum_names) {

@@ -56,6 +56,7 @@ static tes_component_t reg(oom_run_t *run, const char *name, const tes_field_des
 static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t e0,
                                  tes_entity_t *batch);
 static void item_calls(oom_run_t *run, tes_component_t p);
+static void rollback(oom_run_t *run);
 
 /* The world is created by the caller; this is everything after. */
 static void sequence(oom_run_t *run) {
@@ -105,6 +106,58 @@ static void sequence(oom_run_t *run) {
     CHECK_OK(tes_world_validate(w));
     sparse_and_relations(run, p, e0, batch);
     item_calls(run, p);
+}
+
+/* Checkpoints (the first copies the world) and rewinds over every kind of change. A failed
+ * checkpoint or rewind leaves the world and the kept checkpoints as they were; a rewind gives
+ * back the world of its checkpoint. */
+static void rollback(oom_run_t *run) {
+    tes_world_t *w = run->world;
+    tes_result_t r;
+    tes_component_t p = 0, sp = 0, likes = 0, mk = 0;
+    STEP((p = reg(run, "Position", position_fields, 2, &r), r));
+    STEP((sp = reg_flags(run, "Sparse", value_fields, 1, TES_COMPONENT_SPARSE, &r), r));
+    STEP((mk = reg_flags(run, "Marker", NULL, 0, TES_COMPONENT_SPARSE, &r), r));
+    STEP((likes = reg_flags(run, "Likes", value_fields, 1, TES_COMPONENT_RELATION, &r), r));
+    tes_component_t tag = 0;
+    STEP((tag = reg(run, "Tag", NULL, 0, &r), r));
+    tes_entity_t base[300];
+    tes_component_t tagged[] = {p, tag};
+    STEP(tes_spawn_batch(w, &p, 1, 200, base));
+    STEP(tes_spawn_batch(w, tagged, 2, 100, base + 200));
+    for (int i = 0; i < 10; i++) {
+        STEP(tes_add(w, base[i], sp));
+        STEP(tes_pair_add(w, base[i], likes, base[i + 10]));
+    }
+    STEP(tes_despawn_batch(w, base + 30, 10));
+    fx_snapshot_t *at_first = fx_snapshot_new(), *at_second = fx_snapshot_new();
+    uint32_t first = 0, second = 0, oldest = 0, newest = 0;
+    fx_snapshot_take_full(at_first, w);
+    STEP(tes_checkpoint(w, &first));
+    CHECK_EQ(first, 1);
+    tes_entity_t e[20];
+    STEP(tes_spawn_batch(w, &p, 1, 20, e));
+    for (int i = 0; i < 20; i++)
+        CHECK_OK(tes_set_number(w, e[i], p, 0, 0, i));
+    STEP(tes_add(w, e[0], sp));
+    STEP(tes_add(w, e[1], mk));
+    STEP(tes_pair_add(w, e[2], likes, e[3]));
+    fx_snapshot_take_full(at_second, w);
+    STEP(tes_checkpoint(w, &second));
+    CHECK_EQ(second, 2);
+    STEP(tes_despawn_batch(w, e, 5));
+    STEP(tes_despawn_batch(w, base + 50, 240)); /* two archetypes to grow back: chunks, trackers */
+    STEP(tes_pair_add(w, e[6], likes, e[7]));
+    CHECK_OK(tes_set_number(w, e[9], p, 0, 0, -1));
+    STEP(tes_rewind(w, second));
+    FX_CHECK_UNCHANGED_FULL(at_second, w);
+    STEP(tes_despawn(w, e[2]));
+    STEP(tes_rewind(w, first));
+    FX_CHECK_UNCHANGED_FULL(at_first, w);
+    CHECK_OK(tes_checkpoints(w, &oldest, &newest));
+    CHECK_EQ(oldest, 1);
+    CHECK_EQ(newest, 1);
+    CHECK_OK(tes_world_validate(w));
 }
 
 /* Item lists: spawns, adds, writes and removes of components, sparse members and pairs with
@@ -277,8 +330,10 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
 
 /* One run with the (k+1)-th allocation failing (or every one after it when sticky). Returns
  * the number of failed calls; leaves the final state in `final` when given. */
-static uint32_t run_once(fx_alloc_t *alloc, fx_snapshot_t *scratch, int64_t k, bool sticky,
-                         fx_snapshot_t *final) {
+typedef void (*sequence_fn)(oom_run_t *run);
+
+static uint32_t run_once(sequence_fn sequence, fx_alloc_t *alloc, fx_snapshot_t *scratch, int64_t k,
+                         bool sticky, fx_snapshot_t *final) {
     oom_run_t run_state = {.alloc = alloc, .before = scratch, .sticky = sticky};
     oom_run_t *run = &run_state;
     fx_alloc_init(alloc);
@@ -305,18 +360,18 @@ static uint32_t run_once(fx_alloc_t *alloc, fx_snapshot_t *scratch, int64_t k, b
     return run->failed;
 }
 
-static void check_every_failure_point(bool sticky) {
+static void check_every_failure_point(sequence_fn sequence, bool sticky) {
     fx_alloc_t *alloc = fx_alloc_new();
     fx_snapshot_t *scratch = fx_snapshot_new();
     fx_snapshot_t *reference = fx_snapshot_new();
     fx_snapshot_t *final = fx_snapshot_new();
-    CHECK_EQ(run_once(alloc, scratch, -1, sticky, reference), 0);
+    CHECK_EQ(run_once(sequence, alloc, scratch, -1, sticky, reference), 0);
     uint64_t total_allocations = alloc->allocs;
     CHECK(total_allocations > 20);
     int64_t k = 0;
     for (;; k++) {
         CHECK(k <= (int64_t)total_allocations + 1);
-        uint32_t failed = run_once(alloc, scratch, k, sticky, final);
+        uint32_t failed = run_once(sequence, alloc, scratch, k, sticky, final);
         if (alloc->failures == 0) break; /* the sequence needed no more than k allocations */
         CHECK(failed <= 1);
         if (!sticky) {
@@ -355,11 +410,16 @@ TEST(world_create_out_of_memory_leaks_nothing) {
 }
 
 TEST(every_single_allocation_failure_is_reported_and_undone) {
-    check_every_failure_point(false);
+    check_every_failure_point(sequence, false);
 }
 
 TEST(allocator_that_stays_broken_leaves_a_valid_world_and_no_leaks) {
-    check_every_failure_point(true);
+    check_every_failure_point(sequence, true);
+}
+
+TEST(checkpoints_and_rewinds_out_of_memory_change_nothing) {
+    check_every_failure_point(rollback, false);
+    check_every_failure_point(rollback, true);
 }
 
 TEST(world_keeps_working_after_out_of_memory) {

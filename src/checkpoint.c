@@ -1,0 +1,667 @@
+/* Checkpoints (the design: rollback.h): the touched indices, the shadow, index images, and
+ * tes_checkpoint, tes_checkpoints, tes_rollback_stop.
+ *
+ * An image, in a checkpoint's bytes (u32s little-endian as the machine has them, no alignment):
+ *     u32 index
+ *     state (tesi_state_t, 12 bytes)
+ *     a live state's values: for each component of its archetype in order, value_bytes of it
+ *     u32 n, then n sparse memberships: u32 component, u32 slot, value_bytes of it
+ *     u32 n, then n relations with pairs: u32 relation, u32 outs, outs x (u32 target, stride of
+ *         data), u32 ins, ins x u32 source (both lists in their order) */
+#include "rollback.h"
+
+uint32_t tesi_value_bytes(const tesi_component_t *c) {
+    return tesi_is_relation(c) ? 0 : c->stride;
+}
+
+/* ---- touching ------------------------------------------------------------------------------ */
+
+void tesi_rollback_touch(tesi_rollback_t *rb, uint32_t index) {
+    uint32_t *where = tesi_paged_at(&rb->where, index, sizeof *where);
+    if (*where) return;
+    rb->touched[rb->touched_count++] = index;
+    *where = rb->touched_count;
+}
+
+tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t end) {
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb) return TES_OK;
+    uint32_t missing = tesi_paged_missing(&rb->where, first, end);
+    if (!missing) return TES_OK;
+    uint64_t listable = ((uint64_t)rb->where.page_count + missing) * TESI_PAGE_SIZE;
+    tes_result_t result = tesi_reserve(world, (void **)&rb->touched, &rb->touched_slots,
+                                       (uint32_t)listable, sizeof *rb->touched, TESI_PAGE_SIZE);
+    if (result != TES_OK) return result;
+    return tesi_paged_reserve(world, &rb->where, first, end, sizeof(uint32_t));
+}
+
+void tesi_untouch_all(tesi_rollback_t *rb) {
+    for (uint32_t i = 0; i < rb->touched_count; i++)
+        *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = 0;
+    rb->touched_count = 0;
+}
+
+/* Lists an index whose record page exists (the only ones whose state can change). */
+static void touch_listed(tesi_rollback_t *rb, uint32_t index) {
+    tesi_rollback_touch(rb, index);
+}
+
+void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb) {
+    uint64_t base = rb->base;
+    for (uint32_t w = 0; w < rb->watch_count; w++) {
+        tes_component_t id = rb->watches[w].component;
+        const tesi_component_t *c = &world->components[id];
+        if (tesi_is_sparse(c)) {
+            const tesi_sparse_t *s = &c->sparse;
+            for (uint32_t i = 0; i < s->dirty_count; i++) {
+                uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
+                if (slot1 && s->changed[slot1 - 1] > base) touch_listed(rb, s->dirty[i]);
+            }
+            continue;
+        }
+        for (uint32_t t = 0; t < c->dirty_set_count; t++) {
+            const tesi_tracker_t *tracker = c->dirty_set[t];
+            const tesi_chunk_t *chunk = tracker->chunk;
+            for (uint32_t i = 0; i < tracker->dirty_count; i++) {
+                uint32_t row = tracker->dirty[i];
+                if (row < chunk->count && tracker->changed[row] > base) {
+                    touch_listed(rb, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
+                }
+            }
+        }
+    }
+}
+
+/* ---- states and images ----------------------------------------------------------------------- */
+
+tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index) {
+    if (index >= world->record_count) return (tesi_state_t){0};
+    const tesi_record_t *r = tesi_record_find(world, index);
+    if (!r) return (tesi_state_t){.row = TESI_ROW_SKIPPED};
+    if (!r->chunk) return (tesi_state_t){0, r->row, r->generation};
+    const tesi_chunk_t *chunk = r->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    return (tesi_state_t){a->id + 1, chunk->index * a->capacity + r->row, r->generation};
+}
+
+tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {
+    return (tesi_scalars_t){world->record_count,    world->free_head,     world->free_tail,
+                            world->free_length,     world->skipped_count, world->entity_count,
+                            world->archetype_count, world->free_stale};
+}
+
+static const tesi_state_t *shadow_state(const tesi_rollback_t *rb, uint32_t index) {
+    static const tesi_state_t none = {0};
+    const tesi_state_t *s = tesi_paged_find(&rb->states, index, sizeof *s);
+    return s ? s : &none;
+}
+
+/* A shadow value (zeros when its page was never made: it was never written). */
+static void put_value(tesi_writer_t *w, const tesi_paged_t *p, uint32_t index, uint32_t bytes) {
+    static const uint8_t zeros[64];
+    const uint8_t *v = tesi_paged_find(p, index, bytes);
+    if (v) {
+        tesi_put(w, v, bytes);
+        return;
+    }
+    for (uint32_t done = 0; done < bytes; done += sizeof zeros)
+        tesi_put(w, zeros, bytes - done < sizeof zeros ? bytes - done : sizeof zeros);
+}
+
+static uint32_t shadow_slot(const tesi_rollback_t *rb, tes_component_t c, uint32_t index) {
+    const uint32_t *slot = tesi_paged_find(&rb->slots[c], index, sizeof *slot);
+    return slot ? *slot : 0;
+}
+
+static const tesi_list_t *shadow_list(const tesi_shadow_pairs_t *sp, int side, uint32_t index) {
+    static const tesi_list_t empty = {0, 0, 0};
+    const tesi_list_t *list = tesi_paged_find(&sp->lists[side], index, sizeof *list);
+    return list ? list : &empty;
+}
+
+/* The image of one index as the shadow has it. */
+static void put_image(tes_world_t *world, tesi_rollback_t *rb, tesi_writer_t *w, uint32_t index) {
+    const tesi_state_t *state = shadow_state(rb, index);
+    tesi_put_u32(w, index);
+    tesi_put(w, state, sizeof *state);
+    if (state->archetype) {
+        const tesi_archetype_t *a = world->archetypes[state->archetype - 1];
+        for (uint32_t i = 0; i < a->component_count; i++) {
+            tes_component_t c = a->components[i];
+            uint32_t bytes = tesi_value_bytes(&world->components[c]);
+            if (bytes) put_value(w, &rb->values[c], index, bytes);
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < world->sparse_count; i++)
+        n += shadow_slot(rb, world->sparse_ids[i], index) != 0;
+    tesi_put_u32(w, n);
+    for (uint32_t i = 0; n && i < world->sparse_count; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        uint32_t slot1 = shadow_slot(rb, c, index);
+        if (!slot1) continue;
+        tesi_put_u32(w, c);
+        tesi_put_u32(w, slot1 - 1);
+        uint32_t bytes = tesi_value_bytes(&world->components[c]);
+        if (bytes) put_value(w, &rb->values[c], index, bytes);
+    }
+    n = 0;
+    for (uint32_t i = 0; i < world->sparse_count; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        if (!tesi_is_relation(&world->components[c])) continue;
+        n += shadow_list(&rb->pairs[c], TESI_OUT, index)->count ||
+             shadow_list(&rb->pairs[c], TESI_IN, index)->count;
+    }
+    tesi_put_u32(w, n);
+    for (uint32_t i = 0; n && i < world->sparse_count; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        const tesi_component_t *comp = &world->components[c];
+        if (!tesi_is_relation(comp)) continue;
+        const tesi_shadow_pairs_t *sp = &rb->pairs[c];
+        const tesi_list_t *out = shadow_list(sp, TESI_OUT, index);
+        const tesi_list_t *in = shadow_list(sp, TESI_IN, index);
+        if (!out->count && !in->count) continue;
+        tesi_put_u32(w, c);
+        tesi_put_u32(w, out->count);
+        for (uint32_t id = out->first; id; id = sp->pairs[id - 1].next[TESI_OUT]) {
+            tesi_put_u32(w, sp->pairs[id - 1].target);
+            if (comp->stride) tesi_put(w, sp->data + (size_t)(id - 1) * comp->stride, comp->stride);
+        }
+        tesi_put_u32(w, in->count);
+        for (uint32_t id = in->first; id; id = sp->pairs[id - 1].next[TESI_IN])
+            tesi_put_u32(w, sp->pairs[id - 1].source);
+    }
+}
+
+tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
+                               uint32_t from, uint32_t to) {
+    tesi_writer_t w = {world, &entry->images, &entry->slots, entry->size, TES_OK, NULL};
+    for (uint32_t i = from; i < to && w.result == TES_OK; i++)
+        put_image(world, rb, &w, rb->touched[i]);
+    if (w.result == TES_OK) entry->size = w.size;
+    return w.result;
+}
+
+void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
+                     tesi_image_t *out) {
+    const uint8_t *p = images + at;
+    out->index = tesi_load_u32(p);
+    memcpy(&out->state, p + 4, sizeof out->state);
+    p += 4 + sizeof out->state;
+    out->values = p;
+    if (out->state.archetype) {
+        const tesi_archetype_t *a = world->archetypes[out->state.archetype - 1];
+        for (uint32_t i = 0; i < a->component_count; i++)
+            p += tesi_value_bytes(&world->components[a->components[i]]);
+    }
+    out->sparse = p;
+    uint32_t n = tesi_load_u32(p);
+    p += 4;
+    for (uint32_t i = 0; i < n; i++) {
+        p += 8 + tesi_value_bytes(&world->components[tesi_load_u32(p)]);
+    }
+    out->pairs = p;
+    n = tesi_load_u32(p);
+    p += 4;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t stride = world->components[tesi_load_u32(p)].stride;
+        uint32_t outs = tesi_load_u32(p + 4);
+        p += 8 + (size_t)outs * (4 + stride);
+        p += 4 + (size_t)tesi_load_u32(p) * 4;
+    }
+    out->end = (uint32_t)(p - images);
+}
+
+/* ---- the shadow ------------------------------------------------------------------------------ */
+
+static tes_result_t page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem) {
+    if (tesi_paged_find(p, index, elem)) return TES_OK;
+    return tesi_paged_reserve(world, p, index, index + 1, elem);
+}
+
+/* The shadow pages the current state of one index needs. */
+static tes_result_t reserve_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
+    tes_result_t result = page_for(world, &rb->states, index, sizeof(tesi_state_t));
+    const tesi_record_t *r = index < world->record_count ? tesi_record_find(world, index) : NULL;
+    if (result == TES_OK && r && r->chunk) {
+        const tesi_archetype_t *a = r->chunk->archetype;
+        for (uint32_t i = 0; i < a->component_count && result == TES_OK; i++) {
+            tes_component_t c = a->components[i];
+            uint32_t bytes = tesi_value_bytes(&world->components[c]);
+            if (bytes) result = page_for(world, &rb->values[c], index, bytes);
+        }
+    }
+    for (uint32_t i = 0; i < world->sparse_count && result == TES_OK; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        const tesi_component_t *comp = &world->components[c];
+        if (tesi_sparse_slot(&comp->sparse, index)) {
+            result = page_for(world, &rb->slots[c], index, sizeof(uint32_t));
+            uint32_t bytes = tesi_value_bytes(comp);
+            if (result == TES_OK && bytes) result = page_for(world, &rb->values[c], index, bytes);
+        }
+        if (result == TES_OK && tesi_is_relation(comp)) {
+            const tesi_relation_t *rel = &comp->relation;
+            if (tesi_list_of(rel, TESI_OUT, index)->count ||
+                tesi_list_of(rel, TESI_IN, index)->count) {
+                result = page_for(world, &rb->pairs[c].lists[TESI_OUT], index, sizeof(tesi_list_t));
+                if (result == TES_OK) {
+                    result =
+                        page_for(world, &rb->pairs[c].lists[TESI_IN], index, sizeof(tesi_list_t));
+                }
+            }
+        }
+    }
+    return result;
+}
+
+/* A relation's shadow table as large as the world's. */
+static tes_result_t reserve_pairs(tes_world_t *world, tesi_shadow_pairs_t *sp,
+                                  const tesi_component_t *c) {
+    uint32_t slots = c->relation.pair_slots;
+    if (slots <= sp->slots) return TES_OK;
+    tesi_pair_t *pairs = tesi_alloc(world, (size_t)slots * sizeof *pairs);
+    uint8_t *data = pairs && c->stride ? tesi_alloc(world, (size_t)slots * c->stride) : NULL;
+    if (!pairs || (c->stride && !data)) {
+        tesi_free(world, pairs, (size_t)slots * sizeof *pairs);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    memset(pairs, 0, (size_t)slots * sizeof *pairs);
+    if (sp->slots) {
+        memcpy(pairs, sp->pairs, (size_t)sp->slots * sizeof *pairs);
+        if (c->stride) memcpy(data, sp->data, (size_t)sp->slots * c->stride);
+    }
+    tesi_free(world, sp->pairs, (size_t)sp->slots * sizeof *pairs);
+    tesi_free(world, sp->data, (size_t)sp->slots * c->stride);
+    sp->pairs = pairs;
+    sp->data = data;
+    sp->slots = slots;
+    return TES_OK;
+}
+
+tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb) {
+    tes_result_t result = tesi_reserve(world, (void **)&rb->archetype_counts, &rb->archetype_slots,
+                                       world->archetype_count, sizeof *rb->archetype_counts, 16);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&rb->marks, &rb->mark_slots, world->archetype_count,
+                              1, 16);
+    }
+    for (uint32_t i = 0; i < world->sparse_count && result == TES_OK; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        if (tesi_is_relation(&world->components[c])) {
+            result = reserve_pairs(world, &rb->pairs[c], &world->components[c]);
+        }
+    }
+    for (uint32_t i = 0; i < rb->touched_count && result == TES_OK; i++)
+        result = reserve_index(world, rb, rb->touched[i]);
+    return result;
+}
+
+/* One index's shadow from the world (its pages reserved). */
+static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
+    tesi_state_t *state = tesi_paged_at(&rb->states, index, sizeof *state);
+    *state = tesi_state_now(world, index);
+    if (state->archetype) {
+        const tesi_record_t *r = tesi_record_at(world, index);
+        const tesi_archetype_t *a = r->chunk->archetype;
+        for (uint32_t i = 0; i < a->component_count; i++) {
+            const tesi_component_t *c = &world->components[a->components[i]];
+            if (!tesi_value_bytes(c)) continue;
+            uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
+            for (uint32_t f = 0; f < c->field_count; f++) {
+                memcpy(v + c->fields[f].offset,
+                       tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row), c->fields[f].bytes);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < world->sparse_count; i++) {
+        tes_component_t id = world->sparse_ids[i];
+        const tesi_component_t *c = &world->components[id];
+        uint32_t slot1 = tesi_sparse_slot(&c->sparse, index);
+        uint32_t *slot = slot1 ? tesi_paged_at(&rb->slots[id], index, sizeof *slot)
+                               : tesi_paged_find(&rb->slots[id], index, sizeof *slot);
+        if (slot) *slot = slot1;
+        uint32_t bytes = tesi_value_bytes(c);
+        if (slot1 && bytes) {
+            memcpy(tesi_paged_at(&rb->values[id], index, bytes),
+                   c->sparse.data + (size_t)(slot1 - 1) * bytes, bytes);
+        }
+        if (!tesi_is_relation(c)) continue;
+        const tesi_relation_t *rel = &c->relation;
+        tesi_shadow_pairs_t *sp = &rb->pairs[id];
+        for (int side = TESI_OUT; side <= TESI_IN; side++) {
+            const tesi_list_t *now = tesi_list_of(rel, side, index);
+            tesi_list_t *copy = tesi_paged_find(&sp->lists[side], index, sizeof *copy);
+            if (!copy) continue; /* no pairs then, none now (reserve_index) */
+            *copy = *now;
+            for (uint32_t p = now->first; p; p = rel->pairs[p - 1].next[side]) {
+                sp->pairs[p - 1] = rel->pairs[p - 1];
+                if (c->stride) {
+                    memcpy(sp->data + (size_t)(p - 1) * c->stride,
+                           rel->data + (size_t)(p - 1) * c->stride, c->stride);
+                }
+            }
+        }
+    }
+}
+
+/* Marks the archetypes an index was in at the newest checkpoint and is in now. */
+static void mark_archetypes(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
+    uint32_t then = shadow_state(rb, index)->archetype;
+    if (then) rb->marks[then - 1] = 1;
+    tesi_state_t now = tesi_state_now(world, index);
+    if (now.archetype) rb->marks[now.archetype - 1] = 1;
+}
+
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb) {
+    for (uint32_t i = 0; i < rb->touched_count; i++)
+        update_index(world, rb, rb->touched[i]);
+    for (uint32_t a = 0; a < world->archetype_count; a++) {
+        if (!rb->marks[a]) continue;
+        rb->marks[a] = 0;
+        rb->archetype_counts[a] = world->archetypes[a]->entity_count;
+    }
+}
+
+/* ---- starting and stopping ---------------------------------------------------------------- */
+
+static void entry_fini(tes_world_t *world, tesi_entry_t *e) {
+    tesi_free(world, e->sparse_counts, (size_t)e->sparse_slots * sizeof *e->sparse_counts);
+    tesi_free(world, e->images, e->slots);
+    tesi_free(world, e->counts, (size_t)e->count_slots * sizeof *e->counts);
+    *e = (tesi_entry_t){0};
+}
+
+static void rollback_free(tes_world_t *world, tesi_rollback_t *rb) {
+    for (uint32_t i = 0; i < rb->watch_count; i++)
+        tes_query_destroy(world, rb->watches[i].query);
+    size_t n = rb->component_slots;
+    tesi_free(world, rb->watches, n * sizeof *rb->watches);
+    for (uint32_t i = 0; i < rb->depth; i++)
+        entry_fini(world, &rb->ring[i]);
+    tesi_free(world, rb->ring, (size_t)rb->depth * sizeof *rb->ring);
+    entry_fini(world, &rb->scratch);
+    for (uint32_t c = 0; c < rb->component_count; c++) {
+        const tesi_component_t *comp = &world->components[c];
+        if (rb->values) tesi_paged_fini(world, &rb->values[c], tesi_value_bytes(comp));
+        if (rb->slots) tesi_paged_fini(world, &rb->slots[c], sizeof(uint32_t));
+        if (!rb->pairs) continue;
+        tesi_shadow_pairs_t *sp = &rb->pairs[c];
+        tesi_free(world, sp->pairs, (size_t)sp->slots * sizeof *sp->pairs);
+        tesi_free(world, sp->data, (size_t)sp->slots * comp->stride);
+        tesi_paged_fini(world, &sp->lists[TESI_OUT], sizeof(tesi_list_t));
+        tesi_paged_fini(world, &sp->lists[TESI_IN], sizeof(tesi_list_t));
+    }
+    tesi_free(world, rb->values, n * sizeof *rb->values);
+    tesi_free(world, rb->slots, n * sizeof *rb->slots);
+    tesi_free(world, rb->pairs, n * sizeof *rb->pairs);
+    tesi_paged_fini(world, &rb->states, sizeof(tesi_state_t));
+    tesi_paged_fini(world, &rb->where, sizeof(uint32_t));
+    tesi_free(world, rb->touched, (size_t)rb->touched_slots * sizeof *rb->touched);
+    tesi_free(world, rb->archetype_counts, (size_t)rb->archetype_slots * sizeof(uint32_t));
+    tesi_free(world, rb->marks, rb->mark_slots);
+    tesi_free(world, rb, sizeof *rb);
+}
+
+void tesi_rollback_forget(tes_world_t *world) {
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb) return;
+    world->rollback = NULL;
+    rollback_free(world, rb);
+}
+
+tes_result_t tes_rollback_stop(tes_world_t *world) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    if (tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    tesi_rollback_forget(world);
+    return TES_OK;
+}
+
+tes_result_t tesi_rollback_reserve_component(tes_world_t *world, tes_component_t c) {
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb || c < rb->component_count) return TES_OK;
+    uint32_t slots = rb->component_slots;
+    if (c >= slots) {
+        slots = slots ? slots * 2 : 16;
+        while (slots <= c)
+            slots *= 2;
+        void *arrays[4] = {NULL, NULL, NULL, NULL};
+        const size_t elems[4] = {sizeof *rb->values, sizeof *rb->slots, sizeof *rb->pairs,
+                                 sizeof *rb->watches};
+        void **owned[4] = {(void **)&rb->values, (void **)&rb->slots, (void **)&rb->pairs,
+                           (void **)&rb->watches};
+        for (int i = 0; i < 4; i++) {
+            arrays[i] = tesi_alloc(world, slots * elems[i]);
+            if (arrays[i]) continue;
+            while (i-- > 0)
+                tesi_free(world, arrays[i], slots * elems[i]);
+            return TES_ERR_OUT_OF_MEMORY;
+        }
+        for (int i = 0; i < 4; i++) {
+            memset(arrays[i], 0, slots * elems[i]);
+            if (*owned[i]) memcpy(arrays[i], *owned[i], rb->component_slots * elems[i]);
+            tesi_free(world, *owned[i], rb->component_slots * elems[i]);
+            *owned[i] = arrays[i];
+        }
+        rb->component_slots = slots;
+    }
+    rb->values[c] = (tesi_paged_t){0};
+    rb->slots[c] = (tesi_paged_t){0};
+    rb->pairs[c] = (tesi_shadow_pairs_t){0};
+    return TES_OK;
+}
+
+void tesi_rollback_add_component(tes_world_t *world) {
+    if (world->rollback) world->rollback->component_count = world->component_count;
+}
+
+/* A component unregistered (the latest, unused): one registered since the newest checkpoint
+ * appears in no checkpoint and leaves its place; an older one may, and the checkpoints go. */
+void tesi_rollback_drop_component(tes_world_t *world, tes_component_t c) {
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb || c >= rb->component_count) return;
+    if (c < rb->components_settled) {
+        tesi_rollback_forget(world);
+        return;
+    }
+    const tesi_component_t *comp = &world->components[c];
+    tesi_paged_fini(world, &rb->values[c], tesi_value_bytes(comp));
+    tesi_paged_fini(world, &rb->slots[c], sizeof(uint32_t));
+    tesi_shadow_pairs_t *sp = &rb->pairs[c];
+    tesi_free(world, sp->pairs, (size_t)sp->slots * sizeof *sp->pairs);
+    tesi_free(world, sp->data, (size_t)sp->slots * comp->stride);
+    tesi_paged_fini(world, &sp->lists[TESI_OUT], sizeof(tesi_list_t));
+    tesi_paged_fini(world, &sp->lists[TESI_IN], sizeof(tesi_list_t));
+    *sp = (tesi_shadow_pairs_t){0};
+    rb->component_count = c;
+    if (rb->watched_below > c) rb->watched_below = c; /* it had no watch: in use else */
+}
+
+/* A consumer of every component with fields not watched yet, so that they are dirty-tracked
+ * (one registered since the last checkpoint joins here: its members were all added since, so
+ * every one of them is touched already). */
+static tes_result_t watch_missing(tes_world_t *world, tesi_rollback_t *rb) {
+    for (tes_component_t c = rb->watched_below; c < world->component_count; c++) {
+        const tesi_component_t *comp = &world->components[c];
+        if (comp->field_count && !tesi_is_relation(comp)) {
+            tes_query_desc_t desc = {.changed = &c, .changed_count = 1};
+            tes_query_t *q;
+            tes_result_t result = tes_query_create(world, &desc, &q);
+            if (result != TES_OK) return result;
+            tesi_query_hold(q, rb->base);
+            rb->watches[rb->watch_count++] = (tesi_watch_t){c, q};
+        }
+        rb->watched_below = c + 1;
+    }
+    return TES_OK;
+}
+
+/* The first checkpoint: the shadow of every index, written in full. */
+static tes_result_t start(tes_world_t *world) {
+    tesi_rollback_t *rb = tesi_alloc(world, sizeof *rb);
+    if (!rb) return TES_ERR_OUT_OF_MEMORY;
+    *rb = (tesi_rollback_t){.depth = world->checkpoint_depth};
+    rb->ring = tesi_alloc(world, rb->depth * sizeof *rb->ring);
+    if (!rb->ring) {
+        tesi_free(world, rb, sizeof *rb);
+        return TES_ERR_OUT_OF_MEMORY;
+    }
+    memset(rb->ring, 0, rb->depth * sizeof *rb->ring);
+    tes_result_t result = TES_OK;
+    world->rollback = rb;
+    for (uint32_t c = 0; c < world->component_count && result == TES_OK; c++) {
+        result = tesi_rollback_reserve_component(world, c);
+        if (result == TES_OK) rb->component_count = c + 1;
+    }
+    /* Every index with a record page can be touched, and is in the shadow. */
+    uint32_t end = world->records.page_slots * TESI_PAGE_SIZE;
+    for (uint32_t page = 0; page < world->records.page_slots && result == TES_OK; page++) {
+        if (!world->records.pages[page]) continue;
+        uint32_t base = page << TESI_PAGE_BITS;
+        result = tesi_rollback_table(world, base, base + TESI_PAGE_SIZE);
+    }
+    if (result == TES_OK) result = watch_missing(world, rb);
+    for (uint32_t index = 1; index < end && index < world->record_count && result == TES_OK;
+         index++) {
+        if (!tesi_record_find(world, index)) {
+            index |= TESI_PAGE_MASK;
+            continue;
+        }
+        tesi_rollback_touch(rb, index);
+    }
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb);
+    if (result != TES_OK) {
+        tesi_rollback_forget(world);
+        return result;
+    }
+    for (uint32_t a = 0; a < world->archetype_count; a++)
+        rb->marks[a] = world->archetypes[a] != NULL;
+    tesi_shadow_update(world, rb);
+    return TES_OK;
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------------- */
+
+/* Appends (archetype, count at the newest checkpoint) for each archetype the touched indices
+ * were or are in, and marks them for tesi_shadow_update. */
+static tes_result_t write_counts(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry) {
+    for (uint32_t i = 0; i < rb->touched_count; i++)
+        mark_archetypes(world, rb, rb->touched[i]);
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < world->archetype_count; a++)
+        n += rb->marks[a];
+    tes_result_t result = tesi_reserve(world, (void **)&entry->counts, &entry->count_slots,
+                                       entry->count_size + 2 * n, sizeof *entry->counts, 16);
+    if (result != TES_OK) return result;
+    for (uint32_t a = 0; a < world->archetype_count; a++) {
+        if (!rb->marks[a]) continue;
+        uint32_t then = a < rb->archetype_slots ? rb->archetype_counts[a] : 0;
+        entry->counts[entry->count_size++] = a;
+        entry->counts[entry->count_size++] = then;
+    }
+    return TES_OK;
+}
+
+/* A new newest entry with the world's numbers now (the oldest makes room when the ring is full). */
+static tes_result_t push_entry(tes_world_t *world, tesi_rollback_t *rb, uint32_t number) {
+    tesi_entry_t *e = rb->count < rb->depth ? tesi_entry_at(rb, rb->count) : tesi_entry_at(rb, 0);
+    tes_result_t result = tesi_reserve(world, (void **)&e->sparse_counts, &e->sparse_slots,
+                                       world->sparse_count, sizeof *e->sparse_counts, 8);
+    if (result != TES_OK) return result;
+    if (rb->count == rb->depth) {
+        rb->first = (rb->first + 1) % rb->depth;
+        rb->count--;
+    }
+    e->number = number;
+    e->at = tesi_scalars_now(world);
+    e->sparse_known = world->sparse_count;
+    for (uint32_t i = 0; i < world->sparse_count; i++)
+        e->sparse_counts[i] = world->components[world->sparse_ids[i]].sparse.count;
+    e->size = 0;
+    e->count_size = 0;
+    rb->count++;
+    return TES_OK;
+}
+
+void tesi_rollback_settle(tes_world_t *world, tesi_rollback_t *rb) {
+    tesi_untouch_all(rb);
+    rb->components_settled = world->component_count;
+    rb->base = world->change_tick++;
+    for (uint32_t i = 0; i < rb->watch_count; i++)
+        tesi_query_hold(rb->watches[i].query, rb->base);
+}
+
+tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
+    if (out_checkpoint) *out_checkpoint = 0;
+    if (!world || !out_checkpoint || tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb) {
+        tes_result_t result = start(world);
+        if (result == TES_OK) result = push_entry(world, world->rollback, 1);
+        if (result != TES_OK) {
+            tesi_rollback_forget(world);
+            return result;
+        }
+        tesi_rollback_settle(world, world->rollback);
+        *out_checkpoint = 1;
+        return TES_OK;
+    }
+    tesi_touch_changed(world, rb);
+    tesi_entry_t *newest = tesi_entry_at(rb, rb->count - 1);
+    /* Everything that can fail first: watches of new components, the newest entry's images and
+     * counts, the shadow's pages, the next entry. */
+    tes_result_t result = watch_missing(world, rb);
+    if (result == TES_OK) result = tesi_images_write(world, rb, newest, 0, rb->touched_count);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb);
+    if (result == TES_OK) result = write_counts(world, rb, newest);
+    uint32_t number = newest->number + 1;
+    if (result == TES_OK) {
+        /* The entry the new one takes, when the ring is full, is the oldest, never `newest`
+         * (a ring of one keeps no images: it can only go back to its one checkpoint). */
+        result = push_entry(world, rb, number);
+    }
+    if (result != TES_OK) {
+        newest->size = 0;
+        newest->count_size = 0;
+        memset(rb->marks, 0, rb->mark_slots);
+        return result;
+    }
+    tesi_shadow_update(world, rb);
+    tesi_rollback_settle(world, rb);
+    *out_checkpoint = number;
+    return TES_OK;
+}
+
+tes_result_t tes_checkpoints(const tes_world_t *world, uint32_t *out_oldest, uint32_t *out_newest) {
+    if (out_oldest) *out_oldest = 0;
+    if (out_newest) *out_newest = 0;
+    if (!world || !out_oldest || !out_newest) return TES_ERR_INVALID_ARGUMENT;
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb || !rb->count) return TES_OK;
+    *out_oldest = tesi_entry_at(rb, 0)->number;
+    *out_newest = tesi_entry_at(rb, rb->count - 1)->number;
+    return TES_OK;
+}
+
+void tesi_rollback_stats(const tes_world_t *world, uint32_t *count, uint64_t *ring_bytes,
+                         uint64_t *shadow_bytes) {
+    tesi_rollback_t *rb = world->rollback;
+    *count = 0;
+    *ring_bytes = *shadow_bytes = 0;
+    if (!rb) return;
+    *count = rb->count;
+    for (uint32_t i = 0; i < rb->depth; i++) {
+        const tesi_entry_t *e = &rb->ring[i];
+        *ring_bytes += e->slots + (uint64_t)e->count_slots * 4 + (uint64_t)e->sparse_slots * 4;
+    }
+    uint64_t pages = rb->states.page_count * (uint64_t)TESI_PAGE_SIZE * sizeof(tesi_state_t);
+    for (uint32_t c = 0; c < rb->component_count; c++) {
+        const tesi_component_t *comp = &world->components[c];
+        pages += rb->values[c].page_count * (uint64_t)TESI_PAGE_SIZE * tesi_value_bytes(comp);
+        pages += rb->slots[c].page_count * (uint64_t)TESI_PAGE_SIZE * 4;
+        const tesi_shadow_pairs_t *sp = &rb->pairs[c];
+        pages += (uint64_t)sp->slots * (sizeof *sp->pairs + comp->stride);
+        pages += (sp->lists[0].page_count + sp->lists[1].page_count) * (uint64_t)TESI_PAGE_SIZE *
+                 sizeof(tesi_list_t);
+    }
+    *shadow_bytes = pages;
+}

@@ -1,0 +1,475 @@
+/* Rewinding to a checkpoint (the design: rollback.h). Everything that can fail comes first:
+ * gathering the images of what changed since the checkpoint, room in the archetypes that grow
+ * back, in sparse sets, pair tables, logs and the shadow. Then the images are written back:
+ * removals logged, archetypes resized, rows and records, sparse slots, pairs, the entity
+ * table's numbers; archetypes made since are freed, and the shadow takes the state back. */
+#include "rollback.h"
+
+/* An index as it is before the rewind. */
+typedef struct before_t {
+    tes_entity_t handle; /* live: its handle; else 0 */
+    const tesi_chunk_t *chunk;
+    uint32_t row;
+    const tesi_archetype_t *archetype;
+} before_t;
+
+typedef struct rewind_t {
+    tes_world_t *world;
+    tesi_rollback_t *rb;
+    tesi_entry_t *to;      /* the checkpoint */
+    uint32_t to_position;  /* its place in the ring */
+    uint32_t n;            /* indices to write back: rb->touched[0..n) */
+    const uint8_t **image; /* by position in touched: its image */
+    before_t *before;      /* by position in touched */
+    uint32_t *sparse;      /* 2 per position: a sparse member's slot + 1 and handle, before */
+    uint32_t *counts;      /* by archetype id: its entity count at the checkpoint */
+    uint8_t *doomed;       /* by archetype id: made since the checkpoint */
+    uint32_t archetypes;   /* archetype_count before the rewind */
+    size_t block;          /* bytes of the allocation above */
+} rewind_t;
+
+static tes_entity_t handle_of(const tesi_image_t *img) {
+    return img->state.archetype ? tesi_make_handle(img->index, img->state.generation) : 0;
+}
+
+/* Positions in touched of an index (listed). */
+static uint32_t where_of(const tesi_rollback_t *rb, uint32_t index) {
+    return *(const uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) - 1;
+}
+
+/* Calls `f` on every image of the entries from the newest stored down to the checkpoint. */
+#define FOR_EACH_STORED_IMAGE(rw, img, body)                             \
+    for (uint32_t e_ = (rw)->rb->count - 1; e_-- > (rw)->to_position;) { \
+        const tesi_entry_t *entry_ = tesi_entry_at((rw)->rb, e_);        \
+        for (uint32_t at_ = 0; at_ < entry_->size; at_ = (img).end) {    \
+            tesi_image_read((rw)->world, entry_->images, at_, &(img));   \
+            body                                                         \
+        }                                                                \
+    }
+
+/* ---- gathering ------------------------------------------------------------------------------ */
+
+/* Every index changed since the checkpoint in touched, and the image each goes back to: the
+ * earliest after the checkpoint, the shadow's (written into rb->scratch) when it changed only
+ * since the newest checkpoint. */
+static tes_result_t gather(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    tesi_rollback_t *rb = rw->rb;
+    tesi_touch_changed(world, rb);
+    uint32_t current = rb->touched_count;
+    rb->scratch.size = 0;
+    tes_result_t result = tesi_images_write(world, rb, &rb->scratch, 0, current);
+    if (result != TES_OK) return result;
+    tesi_image_t img;
+    FOR_EACH_STORED_IMAGE(rw, img, { tesi_rollback_touch(rb, img.index); })
+    rw->n = rb->touched_count;
+    rw->archetypes = world->archetype_count;
+    size_t n = rw->n, a = rw->archetypes;
+    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 2 * sizeof *rw->sparse) +
+                a * (sizeof *rw->counts + 1);
+    uint8_t *block = tesi_alloc(world, rw->block ? rw->block : 1);
+    if (!block) return TES_ERR_OUT_OF_MEMORY;
+    rw->image = (const uint8_t **)(void *)block;
+    rw->before = (before_t *)(void *)(rw->image + n);
+    rw->sparse = (uint32_t *)(void *)(rw->before + n);
+    rw->counts = rw->sparse + 2 * n;
+    rw->doomed = (uint8_t *)(rw->counts + a);
+    result =
+        tesi_reserve(world, (void **)&rb->marks, &rb->mark_slots, world->archetype_count, 1, 16);
+    if (result != TES_OK) return result;
+    /* Archetype counts: the shadow's for what changed since the newest checkpoint, then the
+     * entries' from the newest down, so the earliest wins (as for images). */
+    for (uint32_t at = 0; at < rb->scratch.size; at = img.end) {
+        tesi_image_read(world, rb->scratch.images, at, &img);
+        rw->image[where_of(rb, img.index)] = rb->scratch.images + at;
+        tesi_state_t now = tesi_state_now(world, img.index);
+        uint32_t ids[2] = {img.state.archetype, now.archetype};
+        for (int k = 0; k < 2; k++) {
+            if (!ids[k] || rb->marks[ids[k] - 1]) continue;
+            uint32_t id = ids[k] - 1;
+            rb->marks[id] = 1;
+            rw->counts[id] = id < rb->archetype_slots ? rb->archetype_counts[id] : 0;
+        }
+    }
+    FOR_EACH_STORED_IMAGE(rw, img, { rw->image[where_of(rb, img.index)] = entry_->images + at_; })
+    for (uint32_t e = rb->count - 1; e-- > rw->to_position;) {
+        const tesi_entry_t *entry = tesi_entry_at(rb, e);
+        for (uint32_t i = 0; i < entry->count_size; i += 2) {
+            rw->counts[entry->counts[i]] = entry->counts[i + 1];
+            rb->marks[entry->counts[i]] = 1;
+        }
+    }
+    for (uint32_t id = rw->to->at.archetype_count; id < rw->archetypes; id++)
+        rw->counts[id] = 0; /* made since: empty at the checkpoint */
+    return TES_OK;
+}
+
+/* ---- room ------------------------------------------------------------------------------------ */
+
+static const uint8_t *sparse_value(const tes_world_t *world, const tesi_image_t *img,
+                                   tes_component_t component, uint32_t *out_slot) {
+    const uint8_t *p = img->sparse;
+    uint32_t n = tesi_load_u32(p);
+    p += 4;
+    for (uint32_t i = 0; i < n; i++) {
+        tes_component_t c = tesi_load_u32(p);
+        if (c == component) {
+            *out_slot = tesi_load_u32(p + 4);
+            return p + 8;
+        }
+        p += 8 + tesi_value_bytes(&world->components[c]);
+    }
+    return NULL;
+}
+
+/* The image's pairs of a relation: its outs and ins (NULL, 0 when it had none). */
+static void pairs_of(const tes_world_t *world, const tesi_image_t *img, tes_component_t relation,
+                     const uint8_t **outs, uint32_t *out_count, const uint8_t **ins,
+                     uint32_t *in_count) {
+    const uint8_t *p = img->pairs;
+    uint32_t n = tesi_load_u32(p);
+    p += 4;
+    *outs = *ins = NULL;
+    *out_count = *in_count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        tes_component_t c = tesi_load_u32(p);
+        uint32_t stride = world->components[c].stride, o = tesi_load_u32(p + 4);
+        const uint8_t *in = p + 8 + (size_t)o * (4 + stride);
+        if (c == relation) {
+            *outs = p + 8;
+            *out_count = o;
+            *ins = in + 4;
+            *in_count = tesi_load_u32(in);
+            return;
+        }
+        p = in + 4 + (size_t)tesi_load_u32(in) * 4;
+    }
+}
+
+/* Shadow pages for the state an image describes (the shadow takes it after the rewind). */
+static tes_result_t reserve_shadow(tes_world_t *world, tesi_rollback_t *rb,
+                                   const tesi_image_t *img) {
+    uint32_t i = img->index;
+    tes_result_t result = tesi_paged_reserve(world, &rb->states, i, i + 1, sizeof(tesi_state_t));
+    if (result == TES_OK && img->state.archetype) {
+        const tesi_archetype_t *a = world->archetypes[img->state.archetype - 1];
+        for (uint32_t k = 0; k < a->component_count && result == TES_OK; k++) {
+            uint32_t bytes = tesi_value_bytes(&world->components[a->components[k]]);
+            if (bytes)
+                result = tesi_paged_reserve(world, &rb->values[a->components[k]], i, i + 1, bytes);
+        }
+    }
+    for (uint32_t s = 0; s < world->sparse_count && result == TES_OK; s++) {
+        tes_component_t c = world->sparse_ids[s];
+        const tesi_component_t *comp = &world->components[c];
+        uint32_t slot;
+        if (sparse_value(world, img, c, &slot)) {
+            result = tesi_paged_reserve(world, &rb->slots[c], i, i + 1, sizeof(uint32_t));
+            uint32_t bytes = tesi_value_bytes(comp);
+            if (result == TES_OK && bytes) {
+                result = tesi_paged_reserve(world, &rb->values[c], i, i + 1, bytes);
+            }
+        }
+        const uint8_t *outs, *ins;
+        uint32_t o, n;
+        pairs_of(world, img, c, &outs, &o, &ins, &n);
+        if (result == TES_OK && (o || n)) {
+            result = tesi_paged_reserve(world, &rb->pairs[c].lists[TESI_OUT], i, i + 1,
+                                        sizeof(tesi_list_t));
+            if (result == TES_OK) {
+                result = tesi_paged_reserve(world, &rb->pairs[c].lists[TESI_IN], i, i + 1,
+                                            sizeof(tesi_list_t));
+            }
+        }
+    }
+    return result;
+}
+
+/* Everything the writing needs; on failure the archetypes given chunks are trimmed again. */
+static tes_result_t reserve(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    tesi_rollback_t *rb = rw->rb;
+    tes_result_t result = tesi_logs_reserve(world, NULL, rw->n);
+    for (uint32_t s = 0; s < world->sparse_count && result == TES_OK; s++) {
+        tes_component_t c = world->sparse_ids[s];
+        tesi_sparse_t *set = &world->components[c].sparse;
+        uint32_t want = s < rw->to->sparse_known ? rw->to->sparse_counts[s] : 0;
+        result = tesi_log_reserve(world, c, rw->n);
+        if (result == TES_OK && want > set->count) {
+            result = tesi_sparse_reserve(world, c, want - set->count, 0, 0);
+        }
+        if (result != TES_OK || !world->relation_count ||
+            !tesi_is_relation(&world->components[c])) {
+            continue;
+        }
+        /* Pairs added back at most every out pair of the images; events: per out pair at most
+         * removed, added and changed, the current pairs removed, the moved sources. */
+        uint64_t adds = 0, events = 0;
+        for (uint32_t p = 0; p < rw->n; p++) {
+            tesi_image_t img;
+            tesi_image_read(world, rw->image[p], 0, &img);
+            const uint8_t *outs, *ins;
+            uint32_t o, n;
+            pairs_of(world, &img, c, &outs, &o, &ins, &n);
+            adds += o;
+            events += 3 * (uint64_t)o + n +
+                      tesi_list_of(&world->components[c].relation, TESI_OUT, img.index)->count;
+        }
+        result = tesi_pairs_restore_reserve(world, c, adds, events);
+    }
+    for (uint32_t p = 0; p < rw->n && result == TES_OK; p++) {
+        tesi_image_t img;
+        tesi_image_read(world, rw->image[p], 0, &img);
+        result = reserve_shadow(world, rb, &img);
+    }
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb);
+    for (uint32_t a = 0; a < rw->archetypes && result == TES_OK; a++) {
+        tesi_archetype_t *arch = world->archetypes[a];
+        if (rb->marks[a] && arch && rw->counts[a] > arch->entity_count) {
+            result = tesi_chunks_reserve(world, arch, rw->counts[a] - arch->entity_count);
+        }
+    }
+    if (result != TES_OK) {
+        for (uint32_t a = 0; a < rw->archetypes; a++) {
+            if (rb->marks[a] && world->archetypes[a]) tesi_chunks_trim(world, world->archetypes[a]);
+        }
+    }
+    return result;
+}
+
+/* ---- writing back ------------------------------------------------------------------------------
+ */
+
+static void note_before(rewind_t *rw) {
+    const tes_world_t *world = rw->world;
+    for (uint32_t p = 0; p < rw->n; p++) {
+        uint32_t index = rw->rb->touched[p];
+        const tesi_record_t *r =
+            index < world->record_count ? tesi_record_find(world, index) : NULL;
+        if (!r || !r->chunk) {
+            rw->before[p] = (before_t){0};
+            continue;
+        }
+        rw->before[p] = (before_t){tesi_chunk_entities(r->chunk)[r->row], r->chunk, r->row,
+                                   r->chunk->archetype};
+    }
+}
+
+/* Removals of chunk components (what an entity had and will not have, or an entity going), and
+ * the replicators' stamps of indices whose entity changes. */
+static void log_chunk_removals(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    for (uint32_t p = 0; p < rw->n; p++) {
+        tesi_image_t img;
+        tesi_image_read(world, rw->image[p], 0, &img);
+        const before_t *b = &rw->before[p];
+        tes_entity_t after = handle_of(&img);
+        if (b->handle != after) tesi_index_stamp(world, img.index);
+        if (!b->handle) continue;
+        if (b->handle != after) {
+            if (tesi_logging(world)) tesi_log_removals(world, b->archetype, b->handle);
+            continue;
+        }
+        const tesi_archetype_t *a = world->archetypes[img.state.archetype - 1];
+        if (a == b->archetype || !tesi_logging(world)) continue;
+        for (uint32_t i = 0; i < b->archetype->component_count; i++) {
+            tes_component_t c = b->archetype->components[i];
+            if (tesi_type_index(a, c) == TESI_NO_TYPE) tesi_log_removal(world, c, b->handle);
+        }
+    }
+}
+
+/* Each archetype whose count changed gets its count at the checkpoint: rows past it vacated,
+ * rows below it taken (the chunks were reserved). */
+static void resize_archetypes(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    for (uint32_t id = 0; id < rw->archetypes; id++) {
+        tesi_archetype_t *a = world->archetypes[id];
+        if (!rw->rb->marks[id] || !a) continue;
+        uint32_t want = rw->counts[id], cap = a->capacity;
+        for (uint32_t row = want; row < a->entity_count && a->tracked_count; row++)
+            tesi_trackers_clear_row(a->chunks[row / cap], row % cap);
+        for (uint32_t c = 0; c < a->chunk_count; c++) {
+            uint64_t first = (uint64_t)c * cap;
+            a->chunks[c]->count = want <= first         ? 0
+                                  : want - first >= cap ? cap
+                                                        : (uint32_t)(want - first);
+        }
+        a->entity_count = want;
+        tesi_chunks_trim(world, a);
+    }
+    world->layout++;
+}
+
+/* Writes one component's packed value into a row's cells; true when the bytes differed. */
+static bool put_cells(const tesi_component_t *c, const tesi_archetype_t *a, uint32_t type,
+                      tesi_chunk_t *chunk, uint32_t row, const uint8_t *value, bool compare) {
+    bool differs = !compare;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        uint8_t *cell = tesi_cell(chunk, tesi_column_of(a, type, f), row);
+        const uint8_t *v = value + c->fields[f].offset;
+        if (compare && !memcmp(cell, v, c->fields[f].bytes)) continue;
+        memcpy(cell, v, c->fields[f].bytes);
+        differs = true;
+    }
+    return differs;
+}
+
+static void write_rows(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    const tesi_scalars_t *at = &rw->to->at;
+    for (uint32_t p = 0; p < rw->n; p++) {
+        tesi_image_t img;
+        tesi_image_read(world, rw->image[p], 0, &img);
+        tesi_record_t *record = tesi_record_at(world, img.index);
+        if (!img.state.archetype) {
+            *record = img.index < at->record_count
+                          ? (tesi_record_t){NULL, img.state.row, img.state.generation}
+                          : (tesi_record_t){0};
+            continue;
+        }
+        const tesi_archetype_t *a = world->archetypes[img.state.archetype - 1];
+        tesi_chunk_t *chunk = a->chunks[img.state.row / a->capacity];
+        uint32_t row = img.state.row % a->capacity;
+        tes_entity_t handle = handle_of(&img);
+        const before_t *b = &rw->before[p];
+        bool same = b->handle == handle && b->chunk == chunk && b->row == row && b->archetype == a;
+        *record = (tesi_record_t){chunk, row, img.state.generation};
+        tesi_chunk_entities(chunk)[row] = handle;
+        const uint8_t *value = img.values;
+        for (uint32_t i = 0; i < a->component_count; i++) {
+            const tesi_component_t *c = &world->components[a->components[i]];
+            uint32_t bytes = tesi_value_bytes(c);
+            if (!bytes) continue;
+            if (put_cells(c, a, i, chunk, row, value, same) && same) {
+                tesi_mark_changed(world, chunk, i, row);
+            }
+            value += bytes;
+        }
+        if (!same) tesi_trackers_stamp_added(world, chunk, row, 1);
+    }
+}
+
+/* One sparse set back to the checkpoint: its count, and each listed index's membership. */
+static void write_sparse(rewind_t *rw, uint32_t s) {
+    tes_world_t *world = rw->world;
+    tes_component_t id = world->sparse_ids[s];
+    tesi_component_t *c = &world->components[id];
+    tesi_sparse_t *set = &c->sparse;
+    uint32_t bytes = tesi_value_bytes(c);
+    for (uint32_t p = 0; p < rw->n; p++) {
+        uint32_t index = rw->rb->touched[p];
+        uint32_t *slot = tesi_paged_find(&set->slot_of, index, sizeof *slot);
+        uint32_t slot1 = slot ? *slot & TESI_SLOT_MASK : 0;
+        rw->sparse[2 * p] = slot1;
+        rw->sparse[2 * p + 1] = slot1 ? set->entities[slot1 - 1] : 0;
+        if (slot) *slot &= TESI_SLOT_LISTED;
+    }
+    set->count = s < rw->to->sparse_known ? rw->to->sparse_counts[s] : 0;
+    for (uint32_t p = 0; p < rw->n; p++) {
+        tesi_image_t img;
+        tesi_image_read(world, rw->image[p], 0, &img);
+        uint32_t was1 = rw->sparse[2 * p];
+        tes_entity_t had = rw->sparse[2 * p + 1], handle = handle_of(&img);
+        uint32_t slot = 0;
+        const uint8_t *value = handle ? sparse_value(world, &img, id, &slot) : NULL;
+        if (had && (!value || had != handle)) tesi_log_removal(world, id, had);
+        if (!value) continue;
+        uint32_t *slot_of = tesi_paged_at(&set->slot_of, img.index, sizeof *slot_of);
+        *slot_of |= slot + 1;
+        set->entities[slot] = handle;
+        bool same = had == handle && was1 == slot + 1;
+        uint8_t *data = bytes ? set->data + (size_t)slot * bytes : NULL;
+        bool differs = bytes && memcmp(data, value, bytes);
+        if (differs) memcpy(data, value, bytes);
+        if (!same) {
+            tesi_sparse_stamp(world, id, slot, true);
+        } else if (differs) {
+            tesi_sparse_stamp(world, id, slot, false);
+        }
+    }
+}
+
+/* The relations' pairs back: first every pair the images lack goes, then the images' pairs are
+ * put back (data and the sources' order of targets), then the targets' order of sources. */
+static void write_pairs(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    for (int pass = 0; pass < 3; pass++) {
+        for (uint32_t s = 0; s < world->sparse_count; s++) {
+            tes_component_t id = world->sparse_ids[s];
+            if (!tesi_is_relation(&world->components[id])) continue;
+            for (uint32_t p = 0; p < rw->n; p++) {
+                tesi_image_t img;
+                tesi_image_read(world, rw->image[p], 0, &img);
+                const uint8_t *outs, *ins;
+                uint32_t o, n;
+                pairs_of(world, &img, id, &outs, &o, &ins, &n);
+                if (pass == 0) {
+                    tesi_pairs_keep(world, id, img.index, outs, o);
+                } else if (pass == 1 && o) {
+                    tesi_pairs_put(world, id, handle_of(&img), outs, o);
+                } else if (pass == 2 && n) {
+                    tesi_pairs_order_sources(world, id, handle_of(&img), ins, n);
+                }
+            }
+        }
+    }
+}
+
+/* The checkpoint's numbers, archetypes made since freed, the ring cut back to the checkpoint,
+ * the shadow brought to the state written back. */
+static void finish(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    tesi_rollback_t *rb = rw->rb;
+    const tesi_scalars_t *at = &rw->to->at;
+    world->record_count = at->record_count;
+    world->free_head = at->free_head;
+    world->free_tail = at->free_tail;
+    world->free_length = at->free_length;
+    world->free_stale = at->free_stale;
+    world->skipped_count = at->skipped_count;
+    world->entity_count = at->entity_count;
+    tesi_archetypes_truncate(world, at->archetype_count, rw->doomed);
+    for (uint32_t id = world->archetype_count; id < rw->archetypes; id++) {
+        rb->marks[id] = 0;
+        if (id < rb->archetype_slots) rb->archetype_counts[id] = 0; /* the id is free again */
+    }
+    rb->count = rw->to_position + 1;
+    rw->to->size = 0;
+    rw->to->count_size = 0;
+    tesi_shadow_update(world, rb);
+    tesi_rollback_settle(world, rb);
+}
+
+tes_result_t tes_rewind(tes_world_t *world, uint32_t checkpoint) {
+    if (!world || tesi_deferring(world)) return TES_ERR_INVALID_ARGUMENT;
+    tesi_rollback_t *rb = world->rollback;
+    if (!rb || !rb->count) return TES_ERR_NO_CHECKPOINT;
+    uint32_t oldest = tesi_entry_at(rb, 0)->number;
+    if (checkpoint < oldest || checkpoint - oldest >= rb->count) return TES_ERR_NO_CHECKPOINT;
+    rewind_t rw = {.world = world, .rb = rb, .to_position = checkpoint - oldest};
+    rw.to = tesi_entry_at(rb, rw.to_position);
+    uint32_t listed = rb->touched_count;
+    tes_result_t result = gather(&rw);
+    if (result == TES_OK) result = reserve(&rw);
+    if (result != TES_OK) {
+        /* The indices listed from the entries go off the list again; the marks too. */
+        while (rb->touched_count > listed) {
+            uint32_t index = rb->touched[--rb->touched_count];
+            *(uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) = 0;
+        }
+        memset(rb->marks, 0, rb->mark_slots);
+        if (rw.image) tesi_free(world, (void *)rw.image, rw.block ? rw.block : 1);
+        return result;
+    }
+    note_before(&rw);
+    log_chunk_removals(&rw);
+    resize_archetypes(&rw);
+    write_rows(&rw);
+    for (uint32_t s = 0; s < world->sparse_count; s++)
+        write_sparse(&rw, s);
+    if (world->relation_count) write_pairs(&rw);
+    finish(&rw);
+    tesi_free(world, (void *)rw.image, rw.block ? rw.block : 1);
+    return TES_OK;
+}
