@@ -181,8 +181,8 @@ export class World {
 
     /**
      * Drops every checkpoint and the shadow, and ends the change tracking the first checkpoint
-     * started (components other consumers track stay tracked). Registering a component and
-     * `reclaimArchetypes()` drop the checkpoints too.
+     * started (components other consumers track stay tracked). `reclaimArchetypes()` drops the
+     * checkpoints too; a component first used after a checkpoint joins them.
      */
     stopRollback(): void {
         stopRollback(this);

@@ -29,10 +29,23 @@ tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t en
     uint32_t missing = tesi_paged_missing(&rb->where, first, end);
     if (!missing) return TES_OK;
     uint64_t listable = ((uint64_t)rb->where.page_count + missing) * TESI_PAGE_SIZE;
-    tes_result_t result = tesi_reserve(world, (void **)&rb->touched, &rb->touched_slots,
-                                       (uint32_t)listable, sizeof *rb->touched, TESI_PAGE_SIZE);
-    if (result != TES_OK) return result;
+    if (listable > rb->touched_slots) {
+        /* The list and its sort's spare in one block. */
+        uint32_t *block = tesi_alloc(world, 2 * (size_t)listable * sizeof *block);
+        if (!block) return TES_ERR_OUT_OF_MEMORY;
+        if (rb->touched_count) memcpy(block, rb->touched, rb->touched_count * sizeof *block);
+        tesi_free(world, rb->touched, 2 * (size_t)rb->touched_slots * sizeof *block);
+        rb->touched = block;
+        rb->spare = block + listable;
+        rb->touched_slots = (uint32_t)listable;
+    }
     return tesi_paged_reserve(world, &rb->where, first, end, sizeof(uint32_t));
+}
+
+void tesi_sort_touched(tesi_rollback_t *rb) {
+    tesi_sort_indices(rb->touched, rb->spare, rb->touched_count);
+    for (uint32_t i = 0; i < rb->touched_count; i++)
+        *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = i + 1;
 }
 
 void tesi_untouch_all(tesi_rollback_t *rb) {
@@ -96,18 +109,6 @@ static const tesi_state_t *shadow_state(const tesi_rollback_t *rb, uint32_t inde
     return s ? s : &none;
 }
 
-/* A shadow value (zeros when its page was never made: it was never written). */
-static void put_value(tesi_writer_t *w, const tesi_paged_t *p, uint32_t index, uint32_t bytes) {
-    static const uint8_t zeros[64];
-    const uint8_t *v = tesi_paged_find(p, index, bytes);
-    if (v) {
-        tesi_put(w, v, bytes);
-        return;
-    }
-    for (uint32_t done = 0; done < bytes; done += sizeof zeros)
-        tesi_put(w, zeros, bytes - done < sizeof zeros ? bytes - done : sizeof zeros);
-}
-
 static uint32_t shadow_slot(const tesi_rollback_t *rb, tes_component_t c, uint32_t index) {
     const uint32_t *slot = tesi_paged_find(&rb->slots[c], index, sizeof *slot);
     return slot ? *slot : 0;
@@ -119,67 +120,120 @@ static const tesi_list_t *shadow_list(const tesi_shadow_pairs_t *sp, int side, u
     return list ? list : &empty;
 }
 
-/* The image of one index as the shadow has it. */
-static void put_image(tes_world_t *world, tesi_rollback_t *rb, tesi_writer_t *w, uint32_t index) {
+static uint8_t *put_u32(uint8_t *out, uint32_t v) {
+    memcpy(out, &v, sizeof v);
+    return out + sizeof v;
+}
+
+/* A shadow value (zeros when its page was never made: it was never written). */
+static uint8_t *put_value(uint8_t *out, const tesi_paged_t *p, uint32_t index, uint32_t bytes) {
+    const uint8_t *v = tesi_paged_find(p, index, bytes);
+    if (v) {
+        memcpy(out, v, bytes);
+    } else {
+        memset(out, 0, bytes);
+    }
+    return out + bytes;
+}
+
+/* The sparse and pair parts of an image, written at `out` when it is not NULL; their size. */
+static uint32_t put_sets(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
+                         uint8_t *out) {
+    uint32_t size = 8, n = 0;
+    uint8_t *count = out;
+    if (out) out += 4;
+    for (uint32_t i = 0; i < world->sparse_count; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        uint32_t slot1 = shadow_slot(rb, c, index);
+        if (!slot1) continue;
+        uint32_t bytes = tesi_value_bytes(&world->components[c]);
+        n++;
+        size += 8 + bytes;
+        if (!out) continue;
+        out = put_u32(put_u32(out, c), slot1 - 1);
+        if (bytes) out = put_value(out, &rb->values[c], index, bytes);
+    }
+    if (count) put_u32(count, n);
+    count = out;
+    if (out) out += 4;
+    n = 0;
+    for (uint32_t i = 0; world->relation_count && i < world->sparse_count; i++) {
+        tes_component_t c = world->sparse_ids[i];
+        const tesi_component_t *comp = &world->components[c];
+        if (!tesi_is_relation(comp)) continue;
+        const tesi_shadow_pairs_t *sp = &rb->pairs[c];
+        const tesi_list_t *o = shadow_list(sp, TESI_OUT, index);
+        const tesi_list_t *in = shadow_list(sp, TESI_IN, index);
+        if (!o->count && !in->count) continue;
+        n++;
+        size += 12 + o->count * (4 + comp->stride) + in->count * 4;
+        if (!out) continue;
+        out = put_u32(put_u32(out, c), o->count);
+        for (uint32_t id = o->first; id; id = sp->pairs[id - 1].next[TESI_OUT]) {
+            out = put_u32(out, sp->pairs[id - 1].target);
+            if (comp->stride) {
+                memcpy(out, sp->data + (size_t)(id - 1) * comp->stride, comp->stride);
+                out += comp->stride;
+            }
+        }
+        out = put_u32(out, in->count);
+        for (uint32_t id = in->first; id; id = sp->pairs[id - 1].next[TESI_IN])
+            out = put_u32(out, sp->pairs[id - 1].source);
+    }
+    if (count) put_u32(count, n);
+    return size;
+}
+
+/* The bytes of a live state's values: its archetype's components, packed. */
+static uint32_t values_size(const tes_world_t *world, const tesi_state_t *state) {
+    if (!state->archetype) return 0;
+    const tesi_archetype_t *a = world->archetypes[state->archetype - 1];
+    uint32_t size = 0;
+    for (uint32_t i = 0; i < a->component_count; i++)
+        size += tesi_value_bytes(&world->components[a->components[i]]);
+    return size;
+}
+
+/* The image of one index as the shadow has it, at `out`; returns the byte after it. */
+static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
+                          uint8_t *out) {
     const tesi_state_t *state = shadow_state(rb, index);
-    tesi_put_u32(w, index);
-    tesi_put(w, state, sizeof *state);
+    out = put_u32(out, index);
+    memcpy(out, state, sizeof *state);
+    out += sizeof *state;
     if (state->archetype) {
         const tesi_archetype_t *a = world->archetypes[state->archetype - 1];
         for (uint32_t i = 0; i < a->component_count; i++) {
             tes_component_t c = a->components[i];
             uint32_t bytes = tesi_value_bytes(&world->components[c]);
-            if (bytes) put_value(w, &rb->values[c], index, bytes);
+            if (bytes) out = put_value(out, &rb->values[c], index, bytes);
         }
     }
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < world->sparse_count; i++)
-        n += shadow_slot(rb, world->sparse_ids[i], index) != 0;
-    tesi_put_u32(w, n);
-    for (uint32_t i = 0; n && i < world->sparse_count; i++) {
-        tes_component_t c = world->sparse_ids[i];
-        uint32_t slot1 = shadow_slot(rb, c, index);
-        if (!slot1) continue;
-        tesi_put_u32(w, c);
-        tesi_put_u32(w, slot1 - 1);
-        uint32_t bytes = tesi_value_bytes(&world->components[c]);
-        if (bytes) put_value(w, &rb->values[c], index, bytes);
+    if (!world->sparse_count) { /* no sparse component, no relation: two zero counts */
+        memset(out, 0, 8);
+        return out + 8;
     }
-    n = 0;
-    for (uint32_t i = 0; i < world->sparse_count; i++) {
-        tes_component_t c = world->sparse_ids[i];
-        if (!tesi_is_relation(&world->components[c])) continue;
-        n += shadow_list(&rb->pairs[c], TESI_OUT, index)->count ||
-             shadow_list(&rb->pairs[c], TESI_IN, index)->count;
-    }
-    tesi_put_u32(w, n);
-    for (uint32_t i = 0; n && i < world->sparse_count; i++) {
-        tes_component_t c = world->sparse_ids[i];
-        const tesi_component_t *comp = &world->components[c];
-        if (!tesi_is_relation(comp)) continue;
-        const tesi_shadow_pairs_t *sp = &rb->pairs[c];
-        const tesi_list_t *out = shadow_list(sp, TESI_OUT, index);
-        const tesi_list_t *in = shadow_list(sp, TESI_IN, index);
-        if (!out->count && !in->count) continue;
-        tesi_put_u32(w, c);
-        tesi_put_u32(w, out->count);
-        for (uint32_t id = out->first; id; id = sp->pairs[id - 1].next[TESI_OUT]) {
-            tesi_put_u32(w, sp->pairs[id - 1].target);
-            if (comp->stride) tesi_put(w, sp->data + (size_t)(id - 1) * comp->stride, comp->stride);
-        }
-        tesi_put_u32(w, in->count);
-        for (uint32_t id = in->first; id; id = sp->pairs[id - 1].next[TESI_IN])
-            tesi_put_u32(w, sp->pairs[id - 1].source);
-    }
+    return out + put_sets(world, rb, index, out);
 }
 
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
                                uint32_t from, uint32_t to) {
-    tesi_writer_t w = {world, &entry->images, &entry->slots, entry->size, TES_OK, NULL};
-    for (uint32_t i = from; i < to && w.result == TES_OK; i++)
-        put_image(world, rb, &w, rb->touched[i]);
-    if (w.result == TES_OK) entry->size = w.size;
-    return w.result;
+    /* Sizes first, then one reservation and plain stores. */
+    uint64_t size = entry->size;
+    for (uint32_t i = from; i < to; i++) {
+        uint32_t index = rb->touched[i];
+        size += 4 + sizeof(tesi_state_t) + values_size(world, shadow_state(rb, index)) +
+                (world->sparse_count ? put_sets(world, rb, index, NULL) : 8);
+    }
+    if (size > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result =
+        tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
+    if (result != TES_OK) return result;
+    uint8_t *out = entry->images + entry->size;
+    for (uint32_t i = from; i < to; i++)
+        out = put_image(world, rb, rb->touched[i], out);
+    entry->size = (uint32_t)size;
+    return TES_OK;
 }
 
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
@@ -214,39 +268,41 @@ void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t a
 
 /* ---- the shadow ------------------------------------------------------------------------------ */
 
-static tes_result_t page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem) {
+tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem) {
     if (tesi_paged_find(p, index, elem)) return TES_OK;
     return tesi_paged_reserve(world, p, index, index + 1, elem);
 }
 
 /* The shadow pages the current state of one index needs. */
 static tes_result_t reserve_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
-    tes_result_t result = page_for(world, &rb->states, index, sizeof(tesi_state_t));
+    tes_result_t result = tesi_page_for(world, &rb->states, index, sizeof(tesi_state_t));
     const tesi_record_t *r = index < world->record_count ? tesi_record_find(world, index) : NULL;
     if (result == TES_OK && r && r->chunk) {
         const tesi_archetype_t *a = r->chunk->archetype;
         for (uint32_t i = 0; i < a->component_count && result == TES_OK; i++) {
             tes_component_t c = a->components[i];
             uint32_t bytes = tesi_value_bytes(&world->components[c]);
-            if (bytes) result = page_for(world, &rb->values[c], index, bytes);
+            if (bytes) result = tesi_page_for(world, &rb->values[c], index, bytes);
         }
     }
     for (uint32_t i = 0; i < world->sparse_count && result == TES_OK; i++) {
         tes_component_t c = world->sparse_ids[i];
         const tesi_component_t *comp = &world->components[c];
         if (tesi_sparse_slot(&comp->sparse, index)) {
-            result = page_for(world, &rb->slots[c], index, sizeof(uint32_t));
+            result = tesi_page_for(world, &rb->slots[c], index, sizeof(uint32_t));
             uint32_t bytes = tesi_value_bytes(comp);
-            if (result == TES_OK && bytes) result = page_for(world, &rb->values[c], index, bytes);
+            if (result == TES_OK && bytes)
+                result = tesi_page_for(world, &rb->values[c], index, bytes);
         }
         if (result == TES_OK && tesi_is_relation(comp)) {
             const tesi_relation_t *rel = &comp->relation;
             if (tesi_list_of(rel, TESI_OUT, index)->count ||
                 tesi_list_of(rel, TESI_IN, index)->count) {
-                result = page_for(world, &rb->pairs[c].lists[TESI_OUT], index, sizeof(tesi_list_t));
+                result =
+                    tesi_page_for(world, &rb->pairs[c].lists[TESI_OUT], index, sizeof(tesi_list_t));
                 if (result == TES_OK) {
-                    result =
-                        page_for(world, &rb->pairs[c].lists[TESI_IN], index, sizeof(tesi_list_t));
+                    result = tesi_page_for(world, &rb->pairs[c].lists[TESI_IN], index,
+                                           sizeof(tesi_list_t));
                 }
             }
         }
@@ -278,12 +334,25 @@ static tes_result_t reserve_pairs(tes_world_t *world, tesi_shadow_pairs_t *sp,
     return TES_OK;
 }
 
-tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb) {
-    tes_result_t result = tesi_reserve(world, (void **)&rb->archetype_counts, &rb->archetype_slots,
-                                       world->archetype_count, sizeof *rb->archetype_counts, 16);
+tes_result_t tesi_reserve_zeroed(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                                 size_t elem) {
+    uint32_t old = *slots;
+    tes_result_t result = tesi_reserve(world, array, slots, needed, elem, 16);
+    if (result == TES_OK && *slots > old) {
+        memset((uint8_t *)*array + (size_t)old * elem, 0, (size_t)(*slots - old) * elem);
+    }
+    return result;
+}
+
+tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, bool indices) {
+    /* Zeroed: an archetype made and emptied between two checkpoints is never marked, and its
+     * count at the newest checkpoint (0) is read from here. */
+    tes_result_t result =
+        tesi_reserve_zeroed(world, (void **)&rb->archetype_counts, &rb->archetype_slots,
+                            world->archetype_count, sizeof *rb->archetype_counts);
     if (result == TES_OK) {
-        result = tesi_reserve(world, (void **)&rb->marks, &rb->mark_slots, world->archetype_count,
-                              1, 16);
+        result = tesi_reserve_zeroed(world, (void **)&rb->marks, &rb->mark_slots,
+                                     world->archetype_count, 1);
     }
     for (uint32_t i = 0; i < world->sparse_count && result == TES_OK; i++) {
         tes_component_t c = world->sparse_ids[i];
@@ -291,7 +360,7 @@ tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb) {
             result = reserve_pairs(world, &rb->pairs[c], &world->components[c]);
         }
     }
-    for (uint32_t i = 0; i < rb->touched_count && result == TES_OK; i++)
+    for (uint32_t i = 0; indices && i < rb->touched_count && result == TES_OK; i++)
         result = reserve_index(world, rb, rb->touched[i]);
     return result;
 }
@@ -308,8 +377,9 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
             if (!tesi_value_bytes(c)) continue;
             uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
             for (uint32_t f = 0; f < c->field_count; f++) {
-                memcpy(v + c->fields[f].offset,
-                       tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row), c->fields[f].bytes);
+                tesi_copy_field(v + c->fields[f].offset,
+                                tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row),
+                                c->fields[f].bytes);
             }
         }
     }
@@ -396,7 +466,7 @@ static void rollback_free(tes_world_t *world, tesi_rollback_t *rb) {
     tesi_free(world, rb->pairs, n * sizeof *rb->pairs);
     tesi_paged_fini(world, &rb->states, sizeof(tesi_state_t));
     tesi_paged_fini(world, &rb->where, sizeof(uint32_t));
-    tesi_free(world, rb->touched, (size_t)rb->touched_slots * sizeof *rb->touched);
+    tesi_free(world, rb->touched, 2 * (size_t)rb->touched_slots * sizeof *rb->touched);
     tesi_free(world, rb->archetype_counts, (size_t)rb->archetype_slots * sizeof(uint32_t));
     tesi_free(world, rb->marks, rb->mark_slots);
     tesi_free(world, rb, sizeof *rb);
@@ -528,7 +598,7 @@ static tes_result_t start(tes_world_t *world) {
         }
         tesi_rollback_touch(rb, index);
     }
-    if (result == TES_OK) result = tesi_shadow_reserve(world, rb);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, true);
     if (result != TES_OK) {
         tesi_rollback_forget(world);
         return result;
@@ -588,6 +658,10 @@ void tesi_rollback_settle(tes_world_t *world, tesi_rollback_t *rb) {
     rb->base = world->change_tick++;
     for (uint32_t i = 0; i < rb->watch_count; i++)
         tesi_query_hold(rb->watches[i].query, rb->base);
+    /* A consumer's run: what every consumer has seen goes (never inside a run: refused there).
+     * Without it a world whose other consumers never run would keep every row it ever wrote
+     * on the dirty lists the next checkpoint walks. */
+    tesi_prune(world);
 }
 
 tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
@@ -606,12 +680,13 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         return TES_OK;
     }
     tesi_touch_changed(world, rb);
+    tesi_sort_touched(rb);
     tesi_entry_t *newest = tesi_entry_at(rb, rb->count - 1);
     /* Everything that can fail first: watches of new components, the newest entry's images and
      * counts, the shadow's pages, the next entry. */
     tes_result_t result = watch_missing(world, rb);
     if (result == TES_OK) result = tesi_images_write(world, rb, newest, 0, rb->touched_count);
-    if (result == TES_OK) result = tesi_shadow_reserve(world, rb);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, true);
     if (result == TES_OK) result = write_counts(world, rb, newest);
     uint32_t number = newest->number + 1;
     if (result == TES_OK) {

@@ -64,29 +64,6 @@ static void collect_component(tes_replicator_t *rep, uint32_t k, uint64_t baseli
         touch(rep, log->entities[i] & TESI_INDEX_MASK, term ? WHOLE : 0);
 }
 
-/* Sorts entity indices (below 2^21) in two counting passes of 11 bits through `spare`: O(n),
- * where a comparison sort of the thousands of indices a busy tick touches cost more than
- * writing their records. */
-static void sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
-    uint32_t *from = indices, *to = spare;
-    for (uint32_t shift = 0; shift < TES_INDEX_BITS; shift += 11) {
-        uint32_t counts[2048] = {0};
-        for (uint32_t i = 0; i < n; i++)
-            counts[(from[i] >> shift) & 2047]++;
-        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
-            uint32_t c = counts[b];
-            counts[b] = sum;
-            sum += c;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            to[counts[(from[i] >> shift) & 2047]++] = from[i];
-        uint32_t *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != indices) memcpy(indices, from, n * sizeof *indices);
-}
-
 /* Whether the live entity is in the replicator's scope. */
 tes_result_t tesi_in_scope(tes_replicator_t *rep, tes_entity_t e, bool *out) {
     if (!rep->scope) {
@@ -123,7 +100,7 @@ static void collect_peer(tes_replicator_t *rep, uint64_t baseline) {
  * the peer's view). */
 static tes_result_t settle_touched(tes_replicator_t *rep) {
     tes_world_t *world = rep->world;
-    sort_indices(rep->touched, rep->spare, rep->touched_count);
+    tesi_sort_indices(rep->touched, rep->spare, rep->touched_count);
     for (uint32_t i = 0; i < rep->touched_count; i++) {
         uint32_t index = rep->touched[i];
         const tesi_record_t *record = tesi_record_find(world, index);

@@ -176,6 +176,9 @@ tes_result_t tesi_paged_cover(tes_world_t *world, tesi_paged_t *p, uint32_t end)
 tes_result_t tesi_paged_reserve(tes_world_t *world, tesi_paged_t *p, uint32_t first, uint32_t end,
                                 uint32_t elem);
 void tesi_paged_fini(tes_world_t *world, tesi_paged_t *p, uint32_t elem);
+/* Sorts n entity indices ascending, in O(n) through `spare` (n more): walking what changed in
+ * index order walks the pages, and usually the rows, in order. */
+void tesi_sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n);
 
 /* ---- components ------------------------------------------------------------------------ */
 

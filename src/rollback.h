@@ -69,6 +69,7 @@ struct tesi_rollback_t {
     uint32_t *touched;
     uint32_t touched_count;
     uint32_t touched_slots; /* one per index of where's pages: touching never allocates */
+    uint32_t *spare;        /* touched_slots more, for sorting the list */
 
     tesi_entry_t *ring; /* depth entries, the oldest at `first` */
     uint32_t depth;
@@ -125,17 +126,49 @@ typedef struct tesi_image_t {
 /* Reads the image at byte `at` of `images`. */
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
                      tesi_image_t *out);
+/* One field's bytes: most are 4 or 8, copied as one load and store. */
+static inline void tesi_copy_field(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
+    if (bytes == 4) {
+        memcpy(dst, src, 4);
+    } else if (bytes == 8) {
+        memcpy(dst, src, 8);
+    } else {
+        memcpy(dst, src, bytes);
+    }
+}
+/* The same, telling whether the bytes differed (nothing written when they did not). */
+static inline bool tesi_put_field(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
+    uint64_t a = 0, b = 0;
+    if (bytes == 4 || bytes == 8) {
+        memcpy(&a, dst, bytes);
+        memcpy(&b, src, bytes);
+        if (a == b) return false;
+        memcpy(dst, src, bytes);
+        return true;
+    }
+    if (!memcmp(dst, src, bytes)) return false;
+    memcpy(dst, src, bytes);
+    return true;
+}
 static inline uint32_t tesi_load_u32(const uint8_t *p) {
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return v;
 }
-/* Shadow pages for every touched index's current state (and relation tables as large as the
- * world's). Then tesi_shadow_update cannot fail. */
-tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb);
+/* tesi_reserve with the new slots zeroed. */
+tes_result_t tesi_reserve_zeroed(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
+                                 size_t elem);
+/* The page of `index` in a paged array, allocated when missing. */
+tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem);
+/* The shadow's tables (archetype counts, relation tables as large as the world's) and, with
+ * `indices`, pages for every touched index's current state. Then tesi_shadow_update cannot
+ * fail. */
+tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, bool indices);
 /* Brings the shadow up to the world's state for every touched index, and the archetype counts
  * for the archetypes in `marks`. */
 void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb);
+/* Sorts the touched list by index: the passes over it then walk pages and rows in order. */
+void tesi_sort_touched(tesi_rollback_t *rb);
 /* Empties the touched list. */
 void tesi_untouch_all(tesi_rollback_t *rb);
 /* The world's numbers now. */

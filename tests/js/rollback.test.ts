@@ -138,6 +138,32 @@ describe('rollback', () => {
         expect(added.drain().entities.length + changed.drain().entities.length).toBe(0);
     });
 
+    test('an archetype made and emptied between checkpoints is empty after a rewind', async () => {
+        // Its count at the checkpoint was read from memory the shadow never wrote: garbage when
+        // the allocator hands back a block used before (a destroyed world's, here). Found by the
+        // rollback example (a bullet fired and gone in one frame).
+        const P = component('RbP', { x: 'f32' });
+        const R = component('RbR', { r: 'u8' });
+        const B = component('RbB', { n: 'i32' });
+        const before = await newWorld(); // leaves B counted 1 in memory it gives back
+        before.spawn(P({ x: 0 }), R({ r: 1 }));
+        before.checkpoint();
+        before.spawn(P({ x: 1 }), B({ n: 1 }));
+        before.checkpoint();
+        before.destroy();
+        const world = await newWorld();
+        world.spawn(P({ x: 0 }), R({ r: 1 }));
+        world.checkpoint();
+        world.despawn(world.spawn(P({ x: 1 }), B({ n: 1 })));
+        const k = world.checkpoint();
+        const hash = world.hash();
+        world.spawn(P({ x: 2 }), B({ n: 2 }));
+        world.rewind(k);
+        expect([...world.query({ all: [B] }).entities()]).toEqual([]);
+        expect(world.hash()).toBe(hash);
+        world.validate();
+    });
+
     test('bad calls throw a TesseraError and change nothing', async () => {
         const world = await newWorld({ checkpoints: 2 });
         expect(world.checkpoints).toBeNull();
