@@ -60,9 +60,11 @@ static inline void tesi_move_row(tes_world_t *world, tesi_chunk_t *dst, uint32_t
 }
 
 /* Swap-remove: fills (chunk, row) with the archetype's very last entity, updates that
- * entity's record, and releases the last chunk when it empties. Never allocates. */
+ * entity's record, and releases the last chunk when it empties. Never allocates. `touching`:
+ * checkpoints are kept (the moved entity's row changes); a constant false where the caller
+ * knows none are, so that the hot path carries no test of it. */
 static inline __attribute__((always_inline)) void
-tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
+tesi_remove_row_as(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, bool touching) {
     tesi_archetype_t *a = chunk->archetype;
     world->layout++;
     /* Rows are only removed from archetypes with no reserved (empty) chunks at the end. */
@@ -73,7 +75,7 @@ tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
         tesi_move_cells(chunk->data, row, last->data, last_row, a->self);
         if (a->tracked_count) tesi_trackers_copy(world, chunk, row, last, last_row, 1);
         uint32_t index = tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK;
-        tesi_touch(world, index);
+        if (touching) tesi_touch(world, index);
         tesi_record_t *moved = tesi_record_at(world, index);
         moved->chunk = chunk;
         moved->row = row;
@@ -82,6 +84,11 @@ tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
     last->count--;
     a->entity_count--;
     if (last->count == 0) tesi_chunks_trim(world, a);
+}
+
+static inline __attribute__((always_inline)) void
+tesi_remove_row(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row) {
+    tesi_remove_row_as(world, chunk, row, true);
 }
 
 #endif
