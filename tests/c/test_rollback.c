@@ -506,3 +506,43 @@ TEST(an_archetype_made_and_emptied_between_checkpoints_is_empty_after_a_rewind) 
     CHECK_OK(tes_world_validate(world));
     CHECK(!tes_is_alive(world, e));
 }
+
+/* Unregistering (the bindings take a registration back when the call that made it fails): a
+ * component registered since the newest checkpoint leaves the checkpoints as they are; an older
+ * one, which they may hold, drops them. */
+TEST(unregistering_a_component_keeps_or_drops_the_checkpoints_as_they_may_hold_it) {
+    tes_world_t *world = fx_world(NULL);
+    static const tes_field_desc_t v[] = {{"v", TES_I32, 0}};
+    tes_component_t p = fx_component(world, "P", v, 1);
+    tes_component_t old_tag = fx_tag(world, "Old");
+    tes_entity_t e;
+    CHECK_OK(tes_spawn(world, &p, 1, &e));
+    uint32_t n, oldest, newest;
+    CHECK_OK(tes_checkpoint(world, &n));
+    kept_t k = keep(world, n);
+    tes_component_t fresh = fx_component(world, "Fresh", v, 1);
+    CHECK_OK(tes_component_unregister(world, fresh));
+    CHECK_OK(tes_checkpoints(world, &oldest, &newest));
+    CHECK_EQ(newest, n);
+    CHECK_OK(tes_set_number(world, e, p, 0, 0, 9));
+    CHECK_OK(tes_rewind(world, n));
+    check_snapshot_is(world, &k);
+    fresh = fx_component(world, "Fresh", v, 1); /* the id again, with nothing of the old one */
+    CHECK_OK(tes_add(world, e, fresh));
+    CHECK_OK(tes_set_number(world, e, fresh, 0, 0, 4));
+    CHECK_OK(tes_checkpoint(world, &n));
+    CHECK_OK(tes_set_number(world, e, fresh, 0, 0, 5));
+    CHECK_OK(tes_rewind(world, n));
+    CHECK_NUM_EQ(fx_get_number(world, e, fresh, 0, 0), 4);
+    CHECK_OK(tes_rewind(world, n - 1)); /* before Fresh was added: it stays registered */
+    CHECK(!fx_has(world, e, fresh));
+    CHECK_NUM_EQ(fx_get_number(world, e, p, 0, 0), 0);
+    /* A tag registered before the newest checkpoint, taken back: the checkpoints go. */
+    tes_component_t late = fx_tag(world, "Late");
+    CHECK_OK(tes_checkpoint(world, &n));
+    CHECK_OK(tes_component_unregister(world, late));
+    CHECK_OK(tes_checkpoints(world, &oldest, &newest));
+    CHECK_EQ(newest, 0);
+    CHECK_OK(tes_world_validate(world));
+    (void)old_tag;
+}
