@@ -14,7 +14,7 @@ uint32_t tesi_value_bytes(const tesi_component_t *c) {
     return tesi_is_relation(c) ? 0 : c->stride;
 }
 
-/* ---- touching ------------------------------------------------------------------------------ */
+/* ---- touching -------------------------------------------------------------------------------- */
 
 void tesi_rollback_touch(tesi_rollback_t *rb, uint32_t index) {
     uint32_t *where = tesi_paged_at(&rb->where, index, sizeof *where);
@@ -432,7 +432,7 @@ void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb) {
     }
 }
 
-/* ---- starting and stopping ---------------------------------------------------------------- */
+/* ---- starting and stopping ------------------------------------------------------------------- */
 
 static void entry_fini(tes_world_t *world, tesi_entry_t *e) {
     tesi_free(world, e->sparse_counts, (size_t)e->sparse_slots * sizeof *e->sparse_counts);
@@ -609,7 +609,7 @@ static tes_result_t start(tes_world_t *world) {
     return TES_OK;
 }
 
-/* ---- checkpoints ---------------------------------------------------------------------------- */
+/* ---- checkpoints ----------------------------------------------------------------------------- */
 
 /* Appends (archetype, count at the newest checkpoint) for each archetype the touched indices
  * were or are in, and marks them for tesi_shadow_update. */

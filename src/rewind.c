@@ -32,12 +32,13 @@ static tes_entity_t handle_of(const tesi_image_t *img) {
     return img->state.archetype ? tesi_make_handle(img->index, img->state.generation) : 0;
 }
 
-/* Positions in touched of an index (listed). */
+/* The position in touched of a listed index. */
 static uint32_t where_of(const tesi_rollback_t *rb, uint32_t index) {
     return *(const uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) - 1;
 }
 
-/* Calls `f` on every image of the entries from the newest stored down to the checkpoint. */
+/* Runs `body` with `img` read for every image of the entries from the newest stored down to the
+ * checkpoint's. */
 #define FOR_EACH_STORED_IMAGE(rw, img, body)                             \
     for (uint32_t e_ = (rw)->rb->count - 1; e_-- > (rw)->to_position;) { \
         const tesi_entry_t *entry_ = tesi_entry_at((rw)->rb, e_);        \
@@ -47,7 +48,7 @@ static uint32_t where_of(const tesi_rollback_t *rb, uint32_t index) {
         }                                                                \
     }
 
-/* ---- gathering ------------------------------------------------------------------------------ */
+/* ---- gathering ------------------------------------------------------------------------------- */
 
 /* Every index changed since the checkpoint in touched, and the image each goes back to: the
  * earliest after the checkpoint, the shadow's (written into rb->scratch) when it changed only
@@ -206,8 +207,7 @@ static tes_result_t reserve(rewind_t *rw) {
          * removed, added and changed, the current pairs removed, the moved sources. */
         uint64_t adds = 0, events = 0;
         for (uint32_t p = 0; p < rw->n; p++) {
-            tesi_image_t img;
-            img = rw->image[p];
+            tesi_image_t img = rw->image[p];
             const uint8_t *outs, *ins;
             uint32_t o, n;
             pairs_of(world, &img, c, &outs, &o, &ins, &n);
@@ -218,8 +218,7 @@ static tes_result_t reserve(rewind_t *rw) {
         result = tesi_pairs_restore_reserve(world, c, adds, events);
     }
     for (uint32_t p = 0; p < rw->n && result == TES_OK; p++) {
-        tesi_image_t img;
-        img = rw->image[p];
+        tesi_image_t img = rw->image[p];
         result = reserve_shadow(world, rb, &img);
     }
     /* The tables only: the pages of the states written back were reserved from the images. */
@@ -238,8 +237,7 @@ static tes_result_t reserve(rewind_t *rw) {
     return result;
 }
 
-/* ---- writing back ------------------------------------------------------------------------------
- */
+/* ---- writing back ---------------------------------------------------------------------------- */
 
 static void note_before(rewind_t *rw) {
     const tes_world_t *world = rw->world;
@@ -261,8 +259,7 @@ static void note_before(rewind_t *rw) {
 static void log_chunk_removals(rewind_t *rw) {
     tes_world_t *world = rw->world;
     for (uint32_t p = 0; p < rw->n; p++) {
-        tesi_image_t img;
-        img = rw->image[p];
+        tesi_image_t img = rw->image[p];
         const before_t *b = &rw->before[p];
         tes_entity_t after = handle_of(&img);
         if (b->handle != after) tesi_index_stamp(world, img.index);
@@ -322,8 +319,7 @@ static void write_rows(rewind_t *rw) {
     tes_world_t *world = rw->world;
     const tesi_scalars_t *at = &rw->to->at;
     for (uint32_t p = 0; p < rw->n; p++) {
-        tesi_image_t img;
-        img = rw->image[p];
+        tesi_image_t img = rw->image[p];
         tesi_record_t *record = tesi_record_at(world, img.index);
         if (!img.state.archetype) {
             *record = img.index < at->record_count
@@ -370,8 +366,7 @@ static void write_sparse(rewind_t *rw, uint32_t s) {
     }
     set->count = s < rw->to->sparse_known ? rw->to->sparse_counts[s] : 0;
     for (uint32_t p = 0; p < rw->n; p++) {
-        tesi_image_t img;
-        img = rw->image[p];
+        tesi_image_t img = rw->image[p];
         uint32_t was1 = rw->sparse[2 * p];
         tes_entity_t had = rw->sparse[2 * p + 1], handle = handle_of(&img);
         uint32_t slot = 0;
@@ -402,8 +397,7 @@ static void write_pairs(rewind_t *rw) {
             tes_component_t id = world->sparse_ids[s];
             if (!tesi_is_relation(&world->components[id])) continue;
             for (uint32_t p = 0; p < rw->n; p++) {
-                tesi_image_t img;
-                img = rw->image[p];
+                tesi_image_t img = rw->image[p];
                 const uint8_t *outs, *ins;
                 uint32_t o, n;
                 pairs_of(world, &img, id, &outs, &o, &ins, &n);
