@@ -54,11 +54,6 @@ void tesi_untouch_all(tesi_rollback_t *rb) {
     rb->touched_count = 0;
 }
 
-/* Lists an index whose record page exists (the only ones whose state can change). */
-static void touch_listed(tesi_rollback_t *rb, uint32_t index) {
-    tesi_rollback_touch(rb, index);
-}
-
 void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb) {
     uint64_t base = rb->base;
     for (uint32_t w = 0; w < rb->watch_count; w++) {
@@ -68,7 +63,7 @@ void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb) {
             const tesi_sparse_t *s = &c->sparse;
             for (uint32_t i = 0; i < s->dirty_count; i++) {
                 uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
-                if (slot1 && s->changed[slot1 - 1] > base) touch_listed(rb, s->dirty[i]);
+                if (slot1 && s->changed[slot1 - 1] > base) tesi_rollback_touch(rb, s->dirty[i]);
             }
             continue;
         }
@@ -78,7 +73,7 @@ void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb) {
             for (uint32_t i = 0; i < tracker->dirty_count; i++) {
                 uint32_t row = tracker->dirty[i];
                 if (row < chunk->count && tracker->changed[row] > base) {
-                    touch_listed(rb, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
+                    tesi_rollback_touch(rb, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
                 }
             }
         }
@@ -377,9 +372,9 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
             if (!tesi_value_bytes(c)) continue;
             uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
             for (uint32_t f = 0; f < c->field_count; f++) {
-                tesi_copy_field(v + c->fields[f].offset,
-                                tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row),
-                                c->fields[f].bytes);
+                tesi_copy_cell(v + c->fields[f].offset,
+                               tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row),
+                               c->fields[f].bytes);
             }
         }
     }

@@ -114,18 +114,6 @@ uint32_t tesi_chunk_take_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t 
     return run;
 }
 
-/* Copies one cell. Single rows are the hot case (every add, remove and swap-remove): most
- * fields are 4 bytes, which becomes one load and one store. */
-static inline void copy_cell(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
-    if (bytes == 4) {
-        memcpy(dst, src, 4);
-    } else if (bytes == 8) {
-        memcpy(dst, src, 8);
-    } else {
-        memcpy(dst, src, bytes);
-    }
-}
-
 /* Pairs dst's columns with src's (both sorted by key, one merge walk) and copies `n` rows of
  * each shared column; zeroes dst columns src lacks. When the archetypes differ only in tags
  * every key matches and the walk never searches. */
@@ -142,7 +130,7 @@ static void copy_columns(tesi_chunk_t *dst, uint32_t dst_row, const tesi_chunk_t
         if (s < sa->column_count && sa->columns[s].key == dc->key) {
             const uint8_t *from = tesi_cell(src, &sa->columns[s], src_row);
             if (n == 1) {
-                copy_cell(cell, from, dc->bytes);
+                tesi_copy_cell(cell, from, dc->bytes);
             } else {
                 memcpy(cell, from, (size_t)n * dc->bytes);
             }

@@ -829,6 +829,17 @@ static inline uint8_t *tesi_cell(const tesi_chunk_t *chunk, const tesi_column_t 
                                  uint32_t row) {
     return chunk->data + column->offset + (size_t)row * column->bytes;
 }
+/* Copies one cell. Single rows are the hot case (every add, remove and swap-remove, a rewind's
+ * rows): most fields are 4 bytes, which becomes one load and one store. */
+static inline void tesi_copy_cell(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
+    if (bytes == 4) {
+        memcpy(dst, src, 4);
+    } else if (bytes == 8) {
+        memcpy(dst, src, 8);
+    } else {
+        memcpy(dst, src, bytes);
+    }
+}
 /* Appends one empty chunk to the archetype from the pool when nothing else is needed (no
  * tracker, a standard block, room in its chunk list); false otherwise (tesi_chunks_reserve). */
 bool tesi_chunk_add_pooled(tes_world_t *world, tesi_archetype_t *archetype);

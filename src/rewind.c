@@ -239,37 +239,28 @@ static tes_result_t reserve(rewind_t *rw) {
 
 /* ---- writing back ---------------------------------------------------------------------------- */
 
+/* Each index as it is (for write_rows), and what the rewind takes from it: removals of chunk
+ * components (what an entity had and will not have, or an entity going) and the replicators'
+ * stamps of indices whose entity changes. */
 static void note_before(rewind_t *rw) {
-    const tes_world_t *world = rw->world;
-    for (uint32_t p = 0; p < rw->n; p++) {
-        uint32_t index = rw->rb->touched[p];
-        const tesi_record_t *r =
-            index < world->record_count ? tesi_record_find(world, index) : NULL;
-        if (!r || !r->chunk) {
-            rw->before[p] = (before_t){0};
-            continue;
-        }
-        rw->before[p] = (before_t){tesi_chunk_entities(r->chunk)[r->row], r->chunk, r->row,
-                                   r->chunk->archetype};
-    }
-}
-
-/* Removals of chunk components (what an entity had and will not have, or an entity going), and
- * the replicators' stamps of indices whose entity changes. */
-static void log_chunk_removals(rewind_t *rw) {
     tes_world_t *world = rw->world;
     for (uint32_t p = 0; p < rw->n; p++) {
-        tesi_image_t img = rw->image[p];
-        const before_t *b = &rw->before[p];
-        tes_entity_t after = handle_of(&img);
-        if (b->handle != after) tesi_index_stamp(world, img.index);
-        if (!b->handle) continue;
+        const tesi_image_t *img = &rw->image[p];
+        const tesi_record_t *r =
+            img->index < world->record_count ? tesi_record_find(world, img->index) : NULL;
+        before_t *b = &rw->before[p];
+        *b = r && r->chunk ? (before_t){tesi_chunk_entities(r->chunk)[r->row], r->chunk, r->row,
+                                        r->chunk->archetype}
+                           : (before_t){0};
+        tes_entity_t after = handle_of(img);
+        if (b->handle != after) tesi_index_stamp(world, img->index);
+        if (!b->handle || !tesi_logging(world)) continue;
         if (b->handle != after) {
-            if (tesi_logging(world)) tesi_log_removals(world, b->archetype, b->handle);
+            tesi_log_removals(world, b->archetype, b->handle);
             continue;
         }
-        const tesi_archetype_t *a = world->archetypes[img.state.archetype - 1];
-        if (a == b->archetype || !tesi_logging(world)) continue;
+        const tesi_archetype_t *a = world->archetypes[img->state.archetype - 1];
+        if (a == b->archetype) continue;
         for (uint32_t i = 0; i < b->archetype->component_count; i++) {
             tes_component_t c = b->archetype->components[i];
             if (tesi_type_index(a, c) == TESI_NO_TYPE) tesi_log_removal(world, c, b->handle);
@@ -309,7 +300,7 @@ static bool put_cells(const tesi_component_t *c, const tesi_archetype_t *a, uint
         if (compare) {
             differs |= tesi_put_field(cell, v, c->fields[f].bytes);
         } else {
-            tesi_copy_field(cell, v, c->fields[f].bytes);
+            tesi_copy_cell(cell, v, c->fields[f].bytes);
         }
     }
     return differs || !compare;
@@ -472,7 +463,6 @@ tes_result_t tes_rewind(tes_world_t *world, uint32_t checkpoint) {
         return result;
     }
     note_before(&rw);
-    log_chunk_removals(&rw);
     resize_archetypes(&rw);
     write_rows(&rw);
     for (uint32_t s = 0; s < world->sparse_count; s++)

@@ -126,17 +126,7 @@ typedef struct tesi_image_t {
 /* Reads the image at byte `at` of `images`. */
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
                      tesi_image_t *out);
-/* One field's bytes: most are 4 or 8, copied as one load and store. */
-static inline void tesi_copy_field(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
-    if (bytes == 4) {
-        memcpy(dst, src, 4);
-    } else if (bytes == 8) {
-        memcpy(dst, src, 8);
-    } else {
-        memcpy(dst, src, bytes);
-    }
-}
-/* The same, telling whether the bytes differed (nothing written when they did not). */
+/* tesi_copy_cell telling whether the bytes differed (nothing written when they did not). */
 static inline bool tesi_put_field(uint8_t *dst, const uint8_t *src, uint32_t bytes) {
     uint64_t a = 0, b = 0;
     if (bytes == 4 || bytes == 8) {

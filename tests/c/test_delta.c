@@ -167,6 +167,18 @@ static void apply(const world_t *replica, const delta_copy_t *d, bool expect_app
     if (expect_applied) CHECK_EQ(tes_replica_tick(replica->world), d->tick);
 }
 
+/* The delta since the replica's tick, applied: the replica then equals the source (tick `tick`);
+ * the source ticks after, so pruning runs between deltas. */
+static void deliver(tes_replicator_t *rep, const world_t *source, const world_t *replica,
+                    uint32_t tick) {
+    delta_copy_t d = encode(rep, tes_replica_tick(replica->world));
+    CHECK(!is_keyframe(&d));
+    apply(replica, &d, true);
+    check_same(source, replica, tick);
+    free(d.bytes);
+    CHECK_OK(tes_tick(source->world));
+}
+
 /* With TES_REPLICATOR_CHANGED_FIELDS too: records then carry only the fields that changed. */
 static void check_a_delta_per_tick(uint32_t flags) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
@@ -185,12 +197,7 @@ static void check_a_delta_per_tick(uint32_t flags) {
             uint32_t changes = 1 + fx_rng_below(&rng, 8);
             for (uint32_t k = 0; k < changes; k++)
                 fx_mixed_change(&source, &rng, &live, tick * 10 + k);
-            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
-            CHECK(!is_keyframe(&d));
-            apply(&replica, &d, true);
-            check_same(&source, &replica, tick);
-            free(d.bytes);
-            CHECK_OK(tes_tick(source.world)); /* pruning runs between deltas */
+            deliver(rep, &source, &replica, tick);
         }
         CHECK_OK(tes_world_validate(source.world));
     }
@@ -233,12 +240,7 @@ TEST(a_replica_follows_a_source_that_rewinds) {
             uint32_t changes = 1 + fx_rng_below(&rng, 8);
             for (uint32_t k = 0; k < changes; k++)
                 fx_mixed_change(&source, &rng, &live, tick * 10 + k);
-            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
-            CHECK(!is_keyframe(&d));
-            apply(&replica, &d, true);
-            check_same(&source, &replica, tick);
-            free(d.bytes);
-            CHECK_OK(tes_tick(source.world));
+            deliver(rep, &source, &replica, tick);
         }
         CHECK(rewinds > 5);
     }
