@@ -95,7 +95,7 @@ tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index) {
 tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {
     return (tesi_scalars_t){world->record_count,    world->free_head,     world->free_tail,
                             world->free_length,     world->skipped_count, world->entity_count,
-                            world->archetype_count, world->free_stale};
+                            world->archetype_count, world->free_stale,    world->replica_tick};
 }
 
 static const tesi_state_t *shadow_state(const tesi_rollback_t *rb, uint32_t index) {

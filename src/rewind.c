@@ -417,6 +417,7 @@ static void finish(rewind_t *rw) {
     world->free_stale = at->free_stale;
     world->skipped_count = at->skipped_count;
     world->entity_count = at->entity_count;
+    world->replica_tick = at->replica_tick;
     tesi_archetypes_truncate(world, at->archetype_count, rw->doomed);
     for (uint32_t id = world->archetype_count; id < rw->archetypes; id++) {
         rb->marks[id] = 0;

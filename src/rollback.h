@@ -24,11 +24,13 @@ typedef struct tesi_state_t {
     uint32_t generation;
 } tesi_state_t;
 
-/* The entity table's own numbers at a checkpoint. */
+/* The entity table's own numbers at a checkpoint, and the replica tick (the source tick of the
+ * deltas the world held then: a rewound replica asks for the deltas since that one). */
 typedef struct tesi_scalars_t {
     uint32_t record_count, free_head, free_tail, free_length, skipped_count, entity_count;
     uint32_t archetype_count;
     bool free_stale;
+    uint64_t replica_tick;
 } tesi_scalars_t;
 
 /* One checkpoint: the world's numbers then, and the images (the state then) of every index that

@@ -246,6 +246,70 @@ TEST(a_replica_follows_a_source_that_rewinds) {
     }
 }
 
+/* A replica that keeps checkpoints and rewinds (a client that predicts and rolls back what the
+ * source sent): after a rewind it is the replica it was at that checkpoint, byte for byte and
+ * with the replica tick it had then, so the next delta (since that tick, which the source's
+ * history still holds) brings it back to the source. Its entities sit at the source's handles,
+ * so its entity table has skipped indices a rewind must put back too. */
+TEST(a_replica_that_rewinds_is_its_checkpoint_and_the_next_delta_catches_it_up) {
+    typedef struct {
+        uint32_t number;
+        uint64_t tick;
+        uint8_t *bytes;
+        uint32_t size;
+    } kept_t;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        world_t source = make(), replica = make();
+        tes_replicator_t *rep = replicator(source.world, NULL, 40);
+        fx_rng_t rng = {seed};
+        live_t live = {.n = 0};
+        for (uint32_t i = 0; i < 40; i++)
+            fx_mixed_change(&source, &rng, &live, i);
+        delta_copy_t key = encode(rep, 0);
+        apply(&replica, &key, true);
+        free(key.bytes);
+        kept_t kept[16];
+        uint32_t kept_count = 0, rewinds = 0;
+        for (uint32_t tick = 1; tick <= 60; tick++) {
+            uint32_t changes = 1 + fx_rng_below(&rng, 8);
+            for (uint32_t k = 0; k < changes; k++)
+                fx_mixed_change(&source, &rng, &live, tick * 10 + k);
+            /* Since the replica's tick: a delta, or after a rewind a keyframe when the source
+             * has pruned the logs that baseline needs. */
+            delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+            apply(&replica, &d, true);
+            free(d.bytes);
+            check_same(&source, &replica, tick);
+            CHECK_OK(tes_tick(source.world));
+            uint32_t number = 0;
+            CHECK_OK(tes_checkpoint(replica.world, &number));
+            if (kept_count == 16) { /* the ring's default depth: the oldest went */
+                memmove(kept, kept + 1, 15 * sizeof *kept);
+                kept_count--;
+            }
+            const uint8_t *bytes = NULL;
+            uint32_t size = 0;
+            CHECK_OK(tes_snapshot(replica.world, &bytes, &size));
+            kept_t *k = &kept[kept_count++];
+            *k = (kept_t){number, tes_replica_tick(replica.world), malloc(size), size};
+            CHECK(k->bytes != NULL);
+            memcpy(k->bytes, bytes, size);
+            harness_defer(free, k->bytes);
+            if (kept_count < 3 || !fx_rng_chance(&rng, 25)) continue;
+            uint32_t at = kept_count - 2 - fx_rng_below(&rng, kept_count - 1);
+            CHECK_OK(tes_rewind(replica.world, kept[at].number));
+            CHECK_OK(tes_snapshot(replica.world, &bytes, &size));
+            CHECK_EQ(size, kept[at].size);
+            CHECK(memcmp(bytes, kept[at].bytes, size) == 0);
+            CHECK_EQ(tes_replica_tick(replica.world), kept[at].tick);
+            CHECK_OK(tes_world_validate(replica.world));
+            kept_count = at + 1;
+            rewinds++;
+        }
+        CHECK(rewinds > 5);
+    }
+}
+
 static void check_baseline_rules(uint32_t flags) {
     enum { TICKS = 80, LAG = 3 };
     for (uint64_t seed = 11; seed <= 14; seed++) {
