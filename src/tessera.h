@@ -1057,8 +1057,8 @@ TES_API tes_result_t tes_world_hash(tes_world_t *world, uint64_t *out_hash);
  * the free queue, so the spawns that follow hand out the handles they handed out the first time
  * and the snapshot's bytes (and tes_world_hash) equal the ones taken at the checkpoint.
  * Archetypes made since are freed. A replica's tes_replica_tick goes back too, to the delta it had
- * applied at the checkpoint: acknowledged, it gets the deltas since then (or a keyframe when the
- * source's history no longer holds that baseline), which bring it back to the source.
+ * applied at the checkpoint: a delta on a later baseline is then refused (TES_ERR_DELTA_BASELINE),
+ * and one since that tick, or a keyframe, brings it back to the source.
  *
  * Cost follows what changed, not the world. The first checkpoint copies the world's state (its
  * "shadow", about the size of its component data) and makes every component with fields

@@ -52,6 +52,39 @@ describe('deltas', () => {
         }
     });
 
+    test('a replica that rewinds has its tick then: a later baseline is refused, and a keyframe catches it up', async () => {
+        const source = await newWorld({ minFreeIndices: 8 });
+        const replica = await newWorld();
+        const below = rng(4);
+        const all: Entity[] = [];
+        const live: Entity[] = [];
+        randomChanges(source, kinds, below, 80, all, live, 0);
+        const peer = source.replicator().peer();
+        const kept: { checkpoint: number; tick: number; bytes: Uint8Array }[] = [];
+        for (let tick = 0; tick < 12; tick++) {
+            if (tick > 0) randomChanges(source, kinds, below, 1 + below(6), all, live, tick * 10);
+            expect(replica.applyDelta(peer.encode().bytes)).toBe(true);
+            peer.ack(replica.replicaTick);
+            source.tick();
+            kept.push({ checkpoint: replica.checkpoint(), tick: replica.replicaTick, bytes: replica.snapshot().slice() });
+        }
+        const back = kept[6]!;
+        replica.rewind(back.checkpoint);
+        expect(replica.replicaTick).toBe(back.tick);
+        expect(replica.snapshot()).toEqual(back.bytes);
+        // The peer's baseline is the newest tick acknowledged: the replica no longer has it.
+        randomChanges(source, kinds, below, 4, all, live, 500);
+        const before = replica.snapshot().slice();
+        expectError(() => replica.applyDelta(peer.encode().bytes), 'DELTA_BASELINE');
+        expect(replica.snapshot()).toEqual(before);
+        peer.reset();
+        const key = peer.encode();
+        expect(key.keyframe).toBe(true);
+        expect(replica.applyDelta(key.bytes)).toBe(true);
+        expect(observe(replica, all)).toEqual(observe(source, all));
+        replica.validate();
+    });
+
     test('lost, late and reordered deltas: the replica equals the source at the tick it applied', async () => {
         const source = await newWorld({ minFreeIndices: 8 });
         const replica = await newWorld();
