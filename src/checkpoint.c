@@ -42,8 +42,9 @@ tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t en
     return tesi_paged_reserve(world, &rb->where, first, end, sizeof(uint32_t));
 }
 
-void tesi_sort_touched(tesi_rollback_t *rb) {
-    tesi_sort_indices(rb->touched, rb->spare, rb->touched_count);
+void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split) {
+    tesi_sort_indices(rb->touched, rb->spare, split);
+    tesi_sort_indices(rb->touched + split, rb->spare, rb->touched_count - split);
     for (uint32_t i = 0; i < rb->touched_count; i++)
         *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = i + 1;
 }
@@ -339,7 +340,7 @@ tes_result_t tesi_reserve_zeroed(tes_world_t *world, void **array, uint32_t *slo
     return result;
 }
 
-tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, bool indices) {
+tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved) {
     /* Zeroed: an archetype made and emptied between two checkpoints is never marked, and its
      * count at the newest checkpoint (0) is read from here. */
     tes_result_t result =
@@ -355,7 +356,7 @@ tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, bool i
             result = reserve_pairs(world, &rb->pairs[c], &world->components[c]);
         }
     }
-    for (uint32_t i = 0; indices && i < rb->touched_count && result == TES_OK; i++)
+    for (uint32_t i = 0; i < moved && result == TES_OK; i++)
         result = reserve_index(world, rb, rb->touched[i]);
     return result;
 }
@@ -409,6 +410,31 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
     }
 }
 
+/* The shadow's values of an index whose values alone changed since the newest checkpoint: its
+ * place, sparse memberships and pairs are the shadow's already, and so are its pages. */
+static void update_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
+    const tesi_record_t *r = tesi_record_at(world, index);
+    const tesi_archetype_t *a = r->chunk->archetype;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        const tesi_component_t *c = &world->components[a->components[i]];
+        if (!tesi_value_bytes(c)) continue;
+        uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
+        for (uint32_t f = 0; f < c->field_count; f++) {
+            tesi_copy_cell(v + c->fields[f].offset,
+                           tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row),
+                           c->fields[f].bytes);
+        }
+    }
+    for (uint32_t i = 0; i < world->sparse_count; i++) {
+        const tesi_component_t *c = &world->components[world->sparse_ids[i]];
+        uint32_t bytes = tesi_value_bytes(c), slot1;
+        if (bytes && (slot1 = tesi_sparse_slot(&c->sparse, index))) {
+            memcpy(tesi_paged_at(&rb->values[world->sparse_ids[i]], index, bytes),
+                   c->sparse.data + (size_t)(slot1 - 1) * bytes, bytes);
+        }
+    }
+}
+
 /* Marks the archetypes an index was in at the newest checkpoint and is in now. */
 static void mark_archetypes(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
     uint32_t then = shadow_state(rb, index)->archetype;
@@ -417,9 +443,11 @@ static void mark_archetypes(tes_world_t *world, tesi_rollback_t *rb, uint32_t in
     if (now.archetype) rb->marks[now.archetype - 1] = 1;
 }
 
-void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb) {
-    for (uint32_t i = 0; i < rb->touched_count; i++)
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved) {
+    for (uint32_t i = 0; i < moved; i++)
         update_index(world, rb, rb->touched[i]);
+    for (uint32_t i = moved; i < rb->touched_count; i++)
+        update_values(world, rb, rb->touched[i]);
     for (uint32_t a = 0; a < world->archetype_count; a++) {
         if (!rb->marks[a]) continue;
         rb->marks[a] = 0;
@@ -593,23 +621,25 @@ static tes_result_t start(tes_world_t *world) {
         }
         tesi_rollback_touch(rb, index);
     }
-    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, true);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, rb->touched_count);
     if (result != TES_OK) {
         tesi_rollback_forget(world);
         return result;
     }
     for (uint32_t a = 0; a < world->archetype_count; a++)
         rb->marks[a] = world->archetypes[a] != NULL;
-    tesi_shadow_update(world, rb);
+    tesi_shadow_update(world, rb, rb->touched_count);
     return TES_OK;
 }
 
 /* ---- checkpoints ----------------------------------------------------------------------------- */
 
-/* Appends (archetype, count at the newest checkpoint) for each archetype the touched indices
- * were or are in, and marks them for tesi_shadow_update. */
-static tes_result_t write_counts(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry) {
-    for (uint32_t i = 0; i < rb->touched_count; i++)
+/* Appends (archetype, count at the newest checkpoint) for each archetype the moved indices were
+ * or are in, and marks them for tesi_shadow_update. An archetype's count changes only when an
+ * index moves in or out of it: indices whose values alone changed mark nothing. */
+static tes_result_t write_counts(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
+                                 uint32_t moved) {
+    for (uint32_t i = 0; i < moved; i++)
         mark_archetypes(world, rb, rb->touched[i]);
     uint32_t n = 0;
     for (uint32_t a = 0; a < world->archetype_count; a++)
@@ -674,15 +704,18 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         *out_checkpoint = 1;
         return TES_OK;
     }
+    /* The indices touched so far moved (their record, row, sparse slots or pairs changed); those
+     * the dirty lists add after them changed values alone, and cost a copy of their values. */
+    uint32_t moved = rb->touched_count;
     tesi_touch_changed(world, rb);
-    tesi_sort_touched(rb);
+    tesi_sort_touched(rb, moved);
     tesi_entry_t *newest = tesi_entry_at(rb, rb->count - 1);
     /* Everything that can fail first: watches of new components, the newest entry's images and
      * counts, the shadow's pages, the next entry. */
     tes_result_t result = watch_missing(world, rb);
     if (result == TES_OK) result = tesi_images_write(world, rb, newest, 0, rb->touched_count);
-    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, true);
-    if (result == TES_OK) result = write_counts(world, rb, newest);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, moved);
+    if (result == TES_OK) result = write_counts(world, rb, newest, moved);
     uint32_t number = newest->number + 1;
     if (result == TES_OK) {
         /* The entry the new one takes, when the ring is full, is the oldest, never `newest`
@@ -695,7 +728,7 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         memset(rb->marks, 0, rb->mark_slots);
         return result;
     }
-    tesi_shadow_update(world, rb);
+    tesi_shadow_update(world, rb, moved);
     tesi_rollback_settle(world, rb);
     *out_checkpoint = number;
     return TES_OK;

@@ -62,8 +62,18 @@ void tesi_paged_fini(tes_world_t *world, tesi_paged_t *p, uint32_t elem) {
 
 /* Sorts entity indices (below 2^21) in two counting passes of 11 bits through `spare`: O(n),
  * where a comparison sort of the thousands of indices a busy tick touches cost more than
- * writing their records. */
+ * writing their records. A few dozen are sorted in place: the counting passes cost 2048 buckets
+ * each, whatever n. */
 void tesi_sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
+    if (n <= 64) {
+        for (uint32_t i = 1; i < n; i++) {
+            uint32_t v = indices[i], j = i;
+            for (; j && indices[j - 1] > v; j--)
+                indices[j] = indices[j - 1];
+            indices[j] = v;
+        }
+        return;
+    }
     uint32_t *from = indices, *to = spare;
     for (uint32_t shift = 0; shift < TES_INDEX_BITS; shift += 11) {
         uint32_t counts[2048] = {0};

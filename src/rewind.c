@@ -77,7 +77,7 @@ static tes_result_t gather(rewind_t *rw) {
     rw->doomed = (uint8_t *)(rw->counts + a);
     /* In index order, the passes below walk pages and rows in order (the entities of a batch
      * spawn are in rows of increasing index): far fewer cache misses than the order touched. */
-    tesi_sort_touched(rb);
+    tesi_sort_touched(rb, rb->touched_count);
     result =
         tesi_reserve_zeroed(world, (void **)&rb->marks, &rb->mark_slots, world->archetype_count, 1);
     if (result != TES_OK) return result;
@@ -222,7 +222,7 @@ static tes_result_t reserve(rewind_t *rw) {
         result = reserve_shadow(world, rb, &img);
     }
     /* The tables only: the pages of the states written back were reserved from the images. */
-    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, false);
+    if (result == TES_OK) result = tesi_shadow_reserve(world, rb, 0);
     for (uint32_t a = 0; a < rw->archetypes && result == TES_OK; a++) {
         tesi_archetype_t *arch = world->archetypes[a];
         if (rb->marks[a] && arch && rw->counts[a] > arch->entity_count) {
@@ -442,7 +442,7 @@ static void finish(rewind_t *rw) {
         }
     }
     rb->touched_count = kept;
-    tesi_shadow_update(world, rb);
+    tesi_shadow_update(world, rb, kept);
     tesi_rollback_settle(world, rb);
 }
 

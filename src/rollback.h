@@ -152,15 +152,16 @@ tes_result_t tesi_reserve_zeroed(tes_world_t *world, void **array, uint32_t *slo
                                  size_t elem);
 /* The page of `index` in a paged array, allocated when missing. */
 tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem);
-/* The shadow's tables (archetype counts, relation tables as large as the world's) and, with
- * `indices`, pages for every touched index's current state. Then tesi_shadow_update cannot
- * fail. */
-tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, bool indices);
-/* Brings the shadow up to the world's state for every touched index, and the archetype counts
- * for the archetypes in `marks`. */
-void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb);
-/* Sorts the touched list by index: the passes over it then walk pages and rows in order. */
-void tesi_sort_touched(tesi_rollback_t *rb);
+/* The shadow's tables (archetype counts, relation tables as large as the world's) and pages for
+ * the current state of the first `moved` touched indices (the others changed values alone: their
+ * pages are there). Then tesi_shadow_update cannot fail. */
+tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved);
+/* Brings the shadow up to the world's state for every touched index (the first `moved` whole,
+ * the others' values alone), and the archetype counts for the archetypes in `marks`. */
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved);
+/* Sorts the touched list by index, the first `split` and the rest apart (so the list still tells
+ * which were which): the passes over it then walk pages and rows in order. */
+void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split);
 /* Empties the touched list. */
 void tesi_untouch_all(tesi_rollback_t *rb);
 /* The world's numbers now. */
