@@ -190,9 +190,10 @@ static uint32_t values_size(const tes_world_t *world, const tesi_state_t *state)
     return size;
 }
 
-/* The image of one index as the shadow has it, at `out`; returns the byte after it. */
+/* The image of one index as the shadow has it, at `out`; returns the byte after it. `sets`: the
+ * size of its sparse and pair parts (8: none, two zero counts). */
 static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
-                          uint8_t *out) {
+                          uint32_t sets, uint8_t *out) {
     const tesi_state_t *state = shadow_state(rb, index);
     out = put_u32(out, index);
     memcpy(out, state, sizeof *state);
@@ -205,7 +206,7 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
             if (bytes) out = put_value(out, &rb->values[c], index, bytes);
         }
     }
-    if (!world->sparse_count) { /* no sparse component, no relation: two zero counts */
+    if (sets == 8) { /* no sparse membership, no pair: two zero counts */
         memset(out, 0, 8);
         return out + 8;
     }
@@ -214,12 +215,15 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
 
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
                                uint32_t from, uint32_t to) {
-    /* Sizes first, then one reservation and plain stores. */
+    /* Sizes first, then one reservation and plain stores. The size of each index's sets goes in
+     * the sort's spare (unused until the list is sorted): most have none, and are not walked
+     * again. */
     uint64_t size = entry->size;
+    uint32_t *sets = rb->spare;
     for (uint32_t i = from; i < to; i++) {
         uint32_t index = rb->touched[i];
-        size += 4 + sizeof(tesi_state_t) + values_size(world, shadow_state(rb, index)) +
-                (world->sparse_count ? put_sets(world, rb, index, NULL) : 8);
+        sets[i] = world->sparse_count ? put_sets(world, rb, index, NULL) : 8;
+        size += 4 + sizeof(tesi_state_t) + values_size(world, shadow_state(rb, index)) + sets[i];
     }
     if (size > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
     tes_result_t result =
@@ -227,7 +231,7 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
     if (result != TES_OK) return result;
     uint8_t *out = entry->images + entry->size;
     for (uint32_t i = from; i < to; i++)
-        out = put_image(world, rb, rb->touched[i], out);
+        out = put_image(world, rb, rb->touched[i], sets[i], out);
     entry->size = (uint32_t)size;
     return TES_OK;
 }

@@ -112,7 +112,8 @@ static inline tesi_entry_t *tesi_entry_at(tesi_rollback_t *rb, uint32_t i) {
 tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index);
 /* Lists the indices whose values changed since the newest checkpoint (its dirty lists). */
 void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb);
-/* Appends the images of touched[from..to) as the shadow has them to `entry`. */
+/* Appends the images of touched[from..to) as the shadow has them to `entry` (uses the sort's spare:
+ * not while a sort of the list is under way). */
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
                                uint32_t from, uint32_t to);
 /* One image, read in place: the index, its state, and where its three parts start. */
