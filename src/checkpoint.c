@@ -418,16 +418,16 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
  * place, sparse memberships and pairs are the shadow's already, and so are its pages. */
 static void update_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
     const tesi_record_t *r = tesi_record_at(world, index);
-    const tesi_archetype_t *a = r->chunk->archetype;
+    const tesi_chunk_t *chunk = r->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
     for (uint32_t i = 0; i < a->component_count; i++) {
         const tesi_component_t *c = &world->components[a->components[i]];
         if (!tesi_value_bytes(c)) continue;
         uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
-        for (uint32_t f = 0; f < c->field_count; f++) {
-            tesi_copy_cell(v + c->fields[f].offset,
-                           tesi_cell(r->chunk, tesi_column_of(a, i, f), r->row),
-                           c->fields[f].bytes);
-        }
+        const tesi_column_t *column = tesi_column_of(a, i, 0); /* its fields' columns follow */
+        for (uint32_t f = 0; f < c->field_count; f++, column++)
+            tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, column, r->row),
+                           column->bytes);
     }
     for (uint32_t i = 0; i < world->sparse_count; i++) {
         const tesi_component_t *c = &world->components[world->sparse_ids[i]];
