@@ -2,7 +2,7 @@
  * tes_checkpoint, tes_checkpoints, tes_rollback_stop.
  *
  * An image, in a checkpoint's bytes (u32s little-endian as the machine has them, no alignment):
- *     u32 index
+ *     u32 index, with TESI_IMAGE_VALUES_ONLY when only its values changed in the interval
  *     state (tesi_state_t, 12 bytes)
  *     a live state's values: for each component of its archetype in order, value_bytes of it
  *     u32 n, then n sparse memberships: u32 component, u32 slot, value_bytes of it
@@ -193,9 +193,9 @@ static uint32_t values_size(const tes_world_t *world, const tesi_state_t *state)
 /* The image of one index as the shadow has it, at `out`; returns the byte after it. `sets`: the
  * size of its sparse and pair parts (8: none, two zero counts). */
 static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
-                          uint32_t sets, uint8_t *out) {
+                          uint32_t sets, bool values_only, uint8_t *out) {
     const tesi_state_t *state = shadow_state(rb, index);
-    out = put_u32(out, index);
+    out = put_u32(out, index | (values_only ? TESI_IMAGE_VALUES_ONLY : 0));
     memcpy(out, state, sizeof *state);
     out += sizeof *state;
     if (state->archetype) {
@@ -214,7 +214,8 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
 }
 
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
-                               uint32_t from, uint32_t to) {
+                               uint32_t moved) {
+    uint32_t from = 0, to = rb->touched_count;
     /* Sizes first, then one reservation and plain stores. The size of each index's sets goes in
      * the sort's spare (unused until the list is sorted): most have none, and are not walked
      * again. */
@@ -231,7 +232,7 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
     if (result != TES_OK) return result;
     uint8_t *out = entry->images + entry->size;
     for (uint32_t i = from; i < to; i++)
-        out = put_image(world, rb, rb->touched[i], sets[i], out);
+        out = put_image(world, rb, rb->touched[i], sets[i], i >= moved, out);
     entry->size = (uint32_t)size;
     return TES_OK;
 }
@@ -239,7 +240,9 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
                      tesi_image_t *out) {
     const uint8_t *p = images + at;
-    out->index = tesi_load_u32(p);
+    uint32_t word = tesi_load_u32(p);
+    out->index = word & ~TESI_IMAGE_VALUES_ONLY;
+    out->values_only = (word & TESI_IMAGE_VALUES_ONLY) != 0;
     memcpy(&out->state, p + 4, sizeof out->state);
     p += 4 + sizeof out->state;
     out->values = p;
@@ -717,7 +720,7 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
     /* Everything that can fail first: watches of new components, the newest entry's images and
      * counts, the shadow's pages, the next entry. */
     tes_result_t result = watch_missing(world, rb);
-    if (result == TES_OK) result = tesi_images_write(world, rb, newest, 0, rb->touched_count);
+    if (result == TES_OK) result = tesi_images_write(world, rb, newest, moved);
     if (result == TES_OK) result = tesi_shadow_reserve(world, rb, moved);
     if (result == TES_OK) result = write_counts(world, rb, newest, moved);
     uint32_t number = newest->number + 1;

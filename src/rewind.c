@@ -24,6 +24,7 @@ typedef struct rewind_t {
     uint32_t *sparse;     /* 2 per position: a sparse member's slot + 1 and handle, before */
     uint32_t *counts;     /* by archetype id: its entity count at the checkpoint */
     uint8_t *doomed;      /* by archetype id: made since the checkpoint */
+    uint8_t *moved;       /* by position: its place, sparse slots or pairs changed since */
     uint32_t archetypes;  /* archetype_count before the rewind */
     size_t block;         /* bytes of the allocation above */
 } rewind_t;
@@ -56,17 +57,17 @@ static uint32_t where_of(const tesi_rollback_t *rb, uint32_t index) {
 static tes_result_t gather(rewind_t *rw) {
     tes_world_t *world = rw->world;
     tesi_rollback_t *rb = rw->rb;
+    uint32_t moved = rb->touched_count; /* structural touches; the dirty walk adds values */
     tesi_touch_changed(world, rb);
-    uint32_t current = rb->touched_count;
     rb->scratch.size = 0;
-    tes_result_t result = tesi_images_write(world, rb, &rb->scratch, 0, current);
+    tes_result_t result = tesi_images_write(world, rb, &rb->scratch, moved);
     if (result != TES_OK) return result;
     tesi_image_t img;
     FOR_EACH_STORED_IMAGE(rw, img, { tesi_rollback_touch(rb, img.index); })
     rw->n = rb->touched_count;
     rw->archetypes = world->archetype_count;
     size_t n = rw->n, a = rw->archetypes;
-    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 2 * sizeof *rw->sparse) +
+    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 2 * sizeof *rw->sparse + 1) +
                 a * (sizeof *rw->counts + 1);
     uint8_t *block = tesi_alloc(world, rw->block ? rw->block : 1);
     if (!block) return TES_ERR_OUT_OF_MEMORY;
@@ -75,6 +76,8 @@ static tes_result_t gather(rewind_t *rw) {
     rw->sparse = (uint32_t *)(void *)(rw->before + n);
     rw->counts = rw->sparse + 2 * n;
     rw->doomed = (uint8_t *)(rw->counts + a);
+    rw->moved = rw->doomed + a;
+    memset(rw->moved, 0, n);
     /* In index order, the passes below walk pages and rows in order (the entities of a batch
      * spawn are in rows of increasing index): far fewer cache misses than the order touched. */
     tesi_sort_touched(rb, rb->touched_count);
@@ -86,6 +89,7 @@ static tes_result_t gather(rewind_t *rw) {
     for (uint32_t at = 0; at < rb->scratch.size; at = img.end) {
         tesi_image_read(world, rb->scratch.images, at, &img);
         rw->image[where_of(rb, img.index)] = img;
+        rw->moved[where_of(rb, img.index)] |= !img.values_only;
         tesi_state_t now = tesi_state_now(world, img.index);
         uint32_t ids[2] = {img.state.archetype, now.archetype};
         for (int k = 0; k < 2; k++) {
@@ -95,7 +99,11 @@ static tes_result_t gather(rewind_t *rw) {
             rw->counts[id] = id < rb->archetype_slots ? rb->archetype_counts[id] : 0;
         }
     }
-    FOR_EACH_STORED_IMAGE(rw, img, { rw->image[where_of(rb, img.index)] = img; })
+    FOR_EACH_STORED_IMAGE(rw, img, {
+        uint32_t p = where_of(rb, img.index);
+        rw->image[p] = img;
+        rw->moved[p] |= !img.values_only;
+    })
     for (uint32_t e = rb->count - 1; e-- > rw->to_position;) {
         const tesi_entry_t *entry = tesi_entry_at(rb, e);
         for (uint32_t i = 0; i < entry->count_size; i += 2) {
@@ -429,19 +437,25 @@ static void finish(rewind_t *rw) {
     /* The shadow takes the state written back. The indices whose image was the shadow's own
      * (changed only since the newest checkpoint) have it already: they go off the list first.
      * Not with relations: putting pairs back may give them other ids, and the shadow's copy of
-     * the pair table is by id. */
+     * the pair table is by id. Of the rest, those whose values alone changed since the checkpoint
+     * have the shadow's place, sparse slots and pairs (the newest checkpoint's, the same as the
+     * checkpoint's): their values are copied, after the others (the list stays a list of indices
+     * from here on, its positions no longer read). */
     const uint8_t *own = rb->scratch.images, *own_end = own + rb->scratch.size;
-    uint32_t kept = 0;
+    uint32_t kept = 0, values = 0;
     for (uint32_t p = 0; p < rw->n; p++) {
         uint32_t index = rb->touched[p];
         const uint8_t *at = rw->image[p].values;
         if (!world->relation_count && at >= own && at < own_end) {
             *(uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) = 0;
-        } else {
+        } else if (rw->moved[p]) {
             rb->touched[kept++] = index;
+        } else {
+            rw->sparse[values++] = index; /* free now: the values-only indices, in order */
         }
     }
-    rb->touched_count = kept;
+    memcpy(rb->touched + kept, rw->sparse, values * sizeof *rw->sparse);
+    rb->touched_count = kept + values;
     tesi_shadow_update(world, rb, kept);
     tesi_rollback_settle(world, rb);
 }

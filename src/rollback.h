@@ -112,13 +112,18 @@ static inline tesi_entry_t *tesi_entry_at(tesi_rollback_t *rb, uint32_t i) {
 tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index);
 /* Lists the indices whose values changed since the newest checkpoint (its dirty lists). */
 void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb);
-/* Appends the images of touched[from..to) as the shadow has them to `entry` (uses the sort's spare:
- * not while a sort of the list is under way). */
+/* Appends the images of every touched index as the shadow has them to `entry`, those from
+ * position `moved` on flagged values-only (uses the sort's spare: not while a sort of the list is
+ * under way). */
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
-                               uint32_t from, uint32_t to);
+                               uint32_t moved);
+/* In an image's index word: the index's values alone changed in the image's interval (its place,
+ * sparse slots and pairs did not). Indices are below 2^TES_INDEX_BITS. */
+#define TESI_IMAGE_VALUES_ONLY 0x80000000u
 /* One image, read in place: the index, its state, and where its three parts start. */
 typedef struct tesi_image_t {
     uint32_t index;
+    bool values_only; /* TESI_IMAGE_VALUES_ONLY */
     tesi_state_t state;
     const uint8_t *values; /* a live state's: its archetype's components in order, packed */
     const uint8_t *sparse; /* u32 n, then n x (u32 component, u32 slot, the member's value) */
