@@ -125,7 +125,7 @@ static uint8_t *put_u32(uint8_t *out, uint32_t v) {
 static uint8_t *put_value(uint8_t *out, const tesi_paged_t *p, uint32_t index, uint32_t bytes) {
     const uint8_t *v = tesi_paged_find(p, index, bytes);
     if (v) {
-        memcpy(out, v, bytes);
+        tesi_copy_cell(out, v, bytes); /* constant sizes inline */
     } else {
         memset(out, 0, bytes);
     }
