@@ -82,8 +82,10 @@ static tes_result_t archetype_create(tes_world_t *world, uint32_t count, uint64_
      * its size follows the set, not how many types the world knows. */
     for (uint32_t i = 0; i < count && set[i] < TESI_DIRECT_IDS; i++)
         a->lookup_length = set[i] + 1;
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count; i++) {
         a->column_count += world->components[set[i]].field_count;
+        a->value_bytes += world->components[set[i]].stride; /* no relation is a member */
+    }
 
     bool ok = true;
     if (count) {

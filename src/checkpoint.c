@@ -182,12 +182,7 @@ static uint32_t put_sets(const tes_world_t *world, const tesi_rollback_t *rb, ui
 
 /* The bytes of a live state's values: its archetype's components, packed. */
 static uint32_t values_size(const tes_world_t *world, const tesi_state_t *state) {
-    if (!state->archetype) return 0;
-    const tesi_archetype_t *a = world->archetypes[state->archetype - 1];
-    uint32_t size = 0;
-    for (uint32_t i = 0; i < a->component_count; i++)
-        size += tesi_value_bytes(&world->components[a->components[i]]);
-    return size;
+    return state->archetype ? world->archetypes[state->archetype - 1]->value_bytes : 0;
 }
 
 /* The image of one index as the shadow has it, at `out`; returns the byte after it. `sets`: the
@@ -246,11 +241,7 @@ void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t a
     memcpy(&out->state, p + 4, sizeof out->state);
     p += 4 + sizeof out->state;
     out->values = p;
-    if (out->state.archetype) {
-        const tesi_archetype_t *a = world->archetypes[out->state.archetype - 1];
-        for (uint32_t i = 0; i < a->component_count; i++)
-            p += tesi_value_bytes(&world->components[a->components[i]]);
-    }
+    p += values_size(world, &out->state);
     out->sparse = p;
     uint32_t n = tesi_load_u32(p);
     p += 4;

@@ -415,6 +415,7 @@ struct tesi_archetype_t {
     uint32_t far_count;
     uint32_t tracked_count; /* components of the set tracked at all: 0 = no tracker work */
     uint32_t plan;          /* during an item call (items.c): its plan entry + 1, else 0 */
+    uint32_t value_bytes;   /* a row's values as rollback images pack them: the strides' sum */
 };
 
 /* ---- entity table ---------------------------------------------------------------------- */
