@@ -210,13 +210,12 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
 
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
                                uint32_t moved) {
-    uint32_t from = 0, to = rb->touched_count;
     /* Sizes first, then one reservation and plain stores. The size of each index's sets goes in
      * the sort's spare (unused until the list is sorted): most have none, and are not walked
      * again. */
     uint64_t size = entry->size;
     uint32_t *sets = rb->spare;
-    for (uint32_t i = from; i < to; i++) {
+    for (uint32_t i = 0; i < rb->touched_count; i++) {
         uint32_t index = rb->touched[i];
         sets[i] = world->sparse_count ? put_sets(world, rb, index, NULL) : 8;
         size += 4 + sizeof(tesi_state_t) + values_size(world, shadow_state(rb, index)) + sets[i];
@@ -226,7 +225,7 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
         tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
     if (result != TES_OK) return result;
     uint8_t *out = entry->images + entry->size;
-    for (uint32_t i = from; i < to; i++)
+    for (uint32_t i = 0; i < rb->touched_count; i++)
         out = put_image(world, rb, rb->touched[i], sets[i], i >= moved, out);
     entry->size = (uint32_t)size;
     return TES_OK;
