@@ -99,10 +99,14 @@ tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {
                             world->archetype_count, world->free_stale,    world->replica_tick};
 }
 
-static const tesi_state_t *shadow_state(const tesi_rollback_t *rb, uint32_t index) {
-    static const tesi_state_t none = {0};
-    const tesi_state_t *s = tesi_paged_find(&rb->states, index, sizeof *s);
+static const tesi_shadow_state_t *shadow_of(const tesi_rollback_t *rb, uint32_t index) {
+    static const tesi_shadow_state_t none = {{0, 0, 0}, 0};
+    const tesi_shadow_state_t *s = tesi_paged_find(&rb->states, index, sizeof *s);
     return s ? s : &none;
+}
+
+static const tesi_state_t *shadow_state(const tesi_rollback_t *rb, uint32_t index) {
+    return &shadow_of(rb, index)->state;
 }
 
 static uint32_t shadow_slot(const tesi_rollback_t *rb, tes_component_t c, uint32_t index) {
@@ -210,15 +214,14 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
 
 tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
                                uint32_t moved) {
-    /* Sizes first, then one reservation and plain stores. The size of each index's sets goes in
-     * the sort's spare (unused until the list is sorted): most have none, and are not walked
-     * again. */
+    /* Sizes first, then one reservation and plain stores. The shadow knows each index's sets
+     * size; it goes in the sort's spare (unused until the list is sorted) for the second pass. */
     uint64_t size = entry->size;
     uint32_t *sets = rb->spare;
     for (uint32_t i = 0; i < rb->touched_count; i++) {
-        uint32_t index = rb->touched[i];
-        sets[i] = world->sparse_count ? put_sets(world, rb, index, NULL) : 8;
-        size += 4 + sizeof(tesi_state_t) + values_size(world, shadow_state(rb, index)) + sets[i];
+        const tesi_shadow_state_t *shadow = shadow_of(rb, rb->touched[i]);
+        sets[i] = 8 + shadow->sets;
+        size += 4 + sizeof(tesi_state_t) + values_size(world, &shadow->state) + sets[i];
     }
     if (size > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
     tes_result_t result =
@@ -268,7 +271,7 @@ tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, 
 
 /* The shadow pages the current state of one index needs. */
 static tes_result_t reserve_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
-    tes_result_t result = tesi_page_for(world, &rb->states, index, sizeof(tesi_state_t));
+    tes_result_t result = tesi_page_for(world, &rb->states, index, sizeof(tesi_shadow_state_t));
     const tesi_record_t *r = index < world->record_count ? tesi_record_find(world, index) : NULL;
     if (result == TES_OK && r && r->chunk) {
         const tesi_archetype_t *a = r->chunk->archetype;
@@ -360,7 +363,8 @@ tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, uint32
 
 /* One index's shadow from the world (its pages reserved). */
 static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
-    tesi_state_t *state = tesi_paged_at(&rb->states, index, sizeof *state);
+    tesi_shadow_state_t *shadow = tesi_paged_at(&rb->states, index, sizeof *shadow);
+    tesi_state_t *state = &shadow->state;
     *state = tesi_state_now(world, index);
     if (state->archetype) {
         const tesi_record_t *r = tesi_record_at(world, index);
@@ -405,6 +409,7 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
             }
         }
     }
+    shadow->sets = world->sparse_count ? put_sets(world, rb, index, NULL) - 8 : 0;
 }
 
 /* The shadow's values of an index whose values alone changed since the newest checkpoint: its
@@ -484,7 +489,7 @@ static void rollback_free(tes_world_t *world, tesi_rollback_t *rb) {
     tesi_free(world, rb->values, n * sizeof *rb->values);
     tesi_free(world, rb->slots, n * sizeof *rb->slots);
     tesi_free(world, rb->pairs, n * sizeof *rb->pairs);
-    tesi_paged_fini(world, &rb->states, sizeof(tesi_state_t));
+    tesi_paged_fini(world, &rb->states, sizeof(tesi_shadow_state_t));
     tesi_paged_fini(world, &rb->where, sizeof(uint32_t));
     tesi_free(world, rb->touched, 2 * (size_t)rb->touched_slots * sizeof *rb->touched);
     tesi_free(world, rb->archetype_counts, (size_t)rb->archetype_slots * sizeof(uint32_t));
@@ -753,7 +758,7 @@ void tesi_rollback_stats(const tes_world_t *world, uint32_t *count, uint64_t *ri
         const tesi_entry_t *e = &rb->ring[i];
         *ring_bytes += e->slots + (uint64_t)e->count_slots * 4 + (uint64_t)e->sparse_slots * 4;
     }
-    uint64_t pages = rb->states.page_count * (uint64_t)TESI_PAGE_SIZE * sizeof(tesi_state_t);
+    uint64_t pages = rb->states.page_count * (uint64_t)TESI_PAGE_SIZE * sizeof(tesi_shadow_state_t);
     for (uint32_t c = 0; c < rb->component_count; c++) {
         const tesi_component_t *comp = &world->components[c];
         pages += rb->values[c].page_count * (uint64_t)TESI_PAGE_SIZE * tesi_value_bytes(comp);

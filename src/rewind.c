@@ -162,7 +162,7 @@ static void pairs_of(const tes_world_t *world, const tesi_image_t *img, tes_comp
 static tes_result_t reserve_shadow(tes_world_t *world, tesi_rollback_t *rb,
                                    const tesi_image_t *img) {
     uint32_t i = img->index;
-    tes_result_t result = tesi_page_for(world, &rb->states, i, sizeof(tesi_state_t));
+    tes_result_t result = tesi_page_for(world, &rb->states, i, sizeof(tesi_shadow_state_t));
     if (result == TES_OK && img->state.archetype) {
         const tesi_archetype_t *a = world->archetypes[img->state.archetype - 1];
         for (uint32_t k = 0; k < a->component_count && result == TES_OK; k++) {

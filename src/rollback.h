@@ -24,6 +24,14 @@ typedef struct tesi_state_t {
     uint32_t generation;
 } tesi_state_t;
 
+/* The shadow's state of an index, with the bytes its image's sparse and pair parts take beyond
+ * their two counts (0 for most: no sparse member, no pair), so that writing an image of an index
+ * whose values alone changed does not walk every sparse component and relation to learn it. */
+typedef struct tesi_shadow_state_t {
+    tesi_state_t state;
+    uint32_t sets;
+} tesi_shadow_state_t;
+
 /* The entity table's own numbers at a checkpoint, and the replica tick (the source tick of the
  * deltas the world held then: a rewound replica asks for the deltas since that one). */
 typedef struct tesi_scalars_t {
@@ -89,7 +97,7 @@ struct tesi_rollback_t {
     uint32_t components_settled; /* components registered at the newest checkpoint */
 
     /* The shadow: the state at the newest checkpoint. */
-    tesi_paged_t states;        /* tesi_state_t by index */
+    tesi_paged_t states;        /* tesi_shadow_state_t by index */
     tesi_paged_t *values;       /* by component: its values by index (value_bytes each) */
     tesi_paged_t *slots;        /* by component (sparse): slot + 1 by index, 0: no member */
     tesi_shadow_pairs_t *pairs; /* by component (relations) */
