@@ -212,10 +212,10 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
     return out + put_sets(world, rb, index, out);
 }
 
-tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
-                               uint32_t moved) {
-    /* Sizes first, then one reservation and plain stores. The shadow knows each index's sets
-     * size; it goes in the sort's spare (unused until the list is sorted) for the second pass. */
+/* The room for the images of every touched index in `entry`: sizes first, then one reservation.
+ * The shadow knows each index's sets size; it goes in the sort's spare (unused until the list
+ * is sorted) for the pass that writes them. */
+static tes_result_t images_reserve(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry) {
     uint64_t size = entry->size;
     uint32_t *sets = rb->spare;
     for (uint32_t i = 0; i < rb->touched_count; i++) {
@@ -224,13 +224,17 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
         size += 4 + sizeof(tesi_state_t) + values_size(world, &shadow->state) + sets[i];
     }
     if (size > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
-    tes_result_t result =
-        tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
+    return tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
+}
+
+tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
+                               uint32_t moved) {
+    tes_result_t result = images_reserve(world, rb, entry);
     if (result != TES_OK) return result;
     uint8_t *out = entry->images + entry->size;
     for (uint32_t i = 0; i < rb->touched_count; i++)
-        out = put_image(world, rb, rb->touched[i], sets[i], i >= moved, out);
-    entry->size = (uint32_t)size;
+        out = put_image(world, rb, rb->touched[i], rb->spare[i], i >= moved, out);
+    entry->size = (uint32_t)(out - entry->images);
     return TES_OK;
 }
 
@@ -412,6 +416,18 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
     shadow->sets = world->sparse_count ? put_sets(world, rb, index, NULL) - 8 : 0;
 }
 
+/* The shadow's sparse values of an index, from its sparse members now. */
+static void update_sparse_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
+    for (uint32_t i = 0; i < world->sparse_count; i++) {
+        const tesi_component_t *c = &world->components[world->sparse_ids[i]];
+        uint32_t bytes = tesi_value_bytes(c), slot1;
+        if (bytes && (slot1 = tesi_sparse_slot(&c->sparse, index))) {
+            memcpy(tesi_paged_at(&rb->values[world->sparse_ids[i]], index, bytes),
+                   c->sparse.data + (size_t)(slot1 - 1) * bytes, bytes);
+        }
+    }
+}
+
 /* The shadow's values of an index whose values alone changed since the newest checkpoint: its
  * place, sparse memberships and pairs are the shadow's already, and so are its pages. */
 static void update_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
@@ -427,14 +443,40 @@ static void update_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t inde
             tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, column, r->row),
                            column->bytes);
     }
-    for (uint32_t i = 0; i < world->sparse_count; i++) {
-        const tesi_component_t *c = &world->components[world->sparse_ids[i]];
-        uint32_t bytes = tesi_value_bytes(c), slot1;
-        if (bytes && (slot1 = tesi_sparse_slot(&c->sparse, index))) {
-            memcpy(tesi_paged_at(&rb->values[world->sparse_ids[i]], index, bytes),
-                   c->sparse.data + (size_t)(slot1 - 1) * bytes, bytes);
-        }
+    update_sparse_values(world, rb, index);
+}
+
+/* The image of an index whose values alone changed since the newest checkpoint, and its shadow
+ * brought to its values now, in one walk (its shadow's place is its place now). */
+static uint8_t *put_image_and_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index,
+                                     uint32_t sets, uint8_t *out) {
+    const tesi_state_t *state = shadow_state(rb, index);
+    out = put_u32(out, index | TESI_IMAGE_VALUES_ONLY);
+    memcpy(out, state, sizeof *state);
+    out += sizeof *state;
+    const tesi_record_t *r = tesi_record_at(world, index);
+    const tesi_chunk_t *chunk = r->chunk;
+    const tesi_archetype_t *a = chunk->archetype;
+    for (uint32_t i = 0; i < a->component_count; i++) {
+        const tesi_component_t *c = &world->components[a->components[i]];
+        uint32_t bytes = tesi_value_bytes(c);
+        if (!bytes) continue;
+        uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, bytes);
+        tesi_copy_cell(out, v, bytes);
+        out += bytes;
+        const tesi_column_t *column = tesi_column_of(a, i, 0); /* its fields' columns follow */
+        for (uint32_t f = 0; f < c->field_count; f++, column++)
+            tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, column, r->row),
+                           column->bytes);
     }
+    if (sets == 8) {
+        memset(out, 0, 8);
+        out += 8;
+    } else {
+        out += put_sets(world, rb, index, out); /* the shadow's sparse values, still old */
+        update_sparse_values(world, rb, index);
+    }
+    return out;
 }
 
 /* Marks the archetypes an index was in at the newest checkpoint and is in now. */
@@ -445,10 +487,10 @@ static void mark_archetypes(tes_world_t *world, tesi_rollback_t *rb, uint32_t in
     if (now.archetype) rb->marks[now.archetype - 1] = 1;
 }
 
-void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved) {
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved, uint32_t end) {
     for (uint32_t i = 0; i < moved; i++)
         update_index(world, rb, rb->touched[i]);
-    for (uint32_t i = moved; i < rb->touched_count; i++)
+    for (uint32_t i = moved; i < end; i++)
         update_values(world, rb, rb->touched[i]);
     for (uint32_t a = 0; a < world->archetype_count; a++) {
         if (!rb->marks[a]) continue;
@@ -630,7 +672,7 @@ static tes_result_t start(tes_world_t *world) {
     }
     for (uint32_t a = 0; a < world->archetype_count; a++)
         rb->marks[a] = world->archetypes[a] != NULL;
-    tesi_shadow_update(world, rb, rb->touched_count);
+    tesi_shadow_update(world, rb, rb->touched_count, rb->touched_count);
     return TES_OK;
 }
 
@@ -715,7 +757,7 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
     /* Everything that can fail first: watches of new components, the newest entry's images and
      * counts, the shadow's pages, the next entry. */
     tes_result_t result = watch_missing(world, rb);
-    if (result == TES_OK) result = tesi_images_write(world, rb, newest, moved);
+    if (result == TES_OK) result = images_reserve(world, rb, newest);
     if (result == TES_OK) result = tesi_shadow_reserve(world, rb, moved);
     if (result == TES_OK) result = write_counts(world, rb, newest, moved);
     uint32_t number = newest->number + 1;
@@ -730,7 +772,21 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         memset(rb->marks, 0, rb->mark_slots);
         return result;
     }
-    tesi_shadow_update(world, rb, moved);
+    /* Nothing fails from here. The images go into what is now the second newest entry (a ring
+     * of one keeps none); a values-only index's image and shadow update are one walk. */
+    uint8_t *out = rb->depth > 1 ? newest->images + newest->size : NULL;
+    for (uint32_t i = 0; out && i < moved; i++)
+        out = put_image(world, rb, rb->touched[i], rb->spare[i], false, out);
+    for (uint32_t i = moved; i < rb->touched_count; i++) {
+        uint32_t index = rb->touched[i];
+        if (out) {
+            out = put_image_and_values(world, rb, index, rb->spare[i], out);
+        } else {
+            update_values(world, rb, index);
+        }
+    }
+    if (out) newest->size = (uint32_t)(out - newest->images);
+    tesi_shadow_update(world, rb, moved, moved);
     tesi_rollback_settle(world, rb);
     *out_checkpoint = number;
     return TES_OK;

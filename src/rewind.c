@@ -456,7 +456,7 @@ static void finish(rewind_t *rw) {
     }
     memcpy(rb->touched + kept, rw->sparse, values * sizeof *rw->sparse);
     rb->touched_count = kept + values;
-    tesi_shadow_update(world, rb, kept);
+    tesi_shadow_update(world, rb, kept, rb->touched_count);
     tesi_rollback_settle(world, rb);
 }
 

@@ -179,9 +179,10 @@ tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, 
  * the current state of the first `moved` touched indices (the others changed values alone: their
  * pages are there). Then tesi_shadow_update cannot fail. */
 tes_result_t tesi_shadow_reserve(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved);
-/* Brings the shadow up to the world's state for every touched index (the first `moved` whole,
- * the others' values alone), and the archetype counts for the archetypes in `marks`. */
-void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved);
+/* Brings the shadow up to the world's state for the touched indices before `end` (the first
+ * `moved` whole, the others' values alone), and the archetype counts for the archetypes in
+ * `marks`. */
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved, uint32_t end);
 /* Sorts the touched list by index, the first `split` and the rest apart (so the list still tells
  * which were which): the passes over it then walk pages and rows in order. */
 void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split);
