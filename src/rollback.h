@@ -139,6 +139,17 @@ typedef struct tesi_image_t {
                             * u32 ins, ins x u32 source) */
     uint32_t end;          /* the byte after it */
 } tesi_image_t;
+/* The sparse and pair parts of an index's image as the shadow has them, written at `out` when it
+ * is not NULL; their size. */
+uint32_t tesi_put_sets(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
+                       uint8_t *out);
+/* The image of an index whose values alone changed since the newest checkpoint, written at `out`
+ * (its sets part `sets` bytes), and its shadow values brought up to date in the same walk; the
+ * byte after the image. */
+uint8_t *tesi_image_and_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index,
+                               uint32_t sets, uint8_t *out);
+/* The shadow's values (chunk and sparse) of an index whose values alone changed. */
+void tesi_shadow_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index);
 /* Reads the image at byte `at` of `images`. */
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
                      tesi_image_t *out);
@@ -164,6 +175,21 @@ static inline bool tesi_put_field(uint8_t *dst, const uint8_t *src, uint32_t byt
     if (!memcmp(dst, src, bytes)) return false;
     memcpy(dst, src, bytes);
     return true;
+}
+/* An index's shadow state (zeros, no sets, when its page was never made). */
+static inline const tesi_shadow_state_t *tesi_shadow_of(const tesi_rollback_t *rb, uint32_t index) {
+    static const tesi_shadow_state_t none = {{0, 0, 0}, 0};
+    const tesi_shadow_state_t *s = tesi_paged_find(&rb->states, index, sizeof *s);
+    return s ? s : &none;
+}
+
+static inline const tesi_state_t *tesi_shadow_state(const tesi_rollback_t *rb, uint32_t index) {
+    return &tesi_shadow_of(rb, index)->state;
+}
+
+static inline uint8_t *tesi_store_u32(uint8_t *out, uint32_t v) {
+    memcpy(out, &v, sizeof v);
+    return out + sizeof v;
 }
 static inline uint32_t tesi_load_u32(const uint8_t *p) {
     uint32_t v;
