@@ -1243,6 +1243,8 @@ tes_result_t tesi_graph_step(tes_world_t *world, tesi_archetype_t *from, tes_com
                              bool removing, tesi_archetype_t **out,
                              const tesi_move_plan_t **out_plan);
 tes_result_t tesi_graph_validate(const tes_world_t *world);
+/* The rollback shadow's own invariants (shadow.c): each index's kept sets size is its sets'. */
+tes_result_t tesi_rollback_validate(const tes_world_t *world);
 /* Frees the archetype's edges and their move plans. */
 void tesi_edges_fini(tes_world_t *world, tesi_archetype_t *archetype);
 void tesi_graph_fini(tes_world_t *world);

@@ -225,3 +225,20 @@ void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved,
         rb->archetype_counts[a] = world->archetypes[a]->entity_count;
     }
 }
+
+tes_result_t tesi_rollback_validate(const tes_world_t *world) {
+    const tesi_rollback_t *rb = world->rollback;
+    if (!rb) return TES_OK;
+    /* Every shadow state's sets size is what its sparse slots and pair lists take: images of
+     * values-only indices are sized by it, without walking them. */
+    for (uint32_t page = 0; page < rb->states.page_slots; page++) {
+        if (!rb->states.pages[page]) continue;
+        for (uint32_t k = 0; k < TESI_PAGE_SIZE; k++) {
+            uint32_t index = (page << TESI_PAGE_BITS) | k;
+            const tesi_shadow_state_t *s = tesi_shadow_of(rb, index);
+            uint32_t sets = world->sparse_count ? tesi_put_sets(world, rb, index, NULL) - 8 : 0;
+            if (s->sets != sets) return TES_ERR_CORRUPT;
+        }
+    }
+    return TES_OK;
+}

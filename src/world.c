@@ -278,11 +278,12 @@ static tes_result_t validate_archetype(const tes_world_t *world, const tesi_arch
         entities += chunk->count;
     }
     CHECK(entities == a->entity_count);
-    uint32_t tracked = 0;
+    uint32_t tracked = 0, value_bytes = 0;
     for (uint32_t i = 0; i < a->component_count; i++) {
         tracked += world->components[a->components[i]].level != TES_UNTRACKED;
+        value_bytes += world->components[a->components[i]].stride;
     }
-    CHECK(tracked == a->tracked_count);
+    CHECK(tracked == a->tracked_count && value_bytes == a->value_bytes);
     for (uint32_t i = 0; i < a->component_count; i++) {
         CHECK(i == 0 || a->components[i - 1] < a->components[i]);
         CHECK(tesi_type_index(a, a->components[i]) == i);
@@ -362,5 +363,6 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         index = record->row;
     }
     CHECK(world->pool_count <= world->chunks_made && world->chunks_made <= world->pool_slots);
+    CHECK(tesi_rollback_validate(world) == TES_OK);
     return tesi_graph_validate(world);
 }
