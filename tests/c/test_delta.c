@@ -208,6 +208,16 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
     check_a_delta_per_tick(TES_REPLICATOR_CHANGED_FIELDS);
 }
 
+/* Forty random changes on the source, then its keyframe applied to the replica. */
+static void start_pair(tes_replicator_t *rep, world_t *source, const world_t *replica,
+                       fx_rng_t *rng, live_t *live) {
+    for (uint32_t i = 0; i < 40; i++)
+        fx_mixed_change(source, rng, live, i);
+    delta_copy_t key = encode(rep, 0);
+    apply(replica, &key, true);
+    free(key.bytes);
+}
+
 /* A source that takes a checkpoint every tick and now and then rewinds a few and simulates
  * again (rollback netcode): a rewind is a change like any other, so each delta carries the net
  * difference and the replica equals the source after every tick. */
@@ -217,11 +227,7 @@ TEST(a_replica_follows_a_source_that_rewinds) {
         tes_replicator_t *rep = replicator(source.world, NULL, 0);
         fx_rng_t rng = {seed};
         live_t live = {.n = 0};
-        for (uint32_t i = 0; i < 40; i++)
-            fx_mixed_change(&source, &rng, &live, i);
-        delta_copy_t key = encode(rep, 0);
-        apply(&replica, &key, true);
-        free(key.bytes);
+        start_pair(rep, &source, &replica, &rng, &live);
         uint32_t rewinds = 0;
         for (uint32_t tick = 1; tick <= 80; tick++) {
             uint32_t number = 0;
@@ -263,11 +269,7 @@ TEST(a_replica_that_rewinds_is_its_checkpoint_and_the_next_delta_catches_it_up) 
         tes_replicator_t *rep = replicator(source.world, NULL, 40);
         fx_rng_t rng = {seed};
         live_t live = {.n = 0};
-        for (uint32_t i = 0; i < 40; i++)
-            fx_mixed_change(&source, &rng, &live, i);
-        delta_copy_t key = encode(rep, 0);
-        apply(&replica, &key, true);
-        free(key.bytes);
+        start_pair(rep, &source, &replica, &rng, &live);
         kept_t kept[16];
         uint32_t kept_count = 0, rewinds = 0;
         for (uint32_t tick = 1; tick <= 60; tick++) {

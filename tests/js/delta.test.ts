@@ -28,14 +28,21 @@ function observe(world: World, handles: readonly Entity[]): unknown {
     return observeMixed(world, kinds, handles);
 }
 
+/** A source (indices reused early) and an empty replica, a seeded generator, and the lists randomChanges keeps. */
+async function pair(seed: number) {
+    return {
+        source: await newWorld({ minFreeIndices: 8 }),
+        replica: await newWorld(),
+        below: rng(seed),
+        all: [] as Entity[],
+        live: [] as Entity[],
+    };
+}
+
 describe('deltas', () => {
     test('a replica fed a delta per tick equals the source after every tick', async () => {
         for (const seed of [1, 2, 3]) {
-            const source = await newWorld({ minFreeIndices: 8 });
-            const replica = await newWorld();
-            const below = rng(seed);
-            const all: Entity[] = [];
-            const live: Entity[] = [];
+            const { source, replica, below, all, live } = await pair(seed);
             randomChanges(source, kinds, below, 80, all, live, 0);
             const peer = source.replicator().peer();
             for (let tick = 0; tick < 40; tick++) {
@@ -53,11 +60,7 @@ describe('deltas', () => {
     });
 
     test('a replica that rewinds has its tick then: a later baseline is refused, and a keyframe catches it up', async () => {
-        const source = await newWorld({ minFreeIndices: 8 });
-        const replica = await newWorld();
-        const below = rng(4);
-        const all: Entity[] = [];
-        const live: Entity[] = [];
+        const { source, replica, below, all, live } = await pair(4);
         randomChanges(source, kinds, below, 80, all, live, 0);
         const peer = source.replicator().peer();
         const kept: { checkpoint: number; tick: number; bytes: Uint8Array }[] = [];
@@ -86,11 +89,7 @@ describe('deltas', () => {
     });
 
     test('lost, late and reordered deltas: the replica equals the source at the tick it applied', async () => {
-        const source = await newWorld({ minFreeIndices: 8 });
-        const replica = await newWorld();
-        const below = rng(9);
-        const all: Entity[] = [];
-        const live: Entity[] = [];
+        const { source, replica, below, all, live } = await pair(9);
         const peer = source.replicator({ history: 16 }).peer();
         const sent: { bytes: Uint8Array; tick: number; state: unknown }[] = [];
         const acks: number[] = []; // acknowledgements in flight, two ticks late
