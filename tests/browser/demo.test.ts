@@ -2,17 +2,13 @@
 // serves it: it draws, it moves, its stats say what it runs, its controls work, its mirror (a
 // replica world in a worker, fed by deltas only) equals the world, and nothing is logged as an
 // error or warning. A screenshot is kept in test-results/demo.png (not committed).
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, test } from 'vitest';
 // @ts-expect-error: a plain ES module without type declarations
-import { serve } from '../../web/serve.mjs';
-// @ts-expect-error: a plain ES module without type declarations
-import { launchChromium, watchPage } from '../../web/chromium.mjs';
+import { watchPage } from '../../web/chromium.mjs';
+import { repo, servedChromium } from './served.js';
 
 /** What web/chromium.mjs's watchPage returns. */
 interface PageWatch {
@@ -20,7 +16,6 @@ interface PageWatch {
     readonly failed: Promise<never>;
 }
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = path.join(repo, 'test-results');
 
 /** What `window.demo.stats().mirror` holds (demo/mirror.js). */
@@ -89,29 +84,14 @@ declare global {
     }
 }
 
-let server: Server | undefined;
-let baseUrl: string;
-let temp: string;
-let context: BrowserContext | undefined;
-
-beforeAll(async () => {
-    temp = await mkdtemp(path.join(tmpdir(), 'tessera-demo-test-'));
-    ({ server, url: baseUrl } = await serve(repo, 0));
-    context = await launchChromium(temp);
-});
-
-afterAll(async () => {
-    await context?.close();
-    await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
-    await rm(temp, { recursive: true, force: true });
-});
+const site = servedChromium('demo');
 
 /** Opens the demo with URL parameters and waits until it is ready; fails at the first error. */
 async function open(query: string): Promise<{ page: Page; watch: PageWatch }> {
-    const page = await context!.newPage();
+    const page = await site.context.newPage();
     await page.setViewportSize({ width: 1280, height: 720 });
     const watch = watchPage(page, { warnings: true });
-    await page.goto(new URL(`demo/?${query}`, baseUrl).href);
+    await page.goto(new URL(`demo/?${query}`, site.baseUrl).href);
     const ready = page
         .waitForFunction(() => window.demo !== undefined, undefined, { timeout: 20_000 })
         .then(() => page.evaluate(() => window.demo!.ready));

@@ -2,17 +2,10 @@
 // repository root as `npm start` serves it: the two peers run live, one tick per animation
 // frame, rewinding on late inputs, and agree on every tick both confirmed; with `?rollback=0`
 // (predictions never corrected) they part. Nothing is logged as an error.
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 // @ts-expect-error: a plain ES module without type declarations
-import { launchChromium, watchPage } from '../../web/chromium.mjs';
-// @ts-expect-error: a plain ES module without type declarations
-import { serve } from '../../web/serve.mjs';
+import { watchPage } from '../../web/chromium.mjs';
+import { servedChromium } from './served.js';
 
 interface RollbackPeer {
     confirmedHashes: bigint[];
@@ -25,29 +18,13 @@ declare global {
     }
 }
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
-let server: Server | undefined;
-let baseUrl = '';
-let context: BrowserContext;
-let temp: string;
-
-beforeAll(async () => {
-    temp = await mkdtemp(path.join(tmpdir(), 'tessera-rollback-test-'));
-    ({ server, url: baseUrl } = await serve(repo, 0));
-    context = await launchChromium(temp);
-});
-
-afterAll(async () => {
-    await context?.close();
-    await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
-    await rm(temp, { recursive: true, force: true });
-});
+const site = servedChromium('rollback');
 
 /** Opens the page and waits until both peers confirmed at least `ticks` ticks. */
 async function run(query: string, ticks: number) {
-    const page = await context.newPage();
+    const page = await site.context.newPage();
     const watch = watchPage(page, { warnings: true });
-    await page.goto(new URL(`examples/rollback/${query}`, baseUrl).href);
+    await page.goto(new URL(`examples/rollback/${query}`, site.baseUrl).href);
     await page.waitForFunction(() => window.rollback !== undefined, undefined, { timeout: 20_000 });
     await page.waitForFunction((n) => window.rollback!.peers.every((peer) => peer.confirmedHashes.length >= n), ticks, { timeout: 30_000 });
     // Hashes as strings: a bigint does not cross the page boundary.
