@@ -296,12 +296,13 @@ const demo = {
     stats,
     /**
      * Positions of `count` entities in the source and in the mirror's replica at the same
-     * tick (waits until the worker has caught up); see demo/mirror.js.
+     * tick (waits until the worker has caught up, at most `timeoutMs`); see demo/mirror.js.
      * @param {number} count
+     * @param {number} [timeoutMs]
      */
-    mirrorSample(count) {
+    mirrorSample(count, timeoutMs) {
         if (!mirror) return Promise.reject(new Error('the demo is not ready yet: await window.demo.ready'));
-        return mirror.sample(count);
+        return mirror.sample(count, timeoutMs);
     },
     /** The latest tick's report: each step's time (ms) and counts. */
     tickReport() {

@@ -75,7 +75,7 @@ interface DemoHandle {
     configure(options: Partial<{ count: number; emitRate: number; mode: 'js' | 'wasm'; paused: boolean; mirror: boolean }>): void;
     step(): void;
     stats(): DemoStats;
-    mirrorSample(count: number): Promise<MirrorSample>;
+    mirrorSample(count: number, timeoutMs?: number): Promise<MirrorSample>;
 }
 
 declare global {
@@ -120,6 +120,25 @@ async function until(page: Page, watch: PageWatch, predicate: string): Promise<D
     });
     await Promise.race([done, watch.failed]);
     return stats(page);
+}
+
+/**
+ * The mirror's sample (source and replica at one tick), given as long as the other waits here:
+ * the page's own 10 s default is for people, and a loaded test machine can take longer.
+ */
+const sampleMirror = (page: Page) => page.evaluate(() => window.demo!.mirrorSample(64, 30_000));
+
+/**
+ * An element's text once `accept` takes it, read every 50 ms for as long as the other waits
+ * here (a fixed pause before one read failed on a loaded machine); the last text read if never.
+ */
+async function readout(page: Page, selector: string, accept: (text: string) => boolean): Promise<string> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+        const text = await page.$eval(selector, (element) => element.textContent ?? '');
+        if (accept(text) || Date.now() > deadline) return text;
+        await page.waitForTimeout(50);
+    }
 }
 
 /** A byte count as the page shows it ("812 B", "469.6 KiB", "31.5 MiB"). */
@@ -298,8 +317,12 @@ describe('the particle demo', () => {
             // A snapshot's size follows the population: a quarter of the particles, about a quarter of the bytes.
             expect(after.mirror.snapshotBytes).toBeLessThan(before.mirror.snapshotBytes * 0.5);
             expect(after.mirror.snapshotBytes).toBeGreaterThan(0);
-            await page.waitForTimeout(400); // the page's readouts refresh every frame
-            const shown = await page.$eval('#mirror-stats [data-stat="snapshotBytes"]', (element) => element.textContent ?? '');
+            // The page's readouts refresh every frame: read until one shows the new figure.
+            const shown = await readout(
+                page,
+                '#mirror-stats [data-stat="snapshotBytes"]',
+                (text) => parseBytes(text) < before.mirror.snapshotBytes * 0.5,
+            );
             expect(parseBytes(shown)).toBeLessThan(before.mirror.snapshotBytes * 0.5);
             expect(watch.errors).toEqual([]);
         } finally {
@@ -313,7 +336,7 @@ describe('the particle demo', () => {
             await until(page, watch, 's.mirror.deltas >= 30');
             await page.evaluate(() => window.demo!.configure({ paused: true }));
             // Waits until the worker acknowledged the latest tick, then reads both worlds.
-            const sample = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            const sample = await Promise.race([sampleMirror(page), watch.failed]);
             const held = await stats(page);
             const mirror = held.mirror;
             expect(mirror).toMatchObject({ enabled: true, available: true, keyframes: 1, inFlight: 0 });
@@ -342,7 +365,7 @@ describe('the particle demo', () => {
 
             // One step: one more delta, not a keyframe, and the replica follows exactly.
             await page.evaluate(() => window.demo!.step());
-            const next = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            const next = await Promise.race([sampleMirror(page), watch.failed]);
             expect(next.tick).toBeGreaterThan(sample.tick);
             expect(next.replica).toEqual(next.source);
             expect(next.source).not.toEqual(sample.source);
@@ -358,7 +381,7 @@ describe('the particle demo', () => {
             const again = await until(page, watch, 's.mirror.keyframes === 2 && s.mirror.deltas > ' + (off.mirror.deltas + 10));
             expect(again.mirror.enabled).toBe(true);
             await page.evaluate(() => window.demo!.configure({ paused: true }));
-            const resumed = await Promise.race([page.evaluate(() => window.demo!.mirrorSample(64)), watch.failed]);
+            const resumed = await Promise.race([sampleMirror(page), watch.failed]);
             expect(resumed.replica).toEqual(resumed.source);
             expect((await stats(page)).mirror.replicaEntities).toBe((await stats(page)).entities);
 
