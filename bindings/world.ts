@@ -1,7 +1,8 @@
 /**
- * `World`: the facade of the API. Every public method is here with its documentation; each
- * delegates to the module of its concept (entities, values, relations, hierarchy, snapshot,
- * item calls, queries, systems), as koota's world does. The per-entity hot calls (`get` / `set`
+ * `World`: the facade of the API. Every public method is here with its documentation, but those
+ * that take the world as a whole (bytes, checkpoints, replication, upkeep), which it inherits
+ * from `WorldState` (world-state.ts); each delegates to the module of its concept (entities,
+ * values, relations, hierarchy, item calls, queries, systems), as koota's world does. The per-entity hot calls (`get` / `set`
  * of one field, `has`, `isAlive`, `spawn`, `despawn`, `add`, `remove`) keep their bodies here,
  * so that they cost no frame more than the crossing needs.
  *
@@ -22,7 +23,6 @@ import { Recorder } from './record.js';
 import type { ChunkIterator } from './chunk-iterator.js';
 import { Registry } from './registry.js';
 import * as relations from './relations.js';
-import { Replicator, type ReplicatorOptions } from './replicate.js';
 import type {
     Component,
     ComponentColumns,
@@ -37,13 +37,12 @@ import type {
     Values,
     ValuesInput,
 } from './schema.js';
-import { applyDelta, hash, snapshot } from './snapshot.js';
-import { type CheckpointRange, checkpoint, checkpoints, rewind, stopRollback } from './rollback.js';
+import { type CheckpointRange, checkpoints } from './rollback.js';
 import { Subscription, type SubscriptionDesc } from './subscription.js';
 import { Scheduler, type Stage, type System, type SystemDesc } from './system.js';
 import { getChecked, markChanged, needsTarget, setChecked } from './values.js';
 import { checkWorldOptions, createCWorld, type WorldOptions } from './world-options.js';
-import { readStats, type WorldStats } from './world-stats.js';
+import { WorldState } from './world-state.js';
 
 export type { WorldOptions } from './world-options.js';
 export type { WorldStats } from './world-stats.js';
@@ -65,7 +64,7 @@ export type Entity = number;
  * world.set(e, Velocity, { x: 0.5 });
  * world.get(e, Position); // { x: 1, y: 2 }
  */
-export class World {
+export class World extends WorldState {
     /** @internal */
     readonly heap: Heap;
     /** @internal The `tes_world_t *`; 0 after destroy. */
@@ -107,6 +106,7 @@ export class World {
         if (!(heap instanceof Heap)) {
             throw new TesseraError('INVALID_ARGUMENT', 'new World', 'make worlds with createWorld() or module.createWorld()');
         }
+        super();
         this.heap = heap;
         const operation = 'createWorld';
         checkWorldOptions(options, operation);
@@ -122,103 +122,9 @@ export class World {
         this.scheduler = new Scheduler(this);
     }
 
-    /**
-     * The whole world as bytes (docs/format.md): entities with their handles, components and
-     * values, sparse components, relations and their pairs. `createWorld({ snapshot })` makes
-     * it again. Change-detection state, queries, subscriptions and systems are not included.
-     * Not inside a loop over the world (its deferred changes are in no state yet).
-     * @returns a fresh copy: keep it as long as you like.
-     */
-    snapshot(): Uint8Array {
-        return snapshot(this);
-    }
-
-    /**
-     * A 64-bit hash of the world's state: XXH64 (seed 0) of its snapshot's body (the bytes
-     * after the 16-byte header), computed without writing the snapshot. Worlds with equal
-     * snapshots have equal hashes, so peers of a deterministic simulation (lockstep, rollback)
-     * compare it to find the first tick they part. It walks the whole world (about as long as
-     * one pass over every column; `npm run bench:snapshot` measures it). Not inside a loop
-     * over the world, as `snapshot()`.
-     */
-    hash(): bigint {
-        return hash(this);
-    }
-
-    /**
-     * Takes a checkpoint of the world as it is now, for {@link World.rewind}: rollback netcode
-     * takes one every simulated frame. The world keeps the latest `checkpoints` of them
-     * (a world option, default 16). The first copies the world's state (its "shadow", about the
-     * size of its component data) and makes every component with fields change-tracked; each
-     * one after costs what changed since the previous. Not inside a loop over the world.
-     * @returns its number: 1 for the first, then one more than the newest kept (after
-     * `rewind(k)`, the next is k + 1).
-     */
-    checkpoint(): number {
-        return checkpoint(this);
-    }
-
-    /**
-     * Returns the world exactly to its state at a kept checkpoint: the same entities and
-     * handles, values, sparse components, pairs and their order, the order of rows and of the
-     * free queue, so what follows spawns the handles it spawned the first time and
-     * `snapshot()` / `hash()` equal those taken at the checkpoint. Costs what changed since.
-     * The checkpoint stays kept; newer ones are dropped. Queries, subscriptions, systems and
-     * replicators see the rewind as changes, once: what it puts back in another place counts
-     * as added, a value written back as changed, what it takes away as removed. Writes through
-     * column views are rewound when marked (a query's `writes`, `chunk.markChanged`), as for
-     * replication. Not inside a loop over the world; `NO_CHECKPOINT` when the number is not
-     * kept (nothing changes).
-     */
-    rewind(checkpoint: number): void {
-        rewind(this, checkpoint);
-    }
-
     /** The checkpoints kept (`{ oldest, newest }`), or null when none is. */
     get checkpoints(): CheckpointRange | null {
         return checkpoints(this);
-    }
-
-    /**
-     * Drops every checkpoint and the shadow, and ends the change tracking the first checkpoint
-     * started (components other consumers track stay tracked). `reclaimArchetypes()` drops the
-     * checkpoints too; a component first used after a checkpoint joins them.
-     */
-    stopRollback(): void {
-        stopRollback(this);
-    }
-
-    /**
-     * A replicator: the sending side of replication. It encodes what changed in this world
-     * since a replica's acknowledged tick into one buffer (docs/format.md, "Deltas"), walking
-     * only what changed; `replica.applyDelta(bytes)` makes another world (a client, a worker, a
-     * replay) equal to this one. See {@link Replicator} and {@link Replicator.peer}.
-     *
-     * @example
-     * const replicator = world.replicator();
-     * const peer = replicator.peer();
-     * // every frame, on the source:
-     * const delta = peer.encode();
-     * channel.send(delta.bytes.slice());
-     * // on the replica, then acknowledged back:
-     * replica.applyDelta(bytes);
-     * peer.ack(replica.replicaTick);
-     */
-    replicator(options: ReplicatorOptions = {}): Replicator {
-        return new Replicator(this, options);
-    }
-
-    /**
-     * Applies a delta or keyframe from a {@link Replicator} (of this world's components, by
-     * name: a keyframe registers those this world lacks). Bad bytes throw `BAD_DELTA`,
-     * `SNAPSHOT_VERSION` or `DELTA_SCHEMA`, a delta whose baseline this world lacks throws
-     * `DELTA_BASELINE` (ask the source for a keyframe: acknowledge 0); then nothing changed.
-     * Entities are placed at the source's handles. Not inside a loop over the world.
-     * @returns false when the delta is not newer than {@link World.replicaTick} (late or
-     *   repeated; nothing changed), true when applied.
-     */
-    applyDelta(bytes: Uint8Array): boolean {
-        return applyDelta(this, bytes);
     }
 
     /** The source tick of the last delta applied here (0: none, or after a failed one). */
@@ -635,41 +541,6 @@ export class World {
     /** `tick()` calls so far. */
     get frame(): number {
         return this.scheduler.frame;
-    }
-
-    // ---- the world as a whole --------------------------------------------------------------
-
-    /** Counters: entities, archetypes, chunks, bytes, ticks. */
-    stats(): WorldStats {
-        return readStats(this);
-    }
-
-    /** Checks every storage invariant of the C core; throws `CORRUPT` when one is broken. */
-    validate(): void {
-        const operation = 'world.validate';
-        this.check(this.heap.exports.tes_world_validate(this.live(operation)), operation);
-    }
-
-    /**
-     * Frees every archetype that holds no entity (the empty set's aside), with its cached
-     * transitions; queries forget it. A game that makes many component sets for a while (random
-     * loadouts, status effects, a level's own types) otherwise keeps one archetype per set it
-     * ever made, and every query walks each one it matches. Call it where a pause costs nothing
-     * (a level change, a loading screen): it takes time in proportion to the archetypes, their
-     * cached transitions and the queries' matches. Not inside a loop over a query
-     * (`INVALID_ARGUMENT`, nothing freed).
-     * @returns how many archetypes were freed.
-     */
-    reclaimArchetypes(): number {
-        const operation = 'world.reclaimArchetypes';
-        const heap = this.heap;
-        const result = heap.exports.tes_archetypes_reclaim(this.live(operation), heap.scratch);
-        if (result === heap.results.INVALID_ARGUMENT) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, 'called inside a loop over a query: call it between loops');
-        }
-        this.check(result, operation);
-        this.forgetArchetypes();
-        return heap.u32At(heap.scratch);
     }
 
     /** The component or relation registered under a C id in this world, if any. */
