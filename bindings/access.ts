@@ -20,7 +20,7 @@
  * (its level is read first). An earlier JS walk measured slower than the call because every
  * step went through getters, helper frames, a switch per type and the layout's numbers read
  * from abi.ts's objects on every call; this one keeps its views, the archetype's column and the
- * address of the component's tracking level in the Field, and the layout numbers as constants.
+ * offset of the component's tracking level in the Field, and the layout numbers as constants.
  *
  * @module
  */
@@ -199,7 +199,12 @@ export class Field<V = number> {
     private offset = -1;
     /** The world's registry (the owner's, held here: one load less per call). */
     private readonly registry: Registry;
-    /** The u32 index of the component's tracking level in the core's component record. */
+    /**
+     * Where the component's tracking level is in the core's component array: its byte offset
+     * from the array's start. The array itself is read from the world each time: the core moves
+     * it when it registers a component, also one JS never asked for (a keyframe's, in
+     * applyDelta), so an address kept here could name freed memory.
+     */
     private level = 0;
     /** Bytes of the field's cell. */
     private readonly bytes: number;
@@ -276,7 +281,7 @@ export class Field<V = number> {
         // A component nobody tracks (its level in the core's component record: no chunk has a
         // tracker for it), in storage JS addresses: a store, when the value is one the field
         // holds as it stands.
-        if (this.direct && !this.tracked()) {
+        if (this.direct && !this.tracked(world)) {
             const address = this.cell(entity, id, world);
             if (address < 0) return false;
             if (this.accepts(value)) {
@@ -311,9 +316,9 @@ export class Field<V = number> {
     }
 
     /** True when someone tracks the component: its level in the core's component record. */
-    private tracked(): boolean {
+    private tracked(world: Pointer): boolean {
         const u32 = this.memory();
-        return u32[this.level] !== UNTRACKED;
+        return u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.level) >>> 2] !== UNTRACKED;
     }
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
@@ -364,12 +369,7 @@ export class Field<V = number> {
             if (id !== this.id) this.archetype = 0;
             this.id = id;
             this.registrations = registry.generation;
-            // The component records move only when one is registered, which bumps the generation.
-            const world = this.owner.pointer;
-            if (id >= 0 && world !== 0) {
-                const u32 = this.memory();
-                this.level = (u32[(world + WORLD_COMPONENTS) >>> 2]! + id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2;
-            }
+            this.level = id * COMPONENT_SIZE + COMPONENT_LEVEL;
         }
         return this.id;
     }
