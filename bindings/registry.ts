@@ -94,12 +94,26 @@ export class Registry {
             // Refused only when something uses it after all (an archetype kept by an
             // out-of-memory failure): then it stays registered, as an archetype would.
             if (this.heap.exports.tes_component_unregister(this.world(), id) !== 0) return;
-            const definition = this.byId[id]!;
-            delete this.ids[definition.key];
-            this.byId.length = id;
-            this.registered--;
-            this.generation++;
+            this.forget(id);
         }
+    }
+
+    /**
+     * The core took back every registration from id `count` on (a rewind to before them, when
+     * nothing used them any more): their definitions are unregistered here too, and register
+     * again, under the same ids in the same order, on their next use.
+     */
+    takenBack(count: number): void {
+        for (let id = this.byId.length - 1; id >= count; id--) this.forget(id);
+    }
+
+    /** Forgets the latest id's definition (it has none when the core registered it alone). */
+    private forget(id: number): void {
+        const definition = this.byId[id];
+        if (definition !== undefined) delete this.ids[definition.key];
+        this.byId.length = id;
+        this.registered--;
+        this.generation++;
     }
 
     /**

@@ -2,10 +2,12 @@
  * Rollback: `world.checkpoint()`, `world.rewind(checkpoint)`, `world.checkpoints` and
  * `world.stopRollback()`. The C core keeps the checkpoints and writes a rewound state back, at a
  * cost that follows what changed (src/rollback.h); JS checks the argument, names the errors, and
- * forgets what it learned about archetypes, some of which a rewind frees.
+ * forgets what it learned about archetypes, some of which a rewind frees, and the registrations
+ * the core took back.
  *
  * @module
  */
+import { WORLD } from './abi.js';
 import { TesseraError, describeValue } from './errors.js';
 import { checkOutsideRun } from './snapshot.js';
 import type { World } from './world.js';
@@ -56,6 +58,7 @@ export function rewind(world: World, checkpoint: number): void {
     }
     checkOutsideRun(world, result, operation);
     world.forgetArchetypes();
+    world.registry.takenBack(heap.u32[(pointer + WORLD.component_count) >>> 2]!);
 }
 
 /** world.stopRollback: tes_rollback_stop. */

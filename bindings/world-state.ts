@@ -62,8 +62,9 @@ export abstract class WorldState {
      * replicators see the rewind as changes, once: what it puts back in another place counts
      * as added, a value written back as changed, what it takes away as removed. Writes through
      * column views are rewound when marked (a query's `writes`, `chunk.markChanged`), as for
-     * replication. Not inside a loop over the world; `NO_CHECKPOINT` when the number is not
-     * kept (nothing changes).
+     * replication. Components registered since that nothing uses any more are unregistered
+     * (their next use registers them again, under the same ids). Not inside a loop over the
+     * world; `NO_CHECKPOINT` when the number is not kept (nothing changes).
      */
     rewind(this: World, checkpoint: number): void {
         rewind(this, checkpoint);
@@ -72,7 +73,9 @@ export abstract class WorldState {
     /**
      * Drops every checkpoint and the shadow, and ends the change tracking the first checkpoint
      * started (components other consumers track stay tracked). `reclaimArchetypes()` drops the
-     * checkpoints too; a component first used after a checkpoint joins them.
+     * checkpoints too when it frees an archetype; a component first used after a checkpoint joins
+     * them (and a rewind to before its first use takes its registration back when nothing uses
+     * it any more).
      */
     stopRollback(this: World): void {
         stopRollback(this);
@@ -128,8 +131,8 @@ export abstract class WorldState {
      * loadouts, status effects, a level's own types) otherwise keeps one archetype per set it
      * ever made, and every query walks each one it matches. Call it where a pause costs nothing
      * (a level change, a loading screen): it takes time in proportion to the archetypes, their
-     * cached transitions and the queries' matches. Not inside a loop over a query
-     * (`INVALID_ARGUMENT`, nothing freed).
+     * cached transitions and the queries' matches. When it frees any, the checkpoints go (they
+     * name archetypes). Not inside a loop over a query (`INVALID_ARGUMENT`, nothing freed).
      * @returns how many archetypes were freed.
      */
     reclaimArchetypes(this: World): number {

@@ -94,9 +94,16 @@ tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index) {
 }
 
 tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {
-    return (tesi_scalars_t){world->record_count,    world->free_head,     world->free_tail,
-                            world->free_length,     world->skipped_count, world->entity_count,
-                            world->archetype_count, world->free_stale,    world->replica_tick};
+    return (tesi_scalars_t){.record_count = world->record_count,
+                            .free_head = world->free_head,
+                            .free_tail = world->free_tail,
+                            .free_length = world->free_length,
+                            .skipped_count = world->skipped_count,
+                            .entity_count = world->entity_count,
+                            .archetype_count = world->archetype_count,
+                            .component_count = world->component_count,
+                            .free_stale = world->free_stale,
+                            .replica_tick = world->replica_tick};
 }
 
 static uint32_t shadow_slot(const tesi_rollback_t *rb, tes_component_t c, uint32_t index) {
@@ -382,6 +389,13 @@ static tes_result_t watch_missing(tes_world_t *world, tesi_rollback_t *rb) {
         rb->watched_below = c + 1;
     }
     return TES_OK;
+}
+
+void tesi_rollback_unwatch(tes_world_t *world, tesi_rollback_t *rb, tes_component_t first) {
+    /* Watches are made in id order (watch_missing): the ones to end are the last. */
+    while (rb->watch_count && rb->watches[rb->watch_count - 1].component >= first)
+        tes_query_destroy(world, rb->watches[--rb->watch_count].query);
+    if (rb->watched_below > first) rb->watched_below = first;
 }
 
 /* The first checkpoint: the shadow of every index, written in full. */

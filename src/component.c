@@ -162,9 +162,11 @@ static bool in_use(const tes_world_t *world, tes_component_t component) {
 tes_result_t tes_component_unregister(tes_world_t *world, tes_component_t component) {
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     if (component >= world->component_count) return TES_ERR_UNKNOWN_COMPONENT;
-    if (component != world->component_count - 1 || in_use(world, component)) {
-        return TES_ERR_INVALID_ARGUMENT;
-    }
+    return tesi_component_take_back(world, component) ? TES_OK : TES_ERR_INVALID_ARGUMENT;
+}
+
+bool tesi_component_take_back(tes_world_t *world, tes_component_t component) {
+    if (component != world->component_count - 1 || in_use(world, component)) return false;
     tesi_rollback_drop_component(world, component);
     tesi_component_t *c = &world->components[component];
     /* The latest id is the last of the sparse list (ids ascend) when it is on it. */
@@ -173,7 +175,7 @@ tes_result_t tes_component_unregister(tes_world_t *world, tes_component_t compon
     free_component(world, c);
     *c = (tesi_component_t){0};
     world->component_count--;
-    return TES_OK;
+    return true;
 }
 
 tes_result_t tes_component_lookup(const tes_world_t *world, const char *name,

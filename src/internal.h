@@ -747,13 +747,17 @@ void tesi_rollback_forget(tes_world_t *world);
 tes_result_t tesi_rollback_reserve_component(tes_world_t *world, tes_component_t c);
 void tesi_rollback_add_component(tes_world_t *world);
 void tesi_rollback_drop_component(tes_world_t *world, tes_component_t c);
+/* tes_component_unregister: takes back the latest registration when nothing uses it (no
+ * archetype, member, pair, consumer, query or replica mapping); false, nothing changed, else. */
+bool tesi_component_take_back(tes_world_t *world, tes_component_t component);
 /* A rewind's parts in other files. Room for `adds` pairs and `events` pair events. */
 tes_result_t tesi_pairs_restore_reserve(tes_world_t *world, tes_component_t relation, uint64_t adds,
                                         uint64_t events);
-/* Removes the index's pairs as a source whose target is not among `outs` (a checkpoint's image:
- * n x (u32 target, the relation's data)), with removed events. */
+/* Removes the index's pairs as a source but those of `source` (the image's handle; 0: none)
+ * whose target is among `outs` (a checkpoint's image: n x (u32 target, the relation's data)),
+ * with removed events. */
 void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
-                     const uint8_t *outs, uint32_t n);
+                     tes_entity_t source, const uint8_t *outs, uint32_t n);
 /* Adds the image's pairs the source lacks, writes their data, and orders its targets as the
  * image does (added and changed events). */
 void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t source,

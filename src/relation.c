@@ -814,13 +814,15 @@ static tes_entity_t out_target(const uint8_t *outs, uint32_t stride, uint32_t k)
 }
 
 void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
-                     const uint8_t *outs, uint32_t n) {
+                     tes_entity_t source, const uint8_t *outs, uint32_t n) {
     tesi_component_t *c = &world->components[relation];
     tesi_relation_t *r = &c->relation;
     for (uint32_t id = tesi_list_of(r, TESI_OUT, index)->first; id;) {
         uint32_t next = r->pairs[id - 1].next[TESI_OUT];
+        /* The index's pairs now may be another entity's: one spawned on it since, whose pair
+         * to the same target is not the image's pair (tesi_pairs_put would add that again). */
         bool kept = false;
-        for (uint32_t k = 0; k < n && !kept; k++)
+        for (uint32_t k = 0; k < n && !kept && r->pairs[id - 1].source == source; k++)
             kept = out_target(outs, c->stride, k) == r->pairs[id - 1].target;
         if (!kept) {
             log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);

@@ -401,7 +401,7 @@ static void write_pairs(rewind_t *rw) {
                 uint32_t o, n;
                 pairs_of(world, &img, id, &outs, &o, &ins, &n);
                 if (pass == 0) {
-                    tesi_pairs_keep(world, id, img.index, outs, o);
+                    tesi_pairs_keep(world, id, img.index, handle_of(&img), outs, o);
                 } else if (pass == 1 && o) {
                     tesi_pairs_put(world, id, handle_of(&img), outs, o);
                 } else if (pass == 2 && n) {
@@ -457,6 +457,16 @@ static void finish(rewind_t *rw) {
     memcpy(rb->touched + kept, rw->sparse, values * sizeof *rw->sparse);
     rb->touched_count = kept + values;
     tesi_shadow_update(world, rb, kept, rb->touched_count);
+    /* The registrations made since, newest first, while nothing uses them any more (the
+     * archetypes, members and pairs are gone; a query made since may still name one): ids as
+     * the straight run hands them out, and snapshots and hashes without them. Their watches
+     * are rollback's own, and end first; a component kept gets its watch at the next
+     * checkpoint again. */
+    rb->components_settled = at->component_count;
+    tesi_rollback_unwatch(world, rb, at->component_count);
+    for (tes_component_t c = world->component_count; c > at->component_count; c--) {
+        if (!tesi_component_take_back(world, c - 1)) break;
+    }
     tesi_rollback_settle(world, rb);
 }
 

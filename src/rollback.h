@@ -37,6 +37,7 @@ typedef struct tesi_shadow_state_t {
 typedef struct tesi_scalars_t {
     uint32_t record_count, free_head, free_tail, free_length, skipped_count, entity_count;
     uint32_t archetype_count;
+    uint32_t component_count; /* a rewind takes back the registrations since, when unused */
     bool free_stale;
     uint64_t replica_tick;
 } tesi_scalars_t;
@@ -216,6 +217,9 @@ void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split);
 void tesi_untouch_all(tesi_rollback_t *rb);
 /* The world's numbers now. */
 tesi_scalars_t tesi_scalars_now(const tes_world_t *world);
+/* Ends the watches (rollback's own consumers) of the components from `first` on: a rewind to
+ * before their registration, which may take them back. */
+void tesi_rollback_unwatch(tes_world_t *world, tesi_rollback_t *rb, tes_component_t first);
 /* After a checkpoint or a rewind: the newest checkpoint has seen the world up to now. */
 void tesi_rollback_settle(tes_world_t *world, tesi_rollback_t *rb);
 

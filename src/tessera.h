@@ -494,7 +494,8 @@ TES_API uint32_t tes_archetype_count(const tes_world_t *world);
  * loadouts, status effects, a level's own types) otherwise keeps one archetype per set it ever
  * made, and a query walks every one it matched. Call it where a pause costs nothing (a level
  * change, a loading screen): it takes O(archetypes + cached edges + queries' matches), and a
- * set spawned again afterwards makes its archetype (a new id) again. Refused while a run is live
+ * set spawned again afterwards makes its archetype (a new id) again; when it frees any, the
+ * checkpoints go (they name archetypes by id). Refused while a run is live
  * (TES_ERR_INVALID_ARGUMENT: pending entities and runs name archetypes); out of memory frees
  * nothing. `out_reclaimed` (may be NULL): how many were freed. */
 TES_API tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed);
@@ -1077,10 +1078,15 @@ TES_API tes_result_t tes_world_hash(tes_world_t *world, uint64_t *out_hash);
  * Added/Changed/removed filters across a rewind (a peer that rewound sees the rewind as changes;
  * one that did not, does not).
  *
- * A component registered after a checkpoint joins them (it stays registered across a rewind;
- * its members and values come and go with it). tes_archetypes_reclaim and tes_rollback_stop drop
- * every checkpoint (so does unregistering a component older than the newest checkpoint); the
- * next tes_checkpoint starts again with a copy of the world. Neither call is allowed while an
+ * A component registered after a checkpoint joins them; its members and values come and go with
+ * it. A rewind to a checkpoint before its registration takes the registration back when nothing
+ * uses it any more (no query, consumer or replicator made since names it, nor a delta applied
+ * since, whose ids a replica keeps): ids are taken back newest first, so one still used keeps
+ * those registered before it since the checkpoint. Then the snapshot and the hash are the
+ * checkpoint's, and registering again hands out the same ids. tes_rollback_stop drops every
+ * checkpoint, and so does tes_archetypes_reclaim when it frees an archetype (and unregistering a
+ * component older than the newest checkpoint); the next tes_checkpoint starts again with a copy
+ * of the world. Neither call is allowed while an
  * iteration is live (TES_ERR_INVALID_ARGUMENT), and both are all or nothing: out of memory
  * leaves the world and the checkpoints as they were.
  */
