@@ -41,9 +41,11 @@ export function setParent(world: World, child: Entity, parent: Entity | undefine
 
 /** The descendants of `root` depth first, with their depths (tes_relation_walk). */
 export function walkList(world: World, root: Entity, relation: Relation<any>, operation: string): [Entity[], number[]] {
-    const id = world.idOf(relation, operation);
     const pointer = world.live(operation);
     handle(root, operation, 'root');
+    // A read never registers: a relation this world never used has no descendants.
+    const id = readRelation(world, relation, operation, root);
+    if (id === undefined) return [[], []];
     const exports = world.heap.exports;
     const call = (out: Pointer, capacity: number, count: Pointer) =>
         exports.tes_relation_walk(pointer, id, root, out, out + capacity * 4, capacity, count);

@@ -377,9 +377,14 @@ export class Query {
      * (a backstop: that may come late or never, and until then a consumer holds history).
      */
     close(): void {
+        this.closeAs('query.close');
+    }
+
+    /** @internal close(), its refusal naming the operation the program called. */
+    closeAs(operation: string): void {
         if (this.pointer === 0) return;
         if (this.runs > 0) {
-            throw new TesseraError('QUERY_IN_USE', 'query.close', 'an iteration of this query is live');
+            throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
         }
         forgetQuery(this);
         if (!this.world.destroyed) this.world.heap.exports.tes_query_destroy(this.world.pointer, this.pointer);

@@ -202,7 +202,9 @@ export function readRelation(world: World, relation: Relation<any>, operation: s
 
 /** tes_pair_has, with errors naming the side they are about. */
 export function pairHas(world: World, source: Entity, relation: Relation<any>, target: Entity, operation: string): boolean {
-    const id = world.idOf(relation, operation);
+    // A read never registers: a relation this world never used has no pair.
+    const id = readRelation(world, relation, operation, source, target);
+    if (id === undefined) return false;
     const heap = world.heap;
     const out = heap.scratch;
     pairCheck(

@@ -236,7 +236,7 @@ export class Subscription {
 
     /** Stops the subscription: it no longer holds back pruning. Idempotent. */
     close(): void {
-        this.query.close();
+        this.query.closeAs('subscription.close');
     }
 }
 
