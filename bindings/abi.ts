@@ -143,7 +143,7 @@ export const RESULTS = [
     'BAD_VALUE',
     /** no archetype with this id in this world */
     'UNKNOWN_ARCHETYPE',
-    /** one entity of this component set needs more than 8 MiB */
+    /** one entity of this component set needs about 8 MiB or more (8 rows must fit 64 MiB) */
     'ROW_TOO_LARGE',
     /** internal invariant violated (tes_world_validate) */
     'CORRUPT',

@@ -22,7 +22,8 @@ static tes_result_t layout(const tes_world_t *world, tesi_archetype_t *a) {
     uint32_t block = world->chunk_bytes;
     while (block_size(a, TESI_MIN_CAPACITY) > block) {
         if (block >= TESI_MAX_BLOCK_BYTES) return TES_ERR_ROW_TOO_LARGE;
-        block *= 2;
+        /* Doubled, but never past the largest block (chunk_bytes need not be a power of 2). */
+        block = block > TESI_MAX_BLOCK_BYTES / 2 ? TESI_MAX_BLOCK_BYTES : block * 2;
     }
     uint32_t capacity = (uint32_t)(block / row);
     while (block_size(a, capacity) > block)

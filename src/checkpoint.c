@@ -44,7 +44,7 @@ tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t en
 
 void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split) {
     tesi_sort_indices(rb->touched, rb->spare, split);
-    tesi_sort_indices(rb->touched + split, rb->spare, rb->touched_count - split);
+    tesi_sort_indices(TESI_PAST(rb->touched, split), rb->spare, rb->touched_count - split);
     for (uint32_t i = 0; i < rb->touched_count; i++)
         *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = i + 1;
 }
@@ -223,7 +223,7 @@ tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_ent
                                uint32_t moved) {
     tes_result_t result = images_reserve(world, rb, entry);
     if (result != TES_OK) return result;
-    uint8_t *out = entry->images + entry->size;
+    uint8_t *out = TESI_PAST(entry->images, entry->size);
     for (uint32_t i = 0; i < rb->touched_count; i++)
         out = put_image(world, rb, rb->touched[i], rb->spare[i], i >= moved, out);
     entry->size = (uint32_t)(out - entry->images);
@@ -548,7 +548,7 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
     }
     /* Nothing fails from here. The images go into what is now the second newest entry (a ring
      * of one keeps none); a values-only index's image and shadow update are one walk. */
-    uint8_t *out = rb->depth > 1 ? newest->images + newest->size : NULL;
+    uint8_t *out = rb->depth > 1 ? TESI_PAST(newest->images, newest->size) : NULL;
     for (uint32_t i = 0; out && i < moved; i++)
         out = put_image(world, rb, rb->touched[i], rb->spare[i], false, out);
     for (uint32_t i = moved; i < rb->touched_count; i++) {

@@ -362,7 +362,7 @@ void tesi_put_record(tesi_bits_t *b, tes_replicator_t *rep, const tesi_records_p
             bool quantized =
                 quantum < quantum_end && quantum->component == id && quantum->field == f;
             if (!(mask >> f & 1u)) {
-                quantum += quantized;
+                quantum = TESI_PAST(quantum, quantized);
                 continue;
             }
             const uint8_t *from = cell_at(&place, f);

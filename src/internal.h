@@ -38,6 +38,10 @@
 #define TESI_MAX_BLOCK_BYTES     (64u * 1024u * 1024u)
 #define TESI_SPAWN_CACHE_IDS     8u /* longest component list the spawn cache keeps */
 
+/* p + n where p is NULL when n is 0 (an empty array is never allocated): NULL + 0 is undefined
+ * behaviour in C, which clang's UBSan reports. */
+#define TESI_PAST(p, n) ((n) ? (p) + (n) : (p))
+
 /* A delta's header (docs/format.md): its u16 flags are the upper half of the second u32 word,
  * at byte 6, and bit 0 of them makes it a keyframe. bindings/abi.ts carries both for JS. */
 #define TESI_DELTA_FLAGS_BYTE 6u

@@ -254,12 +254,14 @@ tes_result_t tesi_items_check_placed(call_t *call, const tes_entity_t *entities,
         tes_entity_t entity = entities[i];
         const tesi_record_t *record = tesi_record_of(world, entity);
         if (tesi_items_adding(call->kind)) {
-            if (!record) continue;
             for (uint32_t k = 0; k < call->pair_count; k++) {
                 const tes_item_t *item = &x->items[call->pairs[k]];
+                /* A pair to itself closes a cycle, placed or pending (not recorded to be
+                 * skipped at the flush); other cycles of a pending entity's are known then. */
                 if ((world->components[item->component].flags & TES_RELATION_ACYCLIC) &&
-                    tesi_record_of(world, item->target) &&
-                    tesi_pair_closes_cycle(world, item->component, entity, item->target)) {
+                    (item->target == entity ||
+                     (record && tesi_record_of(world, item->target) &&
+                      tesi_pair_closes_cycle(world, item->component, entity, item->target)))) {
                     return tesi_items_fail(call, TES_ERR_CYCLE, call->pairs[k], TES_NO_FAULT,
                                            TES_NO_FAULT, entity);
                 }

@@ -207,17 +207,17 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
         q->filters[i] = (filter_t){c, added, tesi_is_sparse(&world->components[c])};
         add_term(world, q, t, &q->all_count, true, c, 0, TES_TERM_ALL);
     }
-    t += q->all_count;
+    t = TESI_PAST(t, q->all_count);
     q->none = t;
     for (uint32_t i = 0; i < desc->none_count; i++) {
         add_term(world, q, t, &q->none_count, false, desc->none[i], 0, TES_TERM_NONE);
     }
-    t += q->none_count;
+    t = TESI_PAST(t, q->none_count);
     q->any = t;
     for (uint32_t i = 0; i < desc->any_count; i++) {
         add_term(world, q, t, &q->any_count, false, desc->any[i], 0, TES_TERM_ANY);
     }
-    t += q->any_count;
+    t = TESI_PAST(t, q->any_count);
     for (uint32_t i = 0; i < desc->pair_count; i++) {
         const tes_pair_term_t *p = &desc->pairs[i];
         add_term(world, q, NULL, NULL, false, p->relation, p->target, p->op);
@@ -537,7 +537,7 @@ tes_result_t tes_iter_removed(tes_iter_t *it, tes_component_t component,
     if (!contains(q->removed, q->removed_count, component)) return TES_ERR_INVALID_ARGUMENT;
     const tesi_removal_log_t *log = &it->world_->components[component].log;
     uint32_t begin = log_after(log, events_since(q)), end = log_after(log, it->this_run);
-    *out_entities = log->entities + begin;
+    *out_entities = TESI_PAST(log->entities, begin);
     *out_count = end - begin;
     return TES_OK;
 }
@@ -552,7 +552,7 @@ tes_result_t tes_iter_pair_events(tes_iter_t *it, tes_component_t relation,
     const tesi_relation_t *r = &it->world_->components[relation].relation;
     uint32_t begin, end;
     event_window(r, events_since(q), it->this_run, &begin, &end);
-    *out_events = r->events + begin;
+    *out_events = TESI_PAST(r->events, begin);
     *out_count = end - begin;
     return TES_OK;
 }

@@ -225,6 +225,12 @@ static tes_result_t begin_pair_call(tes_world_t *world, uint8_t kind, tes_entity
     *recorded = false;
     bool deferring = world && tesi_deferring(world);
     tes_result_t result = check_pair(world, source, relation, target, deferring, out);
+    /* A pair of an entity to itself is a cycle whether or not the entity is placed yet: refused
+     * now, not recorded to be skipped at the flush. */
+    if (result == TES_OK && kind == TESI_CMD_PAIR_ADD && source == target &&
+        ((*out)->flags & TES_RELATION_ACYCLIC)) {
+        return TES_ERR_CYCLE;
+    }
     if (result != TES_OK || !deferring || !(pending(world, source) || pending(world, target))) {
         return result;
     }

@@ -261,6 +261,9 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
         if (result != TES_OK) return result;
     }
     uint32_t history = desc->history ? desc->history : DEFAULT_HISTORY;
+    /* The ring's bytes must fit a size_t (wasm32), as history_reserve's do: 2^29 encodes and
+     * more wrapped to a few bytes, and the encodes wrote past them. */
+    if (history > UINT32_MAX / sizeof(uint64_t)) return TES_ERR_OUT_OF_MEMORY;
     tes_result_t result =
         tesi_reserve(world, (void **)&world->replicators, &world->replicator_slots,
                      world->replicator_count + 1, sizeof *world->replicators, 4);

@@ -441,7 +441,7 @@ static void finish(rewind_t *rw) {
      * have the shadow's place, sparse slots and pairs (the newest checkpoint's, the same as the
      * checkpoint's): their values are copied, after the others (the list stays a list of indices
      * from here on, its positions no longer read). */
-    const uint8_t *own = rb->scratch.images, *own_end = own + rb->scratch.size;
+    const uint8_t *own = rb->scratch.images, *own_end = TESI_PAST(own, rb->scratch.size);
     uint32_t kept = 0, values = 0;
     for (uint32_t p = 0; p < rw->n; p++) {
         uint32_t index = rb->touched[p];

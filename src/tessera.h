@@ -77,7 +77,8 @@ extern "C" {
     X(TES_ERR_BAD_SIZE, "value size does not match the field's size")                              \
     X(TES_ERR_BAD_VALUE, "value cannot be stored in the field's type without loss")                \
     X(TES_ERR_UNKNOWN_ARCHETYPE, "no archetype with this id in this world")                        \
-    X(TES_ERR_ROW_TOO_LARGE, "one entity of this component set needs more than 8 MiB")             \
+    X(TES_ERR_ROW_TOO_LARGE,                                                                       \
+      "one entity of this component set needs about 8 MiB or more (8 rows must fit 64 MiB)")       \
     X(TES_ERR_CORRUPT, "internal invariant violated (tes_world_validate)")                         \
     X(TES_ERR_PENDING_ENTITY, "entity is spawned by a deferred command, not placed yet")           \
     X(TES_ERR_UNKNOWN_STAGE, "no stage with this id in this world")                                \
@@ -622,7 +623,9 @@ TES_API tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t 
  * when it started), except when the source or the target is pending (spawned by a deferred
  * command): then they are recorded and applied at the flush, with tes_pair_init_number values
  * recorded after them. Despawns stay deferred, so the cleanup of a despawned entity's pairs happens
- * at the flush.
+ * at the flush. A recorded pair of an ACYCLIC relation that would close a cycle when it applies
+ * (its ends' other pairs may be recorded too) is skipped then and counted in commands_skipped,
+ * like a command whose entity is gone; a pair of an entity to itself is TES_ERR_CYCLE at once.
  *
  * Change detection: the relation's pairs are tracked per source (see TES_COMPONENT_RELATION),
  * and a query that names the relation in its `pair_changes` list gets every pair event in its
@@ -1130,7 +1133,8 @@ TES_API tes_result_t tes_rollback_stop(tes_world_t *world);
  * encodes P times a frame, so `history` counts frames for it). A baseline older than
  * that (or 0, a new replica) gets a keyframe instead: every entity in scope with every value,
  * and every pair, after which the replica holds exactly those (entities it has and the keyframe
- * lacks are despawned). So a slow or lost replica never holds back pruning.
+ * lacks are despawned). So a slow or lost replica never holds back pruning. The history is a ring
+ * of 8 bytes an encode: a `history` whose ring would pass 4 GiB is TES_ERR_OUT_OF_MEMORY.
  *
  * Scope: the replicated components are `components` (NULL: every component without
  * TES_COMPONENT_LOCAL); components a replica has that the delta does not replicate are left as
