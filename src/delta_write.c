@@ -385,11 +385,15 @@ static bool brings_pairs(const tes_replicator_t *rep, uint8_t mark) {
 }
 
 /* An entity the peer's replica will lack after this delta: not in its view, or withheld by
- * its budget when it would have arrived whole. */
+ * its budget when it would have arrived whole (a gone entry drops it there). An owed record
+ * withheld again is not one: the replica may hold it, from a delta that carried it but is not
+ * acknowledged, so its pair events go (the replica skips those whose ends it lacks). Held back,
+ * they were lost once the baseline passed them: bringing its pairs when it goes adds, it cannot
+ * remove a pair the replica got from that delta. */
 static bool missing_for_peer(const tes_replicator_t *rep, tes_entity_t e) {
     if (!tesi_peer_visible(rep->peer, e)) return true;
     uint8_t mark = rep->marks[e & TESI_INDEX_MASK];
-    return (mark & WITHHELD) && (mark & (WHOLE | OWED));
+    return (mark & WITHHELD) && (mark & WHOLE);
 }
 
 /* Both ends alive, in scope and on the replica: a pair the replica holds. */

@@ -151,9 +151,10 @@ typedef struct tes_allocator_t {
 /* Zero means "default" for every field. */
 typedef struct tes_world_desc_t {
     /* Bytes of one chunk block (entity column + field columns). Default 65536; rounded up to a
-     * multiple of 64, at least 1024. An archetype whose rows are so wide that fewer than 8 fit
-     * gets blocks of a larger power-of-two multiple of this size (up to 64 MiB); those are
-     * freed when empty instead of pooled. */
+     * multiple of 64, at least 1024, at most 64 MiB (TES_ERR_INVALID_ARGUMENT). An archetype
+     * whose rows are so wide that fewer than 8 fit gets blocks of a larger power-of-two multiple
+     * of this size, or 64 MiB, whichever is smaller; those are freed when empty instead of
+     * pooled. */
     uint32_t chunk_bytes;
     /* Freed entity slots are reused only while more than this many wait in the FIFO free
      * queue; the world holds at most TES_MAX_ENTITIES - min_free_indices entities. Default
