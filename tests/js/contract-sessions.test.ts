@@ -271,7 +271,7 @@ describe('budgets', () => {
         const source = await newWorld();
         const replica = await newWorld();
         const peer = source.replicator({ components: [Pos, ChildOf] }).peer();
-        const [a, b] = source.spawnMany(2, Pos);
+        const [a, b] = source.spawnMany(2, Pos) as unknown as [Entity, Entity];
         const d0 = peer.encode();
         replica.applyDelta(d0.bytes.slice());
         peer.ack(d0.tick);
@@ -407,7 +407,7 @@ describe('empty deltas', () => {
         const replica = await newWorld();
         const Local = component('CsLocal', { v: 'i32' }, { replicate: false });
         const peer = source.replicator({ components: [Pos, ChildOf] }).peer({ visibility: 'explicit' });
-        const [a, b] = source.spawnMany(2, Pos);
+        const [a, b] = source.spawnMany(2, Pos) as unknown as [Entity, Entity];
         source.add(a, Local({ v: 1 }));
         peer.show(a);
         const send = () => {
