@@ -70,8 +70,9 @@ describe('the tarball', () => {
         // 231.4 KB with delta format 4 and the world's hash (XXH64 and tes_world_hash: the wasm
         // +2.9 KB, 0.7 KB gzipped; the README's section), 246.6 KB with rollback (checkpoints and
         // rewinds: the wasm 254 -> 285 KB, 92.5 -> 104.3 KB gzipped; rollback.ts; the README's
-        // section, 3.7 KB).
-        expect(install.size).toBeLessThan(250_000);
+        // section, 3.7 KB), 251.3 KB with the fixes of nine defects (CHANGELOG and README text,
+        // world-state.ts split from world.ts, the registration take-back: about 4.7 KB).
+        expect(install.size).toBeLessThan(260_000);
     });
 
     test('installs every target of its exports map, and no install-time scripts', async () => {
