@@ -413,22 +413,22 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 720,
-    records_pages: 76,
-    records_page_slots: 80,
-    record_count: 88,
+    size: 728,
+    records_pages: 84,
+    records_page_slots: 88,
+    record_count: 96,
     components: 32,
     component_count: 36,
     archetypes: 44,
     archetype_count: 48,
-    defer_depth: 324,
-    layout: 284,
-    commands: 332,
-    command_count: 336,
-    command_slots: 340,
-    handouts: 360,
-    handout_count: 624,
-    handout_next: 628,
+    defer_depth: 332,
+    layout: 292,
+    commands: 340,
+    command_count: 344,
+    command_slots: 348,
+    handouts: 368,
+    handout_count: 632,
+    handout_next: 636,
 } as const;
 
 /** `tesi_command_t`: a deferred command (JS records spawns, initial values, adds, removes, despawns). */

@@ -105,7 +105,8 @@ export function removeItems(world: World, entity: Entity, components: readonly (
         const definition = list.definitions[i]!;
         if (world.registry.known(definition, operation) !== undefined) kept.add(definition, list.targets[i]!, undefined, operation, entity);
     }
-    if (kept.size === 0) return requireAlive(world, entity, operation);
+    // None registered: nothing to remove, but a stale handle is still named, with what it named.
+    if (kept.size === 0) return requireAlive(world, entity, operation, list.size === 1 ? list.definitions[0]!.name : undefined);
     world.items.entityCall(kept, entity, operation, (x, fault, entities) =>
         world.heap.exports.tes_remove_items(pointer, entities, 1, x, fault),
     );

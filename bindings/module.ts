@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { TesseraError } from './errors.js';
+import { TesseraError, describeValue } from './errors.js';
 import { Heap } from './heap.js';
 import { loadTessera, type LoadOptions, type WasmMemory } from './load.js';
 import { World, type WorldOptions } from './world.js';
@@ -51,6 +51,10 @@ let defaultModule: Promise<TesseraModule> | undefined;
  * await init({ bytes: await (await fetch('/assets/tessera.wasm')).arrayBuffer() });
  */
 export function init(options: LoadOptions = {}): Promise<TesseraModule> {
+    // null or a primitive: a TesseraError (a promise's, as every failure of init), not a TypeError.
+    if (typeof options !== 'object' || options === null) {
+        return Promise.reject(new TesseraError('INVALID_ARGUMENT', 'init', `options: expected an object, got ${describeValue(options)}`));
+    }
     const explicit = options.bytes !== undefined || options.url !== undefined;
     if (!explicit && defaultModule !== undefined) return defaultModule;
     const loaded = load(options);
@@ -81,7 +85,9 @@ export interface CreateWorldOptions extends WorldOptions {
  * const e = world.spawn(Position({ x: 1, y: 2 }));
  */
 export async function createWorld(options: CreateWorldOptions = {}): Promise<World> {
-    const module = await init(options.wasm ?? {});
+    // Options that are not an object reach the world's own check (INVALID_ARGUMENT), not a read.
+    const wasm = typeof options === 'object' && options !== null ? options.wasm : undefined;
+    const module = await init(wasm ?? {});
     return module.createWorld(options);
 }
 

@@ -76,6 +76,9 @@ export function getPair(world: World, source: Entity, relation: Relation<any>, t
             component: relation.name,
         });
     }
+    // A missing pair is the whole pair's error, naming no field (as world.get of a component).
+    if (!pairHas(world, source, relation, target, operation))
+        throw pairError(world, 'MISSING_COMPONENT', operation, source, relation, target);
     const values: Record<string, unknown> = {};
     for (const meta of fieldsOf(relation)) values[meta.name] = readPairField(world, source, relation, id, target, meta, operation);
     return values;
@@ -196,7 +199,13 @@ export function readRelation(world: World, relation: Relation<any>, operation: s
     const id = world.registry.known(relation, operation);
     if (id !== undefined) return id;
     if (!isRelation(relation)) throw world.error('NOT_A_RELATION', operation, undefined, (relation as Definition).name);
-    for (const entity of entities) requireAlive(world, entity, operation);
+    // A stale handle is named with the relation, and for a pair with its side, as the core's
+    // errors are when the relation is registered.
+    const [source, target] = entities;
+    if (entities.length === 2 && !(world.isAlive(source!) && world.isAlive(target!))) {
+        throw pairError(world, 'STALE_ENTITY', operation, source!, relation, target!);
+    }
+    for (const entity of entities) requireAlive(world, entity, operation, relation.name);
     return undefined;
 }
 

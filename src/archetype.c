@@ -140,8 +140,11 @@ tes_result_t tesi_archetype_ensure(tes_world_t *world, uint32_t count, tesi_arch
     }
     /* Everything that can fail happens before the archetype becomes visible. */
     if (count > 0xFFFFu) return TES_ERR_INVALID_ARGUMENT;
-    tes_result_t result = tesi_reserve(world, (void **)&world->archetypes, &world->archetype_slots,
-                                       world->archetype_count + 1, sizeof *world->archetypes, 16);
+    tes_result_t result = tesi_reserve(world, (void **)&world->undo_marks, &world->undo_mark_slots,
+                                       world->archetype_count + 1, 1, 16);
+    if (result == TES_OK)
+        result = tesi_reserve(world, (void **)&world->archetypes, &world->archetype_slots,
+                              world->archetype_count + 1, sizeof *world->archetypes, 16);
     if (result == TES_OK) result = tesi_graph_reserve(world);
     tesi_archetype_t *a = NULL;
     if (result == TES_OK) result = archetype_create(world, count, hash, &a);
@@ -164,6 +167,7 @@ void tesi_archetypes_fini(tes_world_t *world) {
         archetype_free(world, a);
     }
     tesi_free(world, world->archetypes, (size_t)world->archetype_slots * sizeof *world->archetypes);
+    tesi_free(world, world->undo_marks, world->undo_mark_slots);
 }
 
 /* ---- bulk moves ------------------------------------------------------------------------ */
@@ -320,6 +324,17 @@ void tesi_archetypes_truncate(tes_world_t *world, uint32_t count, uint8_t *doome
     /* The ids are handed out again, in the order the history makes them. */
     world->archetype_count = count;
     tesi_queries_unsee(world, count);
+}
+
+void tesi_archetypes_undo(tes_world_t *world, uint32_t count) {
+    uint32_t n = world->archetype_count;
+    if (n <= count) return;
+    for (uint32_t i = count; i < n; i++) {
+        tesi_archetype_t *a = world->archetypes[i];
+        if (a && a->entity_count) return;  /* not the failed call's alone */
+        if (a) tesi_chunks_trim(world, a); /* the empty chunks it took, back to the pool */
+    }
+    tesi_archetypes_truncate(world, count, world->undo_marks);
 }
 
 tes_result_t tes_archetypes_reclaim(tes_world_t *world, uint32_t *out_reclaimed) {

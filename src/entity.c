@@ -367,6 +367,7 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
     tesi_archetype_t *a = tesi_spawn_cached(world, components, count);
     if (a) return tesi_spawn_rows(world, a, n, out_entities);
+    uint32_t archetypes = world->archetype_count;
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
     if (result == TES_OK && world->sparse_count) table = partition_set(world, count, &result);
@@ -374,11 +375,15 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     if (result != TES_OK) return result;
     if (table == count) {
         tesi_spawn_remember(world, components, count, a);
-        return tesi_spawn_rows(world, a, n, out_entities);
+        result = tesi_spawn_rows(world, a, n, out_entities);
+    } else {
+        /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
+         * table, chunks, trackers, sparse sets, command buffer) builds sets. */
+        result =
+            spawn_with_sparse(world, a, world->scratch + table, count - table, n, out_entities);
     }
-    /* The sparse ids stay at the end of the scratch set: nothing on the spawn path (entity
-     * table, chunks, trackers, sparse sets, command buffer) builds sets. */
-    return spawn_with_sparse(world, a, world->scratch + table, count - table, n, out_entities);
+    if (result != TES_OK) tesi_archetypes_undo(world, archetypes);
+    return result;
 }
 
 tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,
@@ -512,7 +517,9 @@ tes_result_t tes_despawn_batch(tes_world_t *world, const tes_entity_t *entities,
     }
     if (result == TES_OK && deferring) {
         result = tesi_commands_reserve(world, n, 0); /* all recorded, or none */
-        for (uint32_t i = 0; i < n && result == TES_OK; i++) {
+        /* Back to front, as the call made at once despawns (below): the freed indices join
+         * the free queue in the same order, and so do the handles spawned later. */
+        for (uint32_t i = n; i-- > 0 && result == TES_OK;) {
             result = tesi_defer(world, TESI_CMD_DESPAWN, entities[i], 0, 0, 0, 0, NULL, 0);
         }
         return result;
@@ -594,13 +601,17 @@ step_general(tes_world_t *world, tes_entity_t entity, tes_component_t component,
     tesi_archetype_t *from = record->chunk->archetype, *to;
     if ((tesi_type_index(from, component) != TESI_NO_TYPE) != removing) return TES_OK;
     const tesi_move_plan_t *plan;
+    uint32_t archetypes = world->archetype_count;
     tes_result_t result = tesi_graph_step(world, from, component, removing, &to, &plan);
     if (result == TES_OK) result = tesi_chunks_reserve(world, to, 1);
     if (result == TES_OK && removing && tesi_logging(world) &&
         world->components[component].removal_consumers) {
         result = tesi_logs_reserve(world, from, 1);
     }
-    if (result != TES_OK) return result;
+    if (result != TES_OK) {
+        tesi_archetypes_undo(world, archetypes); /* the one the step made, if it did */
+        return result;
+    }
     tesi_chunk_t *chunk = record->chunk, *dst;
     uint32_t row = record->row, dst_row;
     if (removing && tesi_logging(world)) tesi_log_removal(world, component, entity);

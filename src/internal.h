@@ -503,6 +503,10 @@ struct tes_world_t {
     uint32_t archetype_count;
     uint32_t archetypes_reclaimed; /* ids whose archetype was freed */
     uint32_t archetype_slots;
+    /* A byte of scratch by archetype id, reserved before each archetype is made: a call that
+     * made archetypes and then failed frees them with no allocation (tesi_archetypes_undo). */
+    uint8_t *undo_marks;
+    uint32_t undo_mark_slots;
     tesi_graph_t graph;
 
     tesi_paged_t records;  /* by entity index, tesi_record_t; index 0 is never used */
@@ -774,6 +778,10 @@ void tesi_sparse_stamp(tes_world_t *world, tes_component_t component, uint32_t s
 /* Frees the archetypes with ids from `count` on (all empty) and makes count the next id;
  * `doomed` has a byte per archetype id. */
 void tesi_archetypes_truncate(tes_world_t *world, uint32_t count, uint8_t *doomed);
+/* A call that made archetypes (ids from `count` on) and then failed frees them again, with no
+ * allocation, so that the world is as it was (and a registration the call made can be taken
+ * back). */
+void tesi_archetypes_undo(tes_world_t *world, uint32_t count);
 /* Queries forget that they saw archetypes from id `count` on. */
 void tesi_queries_unsee(tes_world_t *world, uint32_t count);
 /* Checkpoints kept and the bytes they and the shadow hold (tes_world_stats). */

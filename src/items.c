@@ -528,9 +528,18 @@ tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t en
     return tesi_items_edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
 }
 
+/* A structural item call: what it made goes again when it fails (tesi_archetypes_undo). */
+static tes_result_t structural(tes_world_t *world, edit_t kind, const tes_entity_t *entities,
+                               uint32_t n, const tes_items_t *items, tes_fault_t *out_fault) {
+    uint32_t archetypes = world ? world->archetype_count : 0;
+    tes_result_t result = tesi_items_edit(world, kind, entities, n, 0, items, out_fault);
+    if (result != TES_OK && world) tesi_archetypes_undo(world, archetypes);
+    return result;
+}
+
 tes_result_t tes_add_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                            const tes_items_t *items, tes_fault_t *out_fault) {
-    return tesi_items_edit(world, EDIT_ADD, entities, n, 0, items, out_fault);
+    return structural(world, EDIT_ADD, entities, n, items, out_fault);
 }
 
 tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
@@ -540,11 +549,11 @@ tes_result_t tes_set_items(tes_world_t *world, const tes_entity_t *entities, uin
 
 tes_result_t tes_remove_items(tes_world_t *world, const tes_entity_t *entities, uint32_t n,
                               const tes_items_t *items, tes_fault_t *out_fault) {
-    return tesi_items_edit(world, EDIT_REMOVE, entities, n, 0, items, out_fault);
+    return structural(world, EDIT_REMOVE, entities, n, items, out_fault);
 }
 
-tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
-                             tes_entity_t *out_entities, tes_fault_t *out_fault) {
+static tes_result_t spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
+                                tes_entity_t *out_entities, tes_fault_t *out_fault) {
     if (out_fault) *out_fault = (tes_fault_t){TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0};
     if (!world) return TES_ERR_INVALID_ARGUMENT;
     call_t call = {.world = world,
@@ -610,4 +619,12 @@ tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint3
     for (uint32_t i = 0; i < n; i++)
         commit_rest(&call, handles[i], i, e->had);
     return TES_OK;
+}
+
+tes_result_t tes_spawn_items(tes_world_t *world, const tes_items_t *items, uint32_t n,
+                             tes_entity_t *out_entities, tes_fault_t *out_fault) {
+    uint32_t archetypes = world ? world->archetype_count : 0;
+    tes_result_t result = spawn_items(world, items, n, out_entities, out_fault);
+    if (result != TES_OK && world) tesi_archetypes_undo(world, archetypes);
+    return result;
 }

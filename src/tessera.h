@@ -807,7 +807,11 @@ typedef struct tes_iter_t {
  * when the entity has the component now; when it lacks it but a recorded command adds it, the
  * write is recorded after that command (tes_set* as a change, tes_init* see there). A command
  * whose entity is gone by then (or that runs out of memory) is skipped and counted in
- * commands_skipped. A consumer query has one live run at a time (else TES_ERR_QUERY_IN_USE). */
+ * commands_skipped. A recorded call makes the archetype it needs when it is recorded, not when
+ * it is applied: archetype ids (and a snapshot's archetype order) follow the calls as they are
+ * made, so the same calls made inside and outside a run may number new archetypes otherwise;
+ * the entities, values and handles are the same. A consumer query has one live run at a time
+ * (else TES_ERR_QUERY_IN_USE). */
 TES_API tes_result_t tes_query_iter(tes_world_t *world, tes_query_t *query, tes_iter_t *out_iter);
 /* Moves to the next chunk with something to visit. Returns false at the end, after which the
  * run is over: the query's last_run becomes this_run and deferred commands are applied. */

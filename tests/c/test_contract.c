@@ -1729,3 +1729,39 @@ TEST(a_large_chunk_bytes_does_not_lift_the_row_limit) {
     }
     CHECK_ERR(r, TES_ERR_ROW_TOO_LARGE);
 }
+
+/* "Every call is all or nothing: out of memory leaves the world as it was" — also for the
+ * archetype a spawn or an add makes for a set no entity had yet: a call that fails for memory
+ * after making it frees it again, so the world's snapshot is the same bytes, and the component
+ * the call was the first to use can be unregistered (what the bindings do when a call that
+ * registered it fails). Every allocation of each call fails in turn. */
+TEST(a_call_that_fails_for_memory_leaves_no_new_archetype_behind) {
+    static const tes_field_desc_t wide[] = {{"w", TES_F64, 64}};
+    for (int call = 0; call < 4; call++) {
+        for (int64_t k = 0;; k++) {
+            fx_alloc_t *al = fx_alloc_new();
+            tes_world_t *w = fx_world(&(tes_world_desc_t){.allocator = fx_allocator(al)});
+            tes_component_t a = fx_component(w, "A", v_fields, 1);
+            tes_entity_t e = fx_spawn(w, FX_IDS(a));
+            tes_component_t fresh = fx_component(w, "Fresh", wide, 1);
+            fx_snapshot_t *before = fx_snapshot_full_of(w);
+            uint32_t archetypes = fx_stats(w).archetype_count;
+            al->fail_after = (int64_t)al->allocs + k;
+            tes_component_t set[] = {a, fresh};
+            tes_item_t item = {fresh, 0};
+            tes_items_t items = {&item, 1, NULL, 0, NULL, 0};
+            tes_entity_t out[64];
+            tes_result_t r = call == 0   ? tes_spawn_batch(w, set, 2, 64, out)
+                             : call == 1 ? tes_spawn_items(w, &items, 64, out, NULL)
+                             : call == 2 ? tes_add_items(w, &e, 1, &items, NULL)
+                                         : tes_add(w, e, fresh);
+            al->fail_after = -1;
+            if (r == TES_OK) break; /* every failure point done */
+            CHECK_ERR(r, TES_ERR_OUT_OF_MEMORY);
+            CHECK_OK(tes_world_validate(w));
+            CHECK_EQ(fx_stats(w).archetype_count, archetypes);
+            FX_CHECK_UNCHANGED_FULL(before, w);
+            CHECK_OK(tes_component_unregister(w, fresh));
+        }
+    }
+}
