@@ -1741,3 +1741,28 @@ TEST(a_call_that_fails_for_memory_leaves_no_new_archetype_behind) {
         }
     }
 }
+
+/* chunk_bytes: "at most 64 MiB ... An archetype whose rows are so wide that fewer than 8 fit gets
+ * blocks of a larger power-of-two multiple of this size, or 64 MiB, whichever is smaller". With
+ * blocks of 40 MiB, rows of 6 MiB get a 64 MiB block (10 rows), not an 80 MiB one (13). */
+TEST(a_wide_archetype_of_a_world_with_odd_chunk_bytes_stays_within_64_mib_blocks) {
+    tes_world_t *w = fx_world(&(tes_world_desc_t){.chunk_bytes = 40u << 20});
+    tes_field_desc_t fields[64];
+    char names[64][8];
+    for (int f = 0; f < 64; f++) {
+        snprintf(names[f], sizeof names[f], "f%d", f);
+        fields[f] = (tes_field_desc_t){names[f], TES_F64, 256}; /* 2 KiB */
+    }
+    tes_component_t wide[48]; /* 128 KiB each: 6 MiB a row */
+    for (int i = 0; i < 48; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "Wide%d", i);
+        wide[i] = fx_component(w, name, fields, 64);
+    }
+    tes_archetype_t at;
+    CHECK_OK(tes_archetype_find(w, wide, 48, &at));
+    tes_archetype_info_t info;
+    CHECK_OK(tes_archetype_info(w, at, &info));
+    CHECK(info.capacity >= 8);
+    CHECK((uint64_t)info.capacity * (6u << 20) <= (64u << 20));
+}
