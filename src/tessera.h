@@ -489,9 +489,9 @@ typedef struct tes_archetype_info_t {
 
 /* The bound of archetype ids: ids are 0 .. count-1 and not reused while the world lives, but for
  * the archetypes a rewind frees (made since its checkpoint) and those a call that failed made
- * (freed again): their ids are handed out again. An
- * id whose archetype was reclaimed (tes_archetypes_reclaim) answers TES_ERR_UNKNOWN_ARCHETYPE;
- * tes_world_stats counts the archetypes that exist. */
+ * (freed again): their ids are handed out again. An id whose archetype was reclaimed
+ * (tes_archetypes_reclaim) answers TES_ERR_UNKNOWN_ARCHETYPE; tes_world_stats counts the
+ * archetypes that exist. */
 TES_API uint32_t tes_archetype_count(const tes_world_t *world);
 /* Frees every archetype that holds no entity (the empty set's aside), with its cached edges and
  * move plans; queries forget it. A world that makes many component sets for a while (random
