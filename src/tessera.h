@@ -357,8 +357,10 @@ TES_API tes_result_t tes_set_number(tes_world_t *world, tes_entity_t entity,
  * gave the entity the component, not a change (Changed filters do not see it; Added ones see
  * the row with its values). While deferring, a write to an entity that lacks the component
  * now (a pending entity, or one whose add is recorded too) is recorded after checking the
- * component, field and value, and applied at the flush after the commands before it; it is
- * skipped (commands_skipped) if the entity lacks the component then. */
+ * component, field and value, and applied at the flush after the commands before it. A pending
+ * entity is checked against the components it will have (TES_ERR_MISSING_COMPONENT when none
+ * of its recorded commands gives it this one); a recorded write is skipped (commands_skipped)
+ * when the entity is gone, or lacks the component, by the time it applies. */
 TES_API tes_result_t tes_init(tes_world_t *world, tes_entity_t entity, tes_component_t component,
                               uint32_t field, const void *value, size_t size);
 TES_API tes_result_t tes_init_number(tes_world_t *world, tes_entity_t entity,
