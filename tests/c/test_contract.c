@@ -650,6 +650,15 @@ static uint32_t hcount(tes_world_t *w, tes_query_t *q) {
     return n;
 }
 
+/* The rows a query of `d` visits in one run (the query made for it and destroyed). */
+static uint32_t hmatches(tes_world_t *w, const tes_query_desc_t *d) {
+    tes_query_t *q = NULL;
+    CHECK_OK(tes_query_create(w, d, &q));
+    uint32_t n = hcount(w, q);
+    tes_query_destroy(w, q);
+    return n;
+}
+
 /* "A matching entity has every `all` component, none of `none`": contradictory terms match
  * nothing, sparse or not. */
 TEST(contradictory_query_terms_match_nothing) {
@@ -659,33 +668,23 @@ TEST(contradictory_query_terms_match_nothing) {
     tes_component_t r = fx_relation(w, "R", NULL, 0, 0);
     tes_entity_t e = fx_spawn(w, FX_IDS(a, s));
     CHECK_OK(tes_pair_add(w, e, r, e));
-    tes_query_t *q = NULL;
-    tes_query_desc_t d1 = {.all = &a, .all_count = 1, .none = &a, .none_count = 1};
-    CHECK_OK(tes_query_create(w, &d1, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
-    tes_query_desc_t d2 = {.all = &s, .all_count = 1, .none = &s, .none_count = 1};
-    CHECK_OK(tes_query_create(w, &d2, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
+    CHECK_EQ(
+        hmatches(w, &(tes_query_desc_t){.all = &a, .all_count = 1, .none = &a, .none_count = 1}),
+        0);
+    CHECK_EQ(
+        hmatches(w, &(tes_query_desc_t){.all = &s, .all_count = 1, .none = &s, .none_count = 1}),
+        0);
     tes_pair_term_t pt[] = {{r, e, TES_TERM_ALL}, {r, 0, TES_TERM_NONE}};
-    tes_query_desc_t d3 = {.pairs = pt, .pair_count = 2};
-    CHECK_OK(tes_query_create(w, &d3, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
+    CHECK_EQ(hmatches(w, &(tes_query_desc_t){.pairs = pt, .pair_count = 2}), 0);
     tes_pair_term_t pt2[] = {{r, e, TES_TERM_ALL}, {r, e, TES_TERM_NONE}};
-    tes_query_desc_t d4 = {.pairs = pt2, .pair_count = 2};
-    CHECK_OK(tes_query_create(w, &d4, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
-    tes_query_desc_t d5 = {.added = &a, .added_count = 1, .none = &a, .none_count = 1};
-    CHECK_OK(tes_query_create(w, &d5, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
-    tes_query_desc_t d6 = {.any = &s, .any_count = 1, .none = &s, .none_count = 1};
-    CHECK_OK(tes_query_create(w, &d6, &q));
-    CHECK_EQ(hcount(w, q), 0);
-    tes_query_destroy(w, q);
+    CHECK_EQ(hmatches(w, &(tes_query_desc_t){.pairs = pt2, .pair_count = 2}), 0);
+    CHECK_EQ(
+        hmatches(w,
+                 &(tes_query_desc_t){.added = &a, .added_count = 1, .none = &a, .none_count = 1}),
+        0);
+    CHECK_EQ(
+        hmatches(w, &(tes_query_desc_t){.any = &s, .any_count = 1, .none = &s, .none_count = 1}),
+        0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1369,11 +1368,7 @@ TEST(a_query_of_pair_terms_only_matches_its_pairs) {
     tes_entity_t e = fx_spawn(w, NULL, 0);
     CHECK_OK(tes_pair_add(w, e, r, e));
     tes_pair_term_t pt[] = {{r, e, TES_TERM_ALL}};
-    tes_query_desc_t d = {.pairs = pt, .pair_count = 1};
-    tes_query_t *q = NULL;
-    CHECK_OK(tes_query_create(w, &d, &q));
-    CHECK_EQ(hcount(w, q), 1);
-    tes_query_destroy(w, q);
+    CHECK_EQ(hmatches(w, &(tes_query_desc_t){.pairs = pt, .pair_count = 1}), 1);
 }
 
 TEST(two_checkpoints_without_changes_and_rewinds_to_the_first) {

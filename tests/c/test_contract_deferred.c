@@ -1111,11 +1111,24 @@ static void sp_check_run(tes_world_t *w, tes_query_t *q, sp_model_t *m, int kind
     }
 }
 
+/* Every modelled entity alive as the model says, with its sparse members and values. */
+static void sp_check_members(const tes_world_t *w, const sp_model_t *m, tes_component_t s,
+                             tes_component_t mk) {
+    for (uint32_t k = 0; k < m->n; k++) {
+        CHECK_EQ(tes_is_alive(w, m->h[k]), m->alive[k]);
+        if (!m->alive[k]) continue;
+        CHECK_EQ(fx_has(w, m->h[k], s), m->has_s[k]);
+        CHECK_EQ(fx_has(w, m->h[k], mk), m->has_m[k]);
+        if (m->has_s[k]) CHECK_NUM_EQ(fx_get_number(w, m->h[k], s, 0, 0), m->v[k]);
+    }
+}
+
 /* "spawning or adding a component stamps its added tick; tes_set, tes_set_number ... stamp its
  * changed tick"; "A component it gains ... counts as added at that tick, changed 0"; "(entity,
  * tick) for every removal of the component, despawns included"; tes_init*: "not a change";
  * "Adding one the entity already has does nothing". And plain queries with sparse all / none /
  * any terms "visit ... the rows that pass", across archetype moves of the entities. */
+
 static void sp_model_run(uint64_t seed, uint32_t steps, const tes_world_desc_t *desc) {
     sp_model_t *m = (sp_model_t *)fx_malloc(sizeof *m);
     tes_world_t *w = fx_world(desc);
@@ -1249,13 +1262,7 @@ static void sp_model_run(uint64_t seed, uint32_t steps, const tes_world_desc_t *
         }
     }
     /* values and membership, then a snapshot round trip that keeps them */
-    for (uint32_t k = 0; k < m->n; k++) {
-        CHECK_EQ(tes_is_alive(w, m->h[k]), m->alive[k]);
-        if (!m->alive[k]) continue;
-        CHECK_EQ(fx_has(w, m->h[k], s), m->has_s[k]);
-        CHECK_EQ(fx_has(w, m->h[k], mk), m->has_m[k]);
-        if (m->has_s[k]) CHECK_NUM_EQ(fx_get_number(w, m->h[k], s, 0, 0), m->v[k]);
-    }
+    sp_check_members(w, m, s, mk);
     CHECK_OK(tes_world_validate(w));
     const uint8_t *bytes = NULL;
     uint32_t size = 0;
@@ -1263,13 +1270,7 @@ static void sp_model_run(uint64_t seed, uint32_t steps, const tes_world_desc_t *
     tes_world_t *r = NULL;
     CHECK_OK(tes_world_restore(NULL, bytes, size, &r));
     harness_defer(fx_destroy_world, r);
-    for (uint32_t k = 0; k < m->n; k++) {
-        CHECK_EQ(tes_is_alive(r, m->h[k]), m->alive[k]);
-        if (!m->alive[k]) continue;
-        CHECK_EQ(fx_has(r, m->h[k], s), m->has_s[k]);
-        CHECK_EQ(fx_has(r, m->h[k], mk), m->has_m[k]);
-        if (m->has_s[k]) CHECK_NUM_EQ(fx_get_number(r, m->h[k], s, 0, 0), m->v[k]);
-    }
+    sp_check_members(r, m, s, mk);
 }
 
 TEST(sparse_values_filters_and_terms_follow_a_model_seed_1) {
