@@ -95,6 +95,7 @@ export class Registry {
             // out-of-memory failure): then it stays registered, as an archetype would.
             if (this.heap.exports.tes_component_unregister(this.world(), id) !== 0) return;
             this.forget(id);
+            this.registered--;
         }
     }
 
@@ -112,7 +113,6 @@ export class Registry {
         const definition = this.byId[id];
         if (definition !== undefined) delete this.ids[definition.key];
         this.byId.length = id;
-        this.registered--;
         this.generation++;
     }
 
