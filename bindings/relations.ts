@@ -201,11 +201,13 @@ export function readRelation(world: World, relation: Relation<any>, operation: s
     if (!isRelation(relation)) throw world.error('NOT_A_RELATION', operation, undefined, (relation as Definition).name);
     // A stale handle is named with the relation, and for a pair with its side, as the core's
     // errors are when the relation is registered.
+    for (const entity of entities) handle(entity, operation); // not a handle: INVALID_ARGUMENT first
     const [source, target] = entities;
-    if (entities.length === 2 && !(world.isAlive(source!) && world.isAlive(target!))) {
+    if (entities.length !== 2) {
+        for (const entity of entities) requireAlive(world, entity, operation, relation.name);
+    } else if (!(world.isAlive(source!) && world.isAlive(target!))) {
         throw pairError(world, 'STALE_ENTITY', operation, source!, relation, target!);
     }
-    for (const entity of entities) requireAlive(world, entity, operation, relation.name);
     return undefined;
 }
 

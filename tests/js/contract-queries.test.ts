@@ -398,6 +398,8 @@ describe('reads never register a component; a failed call changes nothing', () =
             ['descendants(dead)', (w, _a, dead) => w.descendants(dead), 'STALE_ENTITY'],
             ['walk(dead)', (w, _a, dead) => w.walk(dead, () => {}), 'STALE_ENTITY'],
             ['hasPair(a, Likes, dead)', (w, a, dead) => w.hasPair(a, Likes, dead), 'STALE_ENTITY'],
+            ['hasPair("x", Likes, a)', (w, a) => w.hasPair('x' as never, Likes, a), 'INVALID_ARGUMENT'],
+            ['hasPair(a, Likes, 1.5)', (w, a) => w.hasPair(a, Likes, 1.5), 'INVALID_ARGUMENT'],
             ['childrenOf(dead)', (w, _a, dead) => w.childrenOf(dead), 'STALE_ENTITY'],
             ['targets(dead, Likes)', (w, _a, dead) => w.targets(dead, Likes), 'STALE_ENTITY'],
         ];
