@@ -483,25 +483,28 @@ export class Peer {
 
     /**
      * Shows a live entity to a peer with `visibility: 'explicit'` (from its next delta), or
-     * changes its priority when it is shown already: a number above 0, the weight of its
-     * records under a {@link Peer.budget} (e.g. higher for what is closer).
+     * changes its priority when it is shown already: a number above 0 that a 32-bit float holds
+     * as a finite number, the weight of its records under a {@link Peer.budget} (e.g. higher
+     * for what is closer).
      */
     show(entity: Entity, priority = 1): void {
         const operation = 'peer.show';
         this.live(operation);
         const e = handle(entity, operation);
         if (!this.explicit) throw notExplicit(operation);
-        if (typeof priority !== 'number' || !(priority > 0) || priority === Infinity) {
+        // The core judges the priority as the float it takes (1e308 is infinity there); a
+        // number is checked here only because wasm would coerce anything else into one.
+        const world = this.replicator.world;
+        const result = typeof priority === 'number' ? world.heap.exports.tes_peer_show(this.pointer, e, priority) : -1;
+        if (result === -1 || result === world.heap.results.INVALID_ARGUMENT) {
             throw new TesseraError(
                 'INVALID_ARGUMENT',
                 operation,
-                `priority must be a finite number above 0, got ${describeValue(priority)}`,
-                {
-                    entity: e,
-                },
+                `priority must be above 0 and finite as a 32-bit float, got ${describeValue(priority)}`,
+                { entity: e },
             );
         }
-        this.replicator.world.check(this.replicator.world.heap.exports.tes_peer_show(this.pointer, e, priority), operation, e);
+        world.check(result, operation, e);
     }
 
     /** Hides an entity from the peer: its replica loses it at the next delta. Nothing when not shown. */

@@ -459,6 +459,13 @@ describe('per-client interest and budgets', () => {
         expectError(() => all.show(ids[0]!), 'INVALID_ARGUMENT', { operation: 'peer.show' });
         expectError(() => some.show(ids[0]!, 0), 'INVALID_ARGUMENT', { operation: 'peer.show', entity: ids[0] });
         expectError(() => some.show(ids[0]!, Infinity), 'INVALID_ARGUMENT', { operation: 'peer.show' });
+        // Finite as a double but infinity as the float the core keeps, and not numbers: each
+        // refusal says what a priority must be.
+        for (const bad of [1e308, -1e-300, NaN, '2' as unknown as number]) {
+            const error = expectError(() => some.show(ids[0]!, bad), 'INVALID_ARGUMENT', { operation: 'peer.show', entity: ids[0] });
+            expect(error.message).toMatch(/priority must be above 0 and finite as a 32-bit float/);
+        }
+        expect(some.sees(ids[0]!)).toBe(false);
         expectError(() => replicator.peer({ visibility: 'some' as 'all' }), 'INVALID_ARGUMENT', { operation: 'replicator.peer' });
         expectError(() => replicator.peer({ budget: -1 }), 'INVALID_ARGUMENT', { operation: 'peer.budget' });
         expectError(() => replicator.peer({ visible: 'all' } as never), 'INVALID_ARGUMENT', { operation: 'replicator.peer' });
