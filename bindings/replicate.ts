@@ -175,6 +175,8 @@ export class Replicator {
     pointer: number;
     private readonly scope: Query | undefined;
     private encodes = 0;
+    /** @internal The tick of the newest delta it encoded (0: none yet): what a replica may acknowledge. */
+    newestTick = 0;
     /** @internal Its open peers: the oldest acknowledgement among them is released. */
     readonly peers = new Set<Peer>();
 
@@ -280,6 +282,7 @@ export class Replicator {
             size = heap.u32At(out + 4),
             tick = heap.u64At(out + 8);
         const generation = ++this.encodes;
+        if (tick > this.newestTick) this.newestTick = tick;
         const flags = heap.u8[pointer + DELTA_HEADER.flags]!;
         const keyframe = (flags & DELTA_HEADER.keyframe) !== 0;
         const empty = (flags & DELTA_HEADER.empty) !== 0;
@@ -454,12 +457,19 @@ export class Peer {
 
     /**
      * Records that the replica applied the delta of `tick`. Acknowledgements may arrive late
-     * or out of order: only a newer tick counts.
+     * or out of order: only a newer tick counts. A tick newer than every delta its replicator
+     * encoded acknowledges nothing this source sent (a replica of another source, or a bad
+     * message): it is refused, where taking it would make keyframes until the source's tick
+     * passed it.
      */
     ack(tick: number): void {
         this.live('peer.ack');
         if (!(Number.isSafeInteger(tick) && tick >= 0)) {
             throw new TesseraError('INVALID_ARGUMENT', 'peer.ack', `tick must be a non-negative integer, got ${describeValue(tick)}`);
+        }
+        const newest = this.replicator.newestTick;
+        if (tick > newest) {
+            throw new TesseraError('INVALID_ARGUMENT', 'peer.ack', `tick ${tick} was never sent (the newest delta is of tick ${newest})`);
         }
         if (tick > this.ackedTick) this.ackedTick = tick;
     }

@@ -1136,6 +1136,9 @@ TES_API tes_result_t tes_rollback_stop(tes_world_t *world);
  * and the replica replays only the pair events newer than its own tick. So a replica can
  * acknowledge ticks late, a lost delta is covered by the next one (computed from the last
  * acknowledged baseline), and a late delta (its tick not newer than the replica's) is skipped.
+ * A keyframe is never late: it holds the whole state, so it applies whatever the replica's tick
+ * (and may take it back): a replica kept across a source's restart, or a world that was another
+ * source's replica, takes the new source's first keyframe instead of holding the old state.
  *
  * History: a replicator keeps the changes of its last `history` encodes, times the number of its
  * peers when it has several (each peer's encode is one: a server updating P clients a frame
@@ -1223,7 +1226,7 @@ TES_API tes_result_t tes_replicator_release(tes_replicator_t *replicator, uint64
  * delta (magic, size, checksum, structure) are TES_ERR_BAD_DELTA, another format version
  * TES_ERR_SNAPSHOT_VERSION, components other than the delta's TES_ERR_DELTA_SCHEMA, a baseline
  * newer than the replica's tick TES_ERR_DELTA_BASELINE; then the world is as it was. A delta not
- * newer than the replica's tick changes nothing (*out_applied false). Entities are placed at the
+ * newer than the replica's tick changes nothing (*out_applied false); a keyframe always applies. Entities are placed at the
  * delta's handles, replacing whatever the replica has at those indices. (Pairs an acyclic
  * relation would refuse are found in the checking pass: TES_ERR_BAD_DELTA.) Applying can still
  * run out of memory (TES_ERR_OUT_OF_MEMORY): the world is then valid but partway, and its replica

@@ -348,7 +348,7 @@ static void check_baseline_rules(uint32_t flags) {
                 uint64_t before = tes_replica_tick(replica.world);
                 bool applied = false;
                 tes_result_t r = tes_delta_apply(replica.world, d->bytes, d->size, &applied);
-                if (d->tick <= before) {
+                if (d->tick <= before && !is_keyframe(d)) {
                     CHECK_OK(r);
                     CHECK(!applied); /* late: nothing new */
                 } else if (!is_keyframe(d) && acked[deliver[i]] > before) {
@@ -374,6 +374,51 @@ static void check_baseline_rules(uint32_t flags) {
 TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
     check_baseline_rules(0);
     check_baseline_rules(TES_REPLICATOR_CHANGED_FIELDS);
+}
+
+/* A keyframe is never late: a replica at a tick of another source (one that restarted, its
+ * ticks starting again) takes the new source's keyframe, and the deltas that follow, instead of
+ * skipping the keyframe, acknowledging its old tick and taking deltas on a baseline it never had.
+ */
+TEST(a_replica_kept_across_a_restart_of_its_source_takes_the_new_keyframe) {
+    world_t old = make(), replica = make();
+    tes_replicator_t *rep = replicator(old.world, NULL, 8);
+    fx_rng_t rng = {23};
+    live_t live = {.n = 0};
+    fx_mixed_changes(&old, &rng, &live, 40, 0);
+    for (uint32_t t = 0; t < 30; t++) { /* the old source runs ahead */
+        fx_mixed_change(&old, &rng, &live, 100 + t);
+        delta_copy_t d = encode(rep, tes_replica_tick(replica.world));
+        apply(&replica, &d, true);
+        free(d.bytes);
+        CHECK_OK(tes_tick(old.world));
+    }
+    uint64_t old_tick = tes_replica_tick(replica.world);
+    world_t fresh = make(); /* the restart: other entities, ticks from the start */
+    tes_replicator_t *again = replicator(fresh.world, NULL, 8);
+    live_t fresh_live = {.n = 0};
+    fx_mixed_changes(&fresh, &rng, &fresh_live, 12, 500);
+    delta_copy_t key = encode(again, 0);
+    CHECK(is_keyframe(&key) && key.tick < old_tick);
+    bool applied = false;
+    CHECK_OK(tes_delta_apply(replica.world, key.bytes, key.size, &applied));
+    CHECK(applied);
+    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
+    check_same(&fresh, &replica, 0);
+    for (uint32_t t = 0; t < 10; t++) { /* and it follows the new source's deltas */
+        fx_mixed_change(&fresh, &rng, &fresh_live, 600 + t);
+        delta_copy_t d = encode(again, tes_replica_tick(replica.world));
+        CHECK(!is_keyframe(&d));
+        apply(&replica, &d, true);
+        free(d.bytes);
+        check_same(&fresh, &replica, t + 1);
+    }
+    /* The same keyframe again takes the replica back to it, whole. */
+    CHECK_OK(tes_delta_apply(replica.world, key.bytes, key.size, &applied));
+    CHECK(applied);
+    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
+    free(key.bytes);
+    CHECK_OK(tes_world_validate(replica.world));
 }
 
 TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica) {

@@ -364,7 +364,7 @@ describe('explicit visibility', () => {
 // ---------------------------------------------------------------- acknowledgements
 
 describe('acknowledgements', () => {
-    test('acks going backwards, repeated, or for a tick never sent leave the replica exact', async () => {
+    test('acks going backwards or repeated leave the replica exact, and one of a tick never sent is refused', async () => {
         // Peer.ack: "Acknowledgements may arrive late or out of order: only a newer tick counts."
         // README: "Deltas may be lost (the next one covers them: it is computed from the last
         // acknowledged tick), late (ignored) or reordered."
@@ -383,7 +383,9 @@ describe('acknowledgements', () => {
             expect(peer.acked).toBe(d.tick);
             expect(held(replica)).toBe(expected(source, peer));
         }
-        peer.ack(ticks.at(-1)! + 1000); // a tick never sent: what comes next must still be right
+        // A tick never sent acknowledges nothing: refused, and what comes next is still right.
+        expectError(() => peer.ack(ticks.at(-1)! + 1000), 'INVALID_ARGUMENT', { operation: 'peer.ack' });
+        expect(peer.acked).toBe(ticks.at(-1));
         for (let i = 0; i < 5; i++) {
             source.set(ids[i % 3]!, Pos, 'y', i);
             if (i === 2) source.despawn(ids[2]!);

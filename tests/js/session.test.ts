@@ -184,6 +184,40 @@ describe('replication sessions', () => {
         server.close();
     });
 
+    test('a client kept across a restart of its server takes the state of the new one', async () => {
+        // The old server ran long: the client's world is at a tick the new one reaches late.
+        const rnd = random(29);
+        const old = await newWorld();
+        const first = new ReplicationServer(old, { components: [Position, Health, Marked, ChildOf] });
+        const kept = await newWorld();
+        const before = attach(first, kept, rnd);
+        const oldLive: number[] = [];
+        for (let frame = 0; frame < 40; frame++) {
+            change(old, rnd, oldLive);
+            first.update();
+            before.pump();
+        }
+        first.close();
+        const oldTick = kept.replicaTick;
+        // The restart: another world, its ticks from the start; the same client object, its
+        // transport reconnected (as a reconnecting socket does).
+        const world = await newWorld();
+        const server = new ReplicationServer(world, { components: [Position, Health, Marked, ChildOf] });
+        const connection = server.connect(before.down);
+        const live: number[] = [];
+        for (let frame = 0; frame < 12; frame++) {
+            change(world, rnd, live);
+            server.update();
+            before.down.deliver((bytes) => before.client.receive(bytes));
+            before.up.deliver((bytes) => connection.receive(bytes));
+            // Its first keyframe is older than the world's tick and still applies, and every
+            // frame after the world equals the new server's (the old state never comes back).
+            expect(state(kept)).toEqual(state(world));
+        }
+        expect(connection.acked).toBeLessThan(oldTick);
+        server.close();
+    });
+
     test('a client whose world restarted asks for a keyframe and catches up', async () => {
         const world = await newWorld();
         // The components named: a default replicator adopts components registered later with a
