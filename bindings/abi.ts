@@ -393,7 +393,7 @@ export const SYSTEM_DESC = {
 
 /** `tes_replicator_desc_t`: tes_replicator_create's description. */
 export const REPLICATOR_DESC = {
-    size: 28,
+    size: 32,
     components: 0,
     component_count: 4,
     scope: 8,
@@ -401,6 +401,7 @@ export const REPLICATOR_DESC = {
     quanta: 16,
     quantum_count: 20,
     flags: 24,
+    source: 28,
 } as const;
 
 /** `tes_quantum_t`: a quantized field of tes_replicator_desc_t's quanta. */
@@ -413,7 +414,7 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 728,
+    size: 736,
     records_pages: 84,
     records_page_slots: 88,
     record_count: 96,
@@ -421,14 +422,14 @@ export const WORLD = {
     component_count: 36,
     archetypes: 44,
     archetype_count: 48,
-    defer_depth: 332,
-    layout: 292,
-    commands: 340,
-    command_count: 344,
-    command_slots: 348,
-    handouts: 368,
-    handout_count: 632,
-    handout_next: 636,
+    defer_depth: 340,
+    layout: 300,
+    commands: 348,
+    command_count: 352,
+    command_slots: 356,
+    handouts: 376,
+    handout_count: 640,
+    handout_next: 644,
 } as const;
 
 /** `tesi_command_t`: a deferred command (JS records spawns, initial values, adds, removes, despawns). */

@@ -229,6 +229,9 @@ export class Replicator {
             u32[(block + REPLICATOR_DESC.quanta) >>> 2] = quanta.length ? block + quantaAt : 0;
             u32[(block + REPLICATOR_DESC.quantum_count) >>> 2] = quanta.length;
             u32[(block + REPLICATOR_DESC.flags) >>> 2] = changedFields ? REPLICATOR_FLAGS.changed_fields : 0;
+            // Random, so that a restarted server's deltas (or another's) are not taken for this
+            // one's by a replica that holds this one's keyframe; never 0 (the core's pick).
+            u32[(block + REPLICATOR_DESC.source) >>> 2] = Math.floor(Math.random() * 0xffffffff) + 1;
             const out = heap.scratch;
             const result = heap.exports.tes_replicator_create(pointerOfWorld, block, out);
             if (result === heap.results.INVALID_ARGUMENT && components !== undefined) {

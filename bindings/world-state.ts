@@ -108,8 +108,9 @@ export abstract class WorldState {
      * `DELTA_BASELINE` (ask the source for a keyframe: acknowledge 0); then nothing changed.
      * Entities are placed at the source's handles. Not inside a loop over the world.
      * @returns false when the delta is not newer than {@link World.replicaTick} (late or
-     *   repeated; nothing changed), true when applied. A keyframe always applies, whatever the
-     *   tick (a world kept across a source's restart takes the new source's state).
+     *   repeated; nothing changed), true when applied. Deltas come from the replicator whose
+     *   keyframe this world holds (another's throw `DELTA_BASELINE`); another replicator's
+     *   keyframe applies whatever the tick (a world kept across a server's restart).
      */
     applyDelta(this: World, bytes: Uint8Array): boolean {
         return applyDelta(this, bytes);

@@ -103,7 +103,8 @@ tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {
                             .archetype_count = world->archetype_count,
                             .component_count = world->component_count,
                             .free_stale = world->free_stale,
-                            .replica_tick = world->replica_tick};
+                            .replica_tick = world->replica_tick,
+                            .replica_source = world->replica_source};
 }
 
 static uint32_t shadow_slot(const tesi_rollback_t *rb, tes_component_t c, uint32_t index) {

@@ -6,9 +6,9 @@
 #include "internal.h"
 
 #define DELTA_MAGIC   0x544C4454u /* "TDLT" little-endian */
-/* 1: fixed-width records and events; 2: without quantized fields; 3: records in whole bytes.
- * None is read. */
-#define DELTA_VERSION 4u
+/* 1: fixed-width records and events; 2: without quantized fields; 3: records in whole bytes;
+ * 4: without the source. None is read. */
+#define DELTA_VERSION 5u
 #define KEYFRAME      TESI_DELTA_KEYFRAME /* the whole state; what it lacks is despawned */
 #define EMPTY         TESI_DELTA_EMPTY    /* not a keyframe, and nothing in it */
 #define HEADER_BYTES  12u                 /* magic, version and flags, CRC of the rest */
@@ -131,6 +131,7 @@ struct tes_replicator_t {
     bool every;
     uint32_t seen; /* components looked at so far */
     tes_query_t *scope;
+    uint32_t source; /* tes_replicator_desc_t.source, or the core's pick: never 0 */
     /* One consumer query per watched component (replicated or a scope term). */
     struct watch_t *watched;
     uint32_t watched_count;

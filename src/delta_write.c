@@ -564,6 +564,7 @@ tes_result_t tesi_write_delta(tesi_writer_t *w, tes_replicator_t *rep, uint64_t 
     tesi_put_varint(w, now);
     tesi_put_varint(w, now - (keyframe ? 0 : baseline)); /* from = to - this */
     tesi_put_u32(w, rep->schema_crc);
+    tesi_put_u32(w, rep->source); /* a replica takes deltas from the source of its keyframe */
     /* A keyframe names the components (ids and schemas), for a replica to map them to its own;
      * a delta only the CRC of that: the replica takes the list from the keyframe it mapped. */
     if (keyframe) {

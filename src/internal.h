@@ -565,7 +565,10 @@ struct tes_world_t {
     uint32_t *index_dirty;
     uint32_t index_dirty_count;
     uint32_t index_dirty_slots;
-    uint64_t replica_tick; /* the source tick of the last delta applied here */
+    uint64_t replica_tick;   /* the source tick of the last delta applied here */
+    uint32_t replica_source; /* its source (tes_replicator_desc_t.source); 0: none yet */
+    uint32_t
+        replicators_made; /* tells the sources this world makes apart (tes_replicator_create) */
     /* The source's component ids, as the last keyframe named them: the id here of each
      * (UINT32_MAX: not replicated), and the CRC of that schema section, which deltas repeat. */
     uint32_t *replica_ids;

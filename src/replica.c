@@ -606,15 +606,16 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     /* A delta that will be applied and has an acyclic relation: the check replays its events on
      * the parents too, so that a pair the relation would refuse stops it before any change. */
     after_t after = {.world = world, .d = d};
-    bool news = d && (d->keyframe || d->to > world->replica_tick);
+    /* A keyframe of another source is never late: the replica holds that source's state from
+     * now (a server that restarted, a world that was another server's replica). */
+    bool news =
+        d && (d->to > world->replica_tick || (d->keyframe && d->source != world->replica_source));
     for (uint32_t i = 0; news && i < d->count; i++) {
         if (d->comps[i].flags & TES_RELATION_ACYCLIC) d->after = &after;
     }
     if (d) read_body(&r, world, d, NULL);
     if (d) d->after = NULL;
     tesi_free(world, after.records, (size_t)after.record_slots * sizeof *after.records + 1);
-    /* A keyframe is never late: it holds the whole state, so a replica at a tick of another
-     * source (a server that restarted, a world that was another server's replica) takes it. */
     if (r.result != TES_OK || !news) { /* bad, or nothing new */
         tesi_delta_free(world, d);
         return r.result;
@@ -628,6 +629,7 @@ tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t 
     if (ap.result == TES_OK && r.result != TES_OK) ap.result = r.result;
     tesi_free(world, ap.doomed, ap.doomed_slots * sizeof *ap.doomed);
     if (ap.result == TES_OK) world->replica_tick = d->to;
+    if (ap.result == TES_OK && d->keyframe) world->replica_source = d->source;
     tesi_delta_free(world, d);
     if (out_applied) *out_applied = ap.result == TES_OK;
     return ap.result;

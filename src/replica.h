@@ -27,6 +27,7 @@ typedef struct delta_t {
     bool empty; /* flagged EMPTY: any gone entry, record or pair event is refused */
     bool late;  /* not a keyframe, and not newer than the replica: applying changes nothing */
     uint32_t schema_crc;
+    uint32_t source; /* the replicator's (tes_replicator_desc_t.source) */
     uint32_t count;
     replicated_t *comps;
     uint16_t position[TES_MAX_COMPONENTS]; /* by source id: its place in comps + 1 (0: none) */

@@ -144,13 +144,18 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     uint64_t to = tesi_get_varint64(r), span = tesi_get_varint64(r);
     uint64_t from = to - span;
     /* A keyframe lists its components; a delta has those the replica mapped (checked by CRC). */
-    uint32_t schema_crc = tesi_get_u32(r), count = keyframe ? tesi_get_varint(r) : 0;
+    uint32_t schema_crc = tesi_get_u32(r), source = tesi_get_u32(r);
+    uint32_t count = keyframe ? tesi_get_varint(r) : 0;
     for (uint32_t k = 0; !keyframe && k < world->replica_id_count; k++)
         count += world->replica_ids[k] != UINT32_MAX;
-    if (to == 0 || span > to || (keyframe ? from != 0 : span == 0) || count > TES_MAX_COMPONENTS) {
+    if (to == 0 || span > to || (keyframe ? from != 0 : span == 0) || count > TES_MAX_COMPONENTS ||
+        source == 0) {
         tesi_fail(r, TES_ERR_BAD_DELTA);
     }
-    if (r->result == TES_OK && !keyframe && from > world->replica_tick) {
+    /* A delta of another source than the keyframe's: its baseline is a tick of that source,
+     * which the replica never held, whatever the numbers say. */
+    if (r->result == TES_OK && !keyframe &&
+        (from > world->replica_tick || source != world->replica_source)) {
         tesi_fail(r, TES_ERR_DELTA_BASELINE);
     }
     const uint8_t *ids = r->bytes + r->at;
@@ -165,6 +170,7 @@ delta_t *tesi_read_head(tesi_reader_t *r, tes_world_t *world) {
     d->keyframe = keyframe;
     d->empty = flags & EMPTY;
     d->schema_crc = schema_crc;
+    d->source = source;
     for (uint32_t k = 0, i = 0; !keyframe && k < world->replica_id_count; k++) {
         if (world->replica_ids[k] == UINT32_MAX) continue;
         d->comps[i].source = k;

@@ -240,6 +240,15 @@ static tes_result_t copy_quanta(tes_replicator_t *rep, const tes_replicator_desc
     return TES_OK;
 }
 
+/* A source id for a replicator made without one: the world's address and its count of
+ * replicators made, mixed (a CRC), differ from those of every other replicator of the worlds
+ * alive in this process. Never 0 (a replica's "none yet"). */
+static uint32_t pick_source(tes_world_t *world) {
+    uintptr_t seed[2] = {(uintptr_t)world, ++world->replicators_made};
+    uint32_t source = tesi_crc32((const uint8_t *)seed, sizeof seed);
+    return source ? source : 1;
+}
+
 tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc_t *desc,
                                    tes_replicator_t **out_replicator) {
     if (!world || !desc || !out_replicator) return TES_ERR_INVALID_ARGUMENT;
@@ -270,8 +279,11 @@ tes_result_t tes_replicator_create(tes_world_t *world, const tes_replicator_desc
     if (result != TES_OK) return result;
     tes_replicator_t *rep = tesi_alloc(world, sizeof *rep);
     if (!rep) return TES_ERR_OUT_OF_MEMORY;
-    *rep = (tes_replicator_t){
-        .world = world, .scope = desc->scope, .created = world->change_tick, .flags = desc->flags};
+    *rep = (tes_replicator_t){.world = world,
+                              .scope = desc->scope,
+                              .source = desc->source ? desc->source : pick_source(world),
+                              .created = world->change_tick,
+                              .flags = desc->flags};
     /* Per-component arrays with room for every id: components may come later. */
     uint32_t slots = TES_MAX_COMPONENTS;
     bool ok = (rep->components = tesi_alloc(world, slots * sizeof *rep->components)) &&

@@ -426,6 +426,7 @@ static void finish(rewind_t *rw) {
     world->skipped_count = at->skipped_count;
     world->entity_count = at->entity_count;
     world->replica_tick = at->replica_tick;
+    world->replica_source = at->replica_source;
     tesi_archetypes_truncate(world, at->archetype_count, rw->doomed);
     for (uint32_t id = world->archetype_count; id < rw->archetypes; id++) {
         rb->marks[id] = 0;

@@ -40,6 +40,7 @@ typedef struct tesi_scalars_t {
     uint32_t component_count; /* a rewind takes back the registrations since, when unused */
     bool free_stale;
     uint64_t replica_tick;
+    uint32_t replica_source;
 } tesi_scalars_t;
 
 /* One checkpoint: the world's numbers then, and the images (the state then) of every index that

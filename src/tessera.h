@@ -1136,9 +1136,11 @@ TES_API tes_result_t tes_rollback_stop(tes_world_t *world);
  * and the replica replays only the pair events newer than its own tick. So a replica can
  * acknowledge ticks late, a lost delta is covered by the next one (computed from the last
  * acknowledged baseline), and a late delta (its tick not newer than the replica's) is skipped.
- * A keyframe is never late: it holds the whole state, so it applies whatever the replica's tick
- * (and may take it back): a replica kept across a source's restart, or a world that was another
- * source's replica, takes the new source's first keyframe instead of holding the old state.
+ * Each delta names its source (tes_replicator_desc_t.source): a replica takes deltas only from the
+ * source of the keyframe it applied last (another's are TES_ERR_DELTA_BASELINE, whatever their
+ * ticks), and a keyframe of another source is never late: a replica kept across a source's
+ * restart, or a world that was another source's replica, takes the new source's first keyframe
+ * whatever its tick, instead of holding the old state.
  *
  * History: a replicator keeps the changes of its last `history` encodes, times the number of its
  * peers when it has several (each peer's encode is one: a server updating P clients a frame
@@ -1158,7 +1160,7 @@ TES_API tes_result_t tes_rollback_stop(tes_world_t *world);
  * `quanta` (tes_quantum_t): then each element travels as the nearest multiple of a step, in as
  * few bits as the delta's values need (17 for values in [0, 1000) at 0.01), and the replica holds
  * that multiple. The steps are part of the delta's schema (a keyframe carries them; format
- * version 4, docs/format.md).
+ * version 5, docs/format.md).
  */
 typedef struct tes_replicator_t tes_replicator_t;
 
@@ -1196,6 +1198,12 @@ typedef struct tes_replicator_desc_t {
     const tes_quantum_t *quanta; /* fields sent quantized (NULL: every field exact) */
     uint32_t quantum_count;
     uint32_t flags; /* TES_REPLICATOR_* */
+    /* Tells this source's deltas from every other's: a replica takes deltas only from the
+     * source of the keyframe it holds (another's are TES_ERR_DELTA_BASELINE). Random, so that a
+     * server that restarts, or another server, differs (the bindings draw one from
+     * crypto.getRandomValues); 0: the core picks one that differs from the other replicators of
+     * the worlds this process holds, not from another process's. */
+    uint32_t source;
 } tes_replicator_desc_t;
 
 /* A component named in `components` that is TES_COMPONENT_LOCAL is TES_ERR_INVALID_ARGUMENT. A
@@ -1226,12 +1234,14 @@ TES_API tes_result_t tes_replicator_release(tes_replicator_t *replicator, uint64
  * delta (magic, size, checksum, structure) are TES_ERR_BAD_DELTA, another format version
  * TES_ERR_SNAPSHOT_VERSION, components other than the delta's TES_ERR_DELTA_SCHEMA, a baseline
  * newer than the replica's tick TES_ERR_DELTA_BASELINE; then the world is as it was. A delta not
- * newer than the replica's tick changes nothing (*out_applied false); a keyframe always applies. Entities are placed at the
- * delta's handles, replacing whatever the replica has at those indices. (Pairs an acyclic
- * relation would refuse are found in the checking pass: TES_ERR_BAD_DELTA.) Applying can still
- * run out of memory (TES_ERR_OUT_OF_MEMORY): the world is then valid but partway, and its replica
- * tick goes back to 0 so that only a keyframe applies next. Not while an iteration is live.
- * out_applied may be NULL. */
+ * newer than the replica's tick changes nothing (*out_applied false), but for a keyframe of
+ * another source than the replica's; a delta (not a keyframe) of another source is
+ * TES_ERR_DELTA_BASELINE.
+ * Entities are placed at the delta's handles, replacing whatever the replica has at those indices.
+ * (Pairs an acyclic relation would refuse are found in the checking pass: TES_ERR_BAD_DELTA.)
+ * Applying can still run out of memory (TES_ERR_OUT_OF_MEMORY): the world is then valid but
+ * partway, and its replica tick goes back to 0 so that only a keyframe applies next. Not while an
+ * iteration is live. out_applied may be NULL. */
 TES_API tes_result_t tes_delta_apply(tes_world_t *world, const uint8_t *bytes, uint32_t size,
                                      bool *out_applied);
 /* The source tick of the last delta applied to the world (0: none, or a failed apply). */

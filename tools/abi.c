@@ -243,6 +243,7 @@ static void public_structures(void) {
     MEMBER(tes_replicator_desc_t, quanta);
     MEMBER(tes_replicator_desc_t, quantum_count);
     MEMBER(tes_replicator_desc_t, flags);
+    MEMBER(tes_replicator_desc_t, source);
     end();
 
     STRUCT("QUANTUM", tes_quantum_t, "a quantized field of tes_replicator_desc_t's quanta.");

@@ -348,7 +348,7 @@ static void check_baseline_rules(uint32_t flags) {
                 uint64_t before = tes_replica_tick(replica.world);
                 bool applied = false;
                 tes_result_t r = tes_delta_apply(replica.world, d->bytes, d->size, &applied);
-                if (d->tick <= before && !is_keyframe(d)) {
+                if (d->tick <= before) {
                     CHECK_OK(r);
                     CHECK(!applied); /* late: nothing new */
                 } else if (!is_keyframe(d) && acked[deliver[i]] > before) {
@@ -376,10 +376,10 @@ TEST(lost_late_and_reordered_deltas_follow_the_baseline_rules) {
     check_baseline_rules(TES_REPLICATOR_CHANGED_FIELDS);
 }
 
-/* A keyframe is never late: a replica at a tick of another source (one that restarted, its
- * ticks starting again) takes the new source's keyframe, and the deltas that follow, instead of
- * skipping the keyframe, acknowledging its old tick and taking deltas on a baseline it never had.
- */
+/* Another source's keyframe is never late: a replica at a tick of another source (one that
+ * restarted, its ticks starting again) takes the new source's keyframe, and the deltas that
+ * follow, instead of skipping the keyframe, acknowledging its old tick and taking deltas on a
+ * baseline it never had. */
 TEST(a_replica_kept_across_a_restart_of_its_source_takes_the_new_keyframe) {
     world_t old = make(), replica = make();
     tes_replicator_t *rep = replicator(old.world, NULL, 8);
@@ -413,12 +413,62 @@ TEST(a_replica_kept_across_a_restart_of_its_source_takes_the_new_keyframe) {
         free(d.bytes);
         check_same(&fresh, &replica, t + 1);
     }
-    /* The same keyframe again takes the replica back to it, whole. */
+    /* The same keyframe again is late: of the source the replica holds now. */
+    uint64_t now = tes_replica_tick(replica.world);
     CHECK_OK(tes_delta_apply(replica.world, key.bytes, key.size, &applied));
-    CHECK(applied);
-    CHECK_EQ(tes_replica_tick(replica.world), key.tick);
+    CHECK(!applied);
+    CHECK_EQ(tes_replica_tick(replica.world), now);
+    check_same(&fresh, &replica, 11);
     free(key.bytes);
     CHECK_OK(tes_world_validate(replica.world));
+}
+
+/* Two sources at the same ticks: a replica takes deltas only from the source of its keyframe.
+ * Another's delta on the same baseline tick is refused (DELTA_BASELINE, nothing changed), where
+ * it merged the other world's records into this one; a rewind to before a keyframe takes the
+ * replica back to the source it held then. */
+TEST(a_replica_takes_deltas_only_from_the_source_of_its_keyframe) {
+    world_t a = make(), b = make(), replica = make();
+    tes_replicator_t *rep_a = replicator(a.world, NULL, 8), *rep_b = replicator(b.world, NULL, 8);
+    fx_rng_t rng = {31};
+    live_t live_a = {.n = 0}, live_b = {.n = 0};
+    fx_mixed_changes(&a, &rng, &live_a, 20, 0);
+    fx_mixed_changes(&b, &rng, &live_b, 20, 0);
+    delta_copy_t key_a = encode(rep_a, 0), key_b = encode(rep_b, 0);
+    CHECK_EQ(key_a.tick, key_b.tick); /* the same ticks: only the source tells them apart */
+    apply(&replica, &key_a, true);
+    fx_mixed_change(&b, &rng, &live_b, 100);
+    delta_copy_t from_b = encode(rep_b, key_b.tick);
+    CHECK(!is_keyframe(&from_b) && from_b.tick > key_a.tick);
+    fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
+    CHECK_ERR(tes_delta_apply(replica.world, from_b.bytes, from_b.size, NULL),
+              TES_ERR_DELTA_BASELINE);
+    FX_CHECK_UNCHANGED_FULL(before, replica.world);
+    CHECK_EQ(tes_replica_tick(replica.world), key_a.tick);
+    check_same(&a, &replica, 0);
+    /* Its own source's deltas go on; b's keyframe switches it to b. */
+    uint32_t checkpoint = 0;
+    CHECK_OK(tes_checkpoint(replica.world, &checkpoint));
+    fx_mixed_change(&a, &rng, &live_a, 200);
+    delta_copy_t from_a = encode(rep_a, key_a.tick);
+    apply(&replica, &from_a, true);
+    check_same(&a, &replica, 1);
+    delta_copy_t key_b2 = encode(rep_b, 0);
+    apply(&replica, &key_b2, true);
+    check_same(&b, &replica, 2);
+    /* Back to the checkpoint: a's state, a's tick, and a's deltas again, not b's. */
+    CHECK_OK(tes_rewind(replica.world, checkpoint));
+    CHECK_EQ(tes_replica_tick(replica.world), key_a.tick);
+    fx_mixed_change(&b, &rng, &live_b, 300);
+    delta_copy_t from_b2 = encode(rep_b, key_a.tick);
+    CHECK_ERR(tes_delta_apply(replica.world, from_b2.bytes, from_b2.size, NULL),
+              TES_ERR_DELTA_BASELINE);
+    delta_copy_t from_a2 = encode(rep_a, key_a.tick);
+    apply(&replica, &from_a2, true);
+    check_same(&a, &replica, 3);
+    delta_copy_t *all[] = {&key_a, &key_b, &from_b, &from_a, &key_b2, &from_b2, &from_a2};
+    for (uint32_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]->bytes);
 }
 
 TEST(a_baseline_older_than_the_history_gets_a_keyframe_that_repairs_the_replica) {
@@ -743,14 +793,22 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
         }
         fx_world_destroy_now(probe.world);
     }
-    /* Versions 1 (fixed-width records), 2 (no quantized fields) and 3 (records in whole bytes),
-     * no longer read; another schema, a baseline the replica lacks. */
-    for (uint8_t version = 1; version <= 3; version++) {
+    /* Versions 1 (fixed-width records), 2 (no quantized fields), 3 (records in whole bytes) and
+     * 4 (no source), no longer read; another schema, a baseline the replica lacks. */
+    for (uint8_t version = 1; version <= 4; version++) {
         memcpy(copy, d.bytes, d.size);
         copy[4] = version;
         crc32_reseal_delta(copy, d.size);
         CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_SNAPSHOT_VERSION);
     }
+    /* A source of 0, which no replicator writes. */
+    memcpy(copy, d.bytes, d.size);
+    uint32_t at = 12;
+    for (uint32_t varints = 0; varints < 2; at++)
+        varints += !(copy[at] & 0x80); /* to, span */
+    memset(copy + at + 4, 0, 4);       /* after the schema CRC */
+    crc32_reseal_delta(copy, d.size);
+    CHECK_ERR(tes_delta_apply(replica.world, copy, d.size, NULL), TES_ERR_BAD_DELTA);
     world_t fresh = make();
     CHECK_ERR(tes_delta_apply(fresh.world, d.bytes, d.size, NULL), TES_ERR_DELTA_BASELINE);
     tes_world_t *stranger = fx_world(NULL);
@@ -765,7 +823,7 @@ TEST(bad_bytes_are_refused_and_leave_the_replica_as_it_was) {
     free(d.bytes);
 }
 
-/* Delta bytes (format version 4, docs/format.md) read and written again by the tests, to make
+/* Delta bytes (format version 5, docs/format.md) read and written again by the tests, to make
  * deltas a source could write but no test world can reach. */
 typedef struct cursor_t {
     const uint8_t *bytes;
@@ -901,7 +959,7 @@ static records_view_t view_records(const world_t *source, const delta_copy_t *d)
         }
     }
     cursor_t c = {d->bytes, 12};
-    take_varint64(&c), take_varint64(&c), take_u32(&c); /* to, span, schema */
+    take_varint64(&c), take_varint64(&c), take_u32(&c), take_u32(&c); /* to, span, schema, source */
     if (is_keyframe(d)) {
         uint32_t count = take_varint(&c);
         CHECK_EQ(count, v.plain + v.relations);
@@ -1020,6 +1078,7 @@ static delta_copy_t rename_handles(const world_t *source, const delta_copy_t *d,
     uint64_t to_tick = take_varint64(&c);
     take_varint64(&c);       /* to - from */
     take_u32(&c);            /* schema CRC */
+    take_u32(&c);            /* source */
     CHECK(d->bytes[6] & 1u); /* a keyframe: only keyframes name their components */
     uint32_t count = take_varint(&c);
     tes_component_t ids[16];
@@ -1456,7 +1515,8 @@ TEST(a_budget_withholds_records_and_everything_arrives_once_the_world_is_still) 
 /* The number of records in a delta (after the head, the ids and the gone entries). */
 static uint32_t records_of(const delta_copy_t *d) {
     cursor_t c = {d->bytes, 12};
-    take_varint64(&c), take_varint64(&c), take_u32(&c); /* (a delta: no ids) */
+    take_varint64(&c), take_varint64(&c), take_u32(&c),
+        take_u32(&c); /* schema, source (a delta: no ids) */
     CHECK(!is_keyframe(d));
     uint32_t gone = take_varint(&c);
     for (uint32_t i = 0; i < gone; i++)
@@ -1923,7 +1983,7 @@ static delta_copy_t pos_delta(const delta_copy_t *like, const pos_plan_t *plan,
                               const bit_field_t *fields, uint32_t n) {
     CHECK(!is_keyframe(like));
     cursor_t c = {like->bytes, 12};
-    take_varint64(&c), take_varint64(&c), take_u32(&c); /* to, span, schema */
+    take_varint64(&c), take_varint64(&c), take_u32(&c), take_u32(&c); /* to, span, schema, source */
     out_t o = {NULL, 0};
     put_bytes(&o, like->bytes, c.at);
     put_varint(&o, 0); /* gone */
@@ -2191,13 +2251,14 @@ TEST(a_changed_step_is_another_schema_and_a_keyframe_brings_it) {
     qapply(&replica, &a_key, true);
     CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == nearest_f32(3.14159f, 0.01));
     CHECK_OK(tes_set_number(source.world, e, source.pos, 0, 0, 2.71828));
-    /* The same components at another step (or exact): the replica cannot decode them. */
+    /* The same components at another step (or exact), from other replicators: the replica
+     * holds none of their baselines (they are other sources), nor could it decode them. */
     delta_copy_t b_delta = encode(b, b_key.tick), x_delta = encode(exact, x_key.tick);
     fx_snapshot_t *before = fx_snapshot_full_of(replica.world);
     CHECK_ERR(tes_delta_apply(replica.world, b_delta.bytes, b_delta.size, NULL),
-              TES_ERR_DELTA_SCHEMA);
+              TES_ERR_DELTA_BASELINE);
     CHECK_ERR(tes_delta_apply(replica.world, x_delta.bytes, x_delta.size, NULL),
-              TES_ERR_DELTA_SCHEMA);
+              TES_ERR_DELTA_BASELINE);
     FX_CHECK_UNCHANGED_FULL(before, replica.world);
     CHECK_EQ(tes_replica_tick(replica.world), a_key.tick);
     /* Its own replicator's delta applies; then b's keyframe switches it to b's steps. */
@@ -2211,10 +2272,10 @@ TEST(a_changed_step_is_another_schema_and_a_keyframe_brings_it) {
     delta_copy_t b_next = encode(b, b_again.tick);
     qapply(&replica, &b_next, true);
     CHECK(get_f32(replica.world, e, replica.pos, 0, 0) == -1.5f);
-    /* and a's deltas are now the other schema. */
+    /* and a's deltas are now another source's, of another schema. */
     delta_copy_t a_next = encode(a, a_delta.tick);
     CHECK_ERR(tes_delta_apply(replica.world, a_next.bytes, a_next.size, NULL),
-              TES_ERR_DELTA_SCHEMA);
+              TES_ERR_DELTA_BASELINE);
     delta_copy_t *all[] = {&b_key,   &x_key,   &a_key,  &b_delta, &x_delta,
                            &a_delta, &b_again, &b_next, &a_next};
     for (uint32_t i = 0; i < sizeof all / sizeof *all; i++)

@@ -1,5 +1,5 @@
 /*
- * Randomized delta round trips (format version 4, docs/format.md). Each seed makes a random
+ * Randomized delta round trips (format version 5, docs/format.md). Each seed makes a random
  * schema: 1..20 replicated components that are not relations (tags, components of 1..6 scalar
  * fields of every type, array fields, sparse storage), maybe a relation with data, and components
  * the replicator leaves out (LOCAL, or not in its list); a replicator with random options (every
@@ -771,13 +771,14 @@ static head_t read_head(run_t *r, const uint8_t *bytes, uint32_t size) {
     reader_t c = {r, bytes, size, 0};
     if (take_u32(&c) != DELTA_MAGIC) RUN_FAIL(r, "not a delta's magic");
     uint32_t version = take_u32(&c), flags = version >> 16;
-    if ((version & 0xFFFF) != 4 || (flags & ~3u)) RUN_FAIL(r, "version word 0x%08x", version);
+    if ((version & 0xFFFF) != 5 || (flags & ~3u)) RUN_FAIL(r, "version word 0x%08x", version);
     h.keyframe = flags & 1u;
     h.empty = flags & 2u;
     take_u32(&c); /* checksum */
     h.to = take_varint(&c);
     h.span = take_varint(&c);
     take_u32(&c); /* schema CRC */
+    if (take_u32(&c) == 0) RUN_FAIL(r, "a delta without a source");
     if (h.keyframe) {
         uint32_t count = (uint32_t)take_varint(&c), expected = 0;
         tes_component_t ids[MAX_COMPONENTS];

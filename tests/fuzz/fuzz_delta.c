@@ -206,7 +206,9 @@ static void source_create(source_t *s, const uint8_t **keyframe, uint32_t *size,
                                &(tes_replicator_desc_t){.history = 256,
                                                         .quanta = quanta,
                                                         .quantum_count = 4,
-                                                        .flags = TES_REPLICATOR_CHANGED_FIELDS},
+                                                        .flags = TES_REPLICATOR_CHANGED_FIELDS,
+                                                        /* fixed: the seeds are of this source */
+                                                        .source = 0x5EED5EEDu},
                                &s->rep));
     must(tes_delta_encode(s->rep, 0, keyframe, size, tick));
 }
@@ -322,7 +324,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case TES_OK:
         if (tes_world_validate(w) != TES_OK) abort();
         if (applied) {
-            /* `to`: the varint after the 12-byte header (format version 3). */
+            /* `to`: the varint after the 12-byte header (format version 5). */
             uint64_t to = 0;
             uint32_t at = 12;
             for (uint32_t shift = 0; at < n && shift < 64; shift += 7) {

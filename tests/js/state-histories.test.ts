@@ -530,8 +530,8 @@ describe('replication', () => {
      * README: "After applying the delta of tick T, the replica holds what the source's core held
      * at T: the same entities at the same handles, the same replicated components, the same bytes
      * in them ..., the same pairs and child order." "Deltas may be lost (the next one covers
-     * them ...), late (ignored) or reordered. A keyframe is never late". `applyDelta` "returns
-     * false when the delta is not newer than replicaTick (late or repeated; nothing changed)". "A replica can rewind too ...:
+     * them ...), late (ignored) or reordered." `applyDelta` "returns false when the delta is not
+     * newer than replicaTick (late or repeated; nothing changed)". "A replica can rewind too ...:
      * its `replicaTick` goes back to the checkpoint's, so a delta built on a later tick is refused
      * (`DELTA_BASELINE`, nothing changed) and the keyframe it then asks for (`peer.reset()`) brings
      * it back to the source." Sources rewind too ("a replica ... follows a world that rewinds").
@@ -542,7 +542,7 @@ describe('replication', () => {
         try {
             register(source);
             const peer = source.replicator({ changedFields, history: 8 }).peer();
-            const sent: { bytes: Uint8Array; tick: number; keyframe: boolean; state: string }[] = [];
+            const sent: { bytes: Uint8Array; tick: number; state: string }[] = [];
             const replicaKept = new Map<number, { bytes: Uint8Array; tick: number }>();
             const deliver = (i: number) => {
                 const m = sent[i]!;
@@ -563,8 +563,7 @@ describe('replication', () => {
                     expect(same(replica.snapshot(), before)).toBe(true);
                     return;
                 }
-                // Never applied over newer state, but for a keyframe: it is never late.
-                if (!m.keyframe) expect(m.tick).toBeGreaterThan(tick);
+                expect(m.tick).toBeGreaterThan(tick); // never applied over newer state
                 replica.validate();
                 expect(replica.replicaTick).toBe(m.tick);
                 expect(observe(replica)).toBe(m.state);
@@ -579,7 +578,7 @@ describe('replication', () => {
                     source.rewind(oldest + (t.pick % (newest - oldest + 1)));
                 }
                 const delta = peer.encode();
-                sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, keyframe: delta.keyframe, state: observe(source) });
+                sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, state: observe(source) });
                 source.tick();
                 const last = sent.length - 1;
                 if (t.fate === 'deliver') deliver(last);
@@ -603,7 +602,7 @@ describe('replication', () => {
             // Then a clean link: the replica ends equal.
             for (let i = 0; i < 3; i++) {
                 const delta = peer.encode();
-                sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, keyframe: delta.keyframe, state: observe(source) });
+                sent.push({ bytes: delta.bytes.slice(), tick: delta.tick, state: observe(source) });
                 source.tick();
                 deliver(sent.length - 1);
             }
