@@ -523,9 +523,47 @@ int tesi_items_effect(uint32_t kind) {
     return kind == EDIT_REMOVE ? 0 : kind == EDIT_SET ? -1 : 1;
 }
 
+/* The rest of a recorded spawn without the pairs whose target is gone since it was recorded
+ * (and their data): the spawn keeps its components and values (README: `despawn(p); spawn(B,
+ * ChildOf(p))` spawns the B without a parent). Each pair dropped counts as a skipped command. */
+static tes_result_t init_without_gone(tes_world_t *world, tes_entity_t entity, uint32_t position,
+                                      const tes_items_t *x) {
+    uint32_t *kept = tesi_alloc(world, (size_t)x->item_count * sizeof *kept + 1);
+    tes_item_t *items = tesi_alloc(world, (size_t)x->item_count * sizeof *items + 1);
+    tes_value_t *values = tesi_alloc(world, (size_t)x->value_count * sizeof *values + 1);
+    tes_result_t result = kept && items && values ? TES_OK : TES_ERR_OUT_OF_MEMORY;
+    tes_items_t rest = {items, 0, values, 0, x->numbers, x->number_count};
+    uint32_t dropped = 0;
+    for (uint32_t i = 0; i < x->item_count && result == TES_OK; i++) {
+        tes_entity_t target = x->items[i].target;
+        kept[i] = target && !tesi_record_of(world, target) ? TES_NO_FAULT : rest.item_count;
+        if (kept[i] == TES_NO_FAULT)
+            dropped++;
+        else
+            items[rest.item_count++] = x->items[i];
+    }
+    for (uint32_t v = 0; v < x->value_count && result == TES_OK; v++) {
+        if (x->values[v].item >= x->item_count || kept[x->values[v].item] == TES_NO_FAULT) continue;
+        values[rest.value_count] = x->values[v];
+        values[rest.value_count++].item = kept[x->values[v].item];
+    }
+    if (result == TES_OK && !dropped) result = TES_ERR_STALE_ENTITY; /* not what failed */
+    if (result == TES_OK)
+        result = tesi_items_edit(world, EDIT_INIT, &entity, 1, position, &rest, NULL);
+    if (result == TES_OK) world->commands_skipped += dropped;
+    tesi_free(world, kept, (size_t)x->item_count * sizeof *kept + 1);
+    tesi_free(world, items, (size_t)x->item_count * sizeof *items + 1);
+    tesi_free(world, values, (size_t)x->value_count * sizeof *values + 1);
+    return result;
+}
+
 tes_result_t tesi_items_apply(tes_world_t *world, uint32_t kind, tes_entity_t entity,
                               uint32_t position, const tes_items_t *x) {
-    return tesi_items_edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
+    tes_result_t result = tesi_items_edit(world, (edit_t)kind, &entity, 1, position, x, NULL);
+    if (result == TES_ERR_STALE_ENTITY && kind == EDIT_INIT && tesi_record_of(world, entity)) {
+        result = init_without_gone(world, entity, position, x);
+    }
+    return result;
 }
 
 /* A structural item call: what it made goes again when it fails (tesi_archetypes_undo). */
@@ -582,6 +620,7 @@ static tes_result_t spawn_items(tes_world_t *world, const tes_items_t *items, ui
         if (result != TES_OK) return result;
         handles = e->entities;
     }
+    if (call.deferring && !n) return TES_OK; /* nothing to record */
     if (call.deferring) {
         /* Pending entities, placed by their spawn commands. Initial values of chunk components
          * ride on the spawn commands (written as the row is placed, checked now); sparse
