@@ -9,7 +9,7 @@ import { TesseraError, describeEntity } from './errors.js';
 import type { Pointer } from './load.js';
 import { ChildOf } from './definitions.js';
 import { handle, requireAlive } from './entities.js';
-import { fetchList, pairCheck, pairHas, readRelation } from './relations.js';
+import { fetchList, pairCheck, pairError, pairHas, readRelation } from './relations.js';
 import type { Relation } from './schema.js';
 import type { Entity, World } from './world.js';
 
@@ -81,6 +81,7 @@ function placeChild(world: World, child: Entity, id: number, parent: Entity, bef
         // `before` must be a child of parent already (the child itself included: then it stays).
         handle(before, operation, 'before');
         requireAlive(world, child, operation); // the child's mistakes are reported first
+        if (!world.isAlive(before)) throw pairError(world, 'STALE_ENTITY', operation, before, ChildOf, parent, undefined, 'before');
         if (!pairHas(world, before, ChildOf, parent, operation)) {
             throw new TesseraError(
                 'MISSING_COMPONENT',

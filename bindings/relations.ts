@@ -186,7 +186,7 @@ export function placePair(world: World, source: Entity, relation: Relation<any>,
         pairHas(world, source, relation, target, operation)
     ) {
         // The pair is there: the problem is `before` (stale, or not a source of target).
-        throw pairError(world, result, operation, before, relation, target);
+        throw pairError(world, result, operation, before, relation, target, undefined, 'before');
     }
     pairCheck(world, result, operation, source, relation, target);
 }
@@ -246,8 +246,9 @@ export function pairCheck(
  * The TesseraError of a failed pair call. The C core checks the source first, then the
  * relation, then the target, with the same codes for both entities: a stale or pending
  * handle is put down to the source when the source is the one that is stale or pending.
+ * `side` names the first entity in the message (`before` when it is the sibling placed before).
  */
-function pairError(
+export function pairError(
     world: World,
     result: number | ErrorCode,
     operation: string,
@@ -255,6 +256,7 @@ function pairError(
     relation: Definition,
     target: Entity,
     field?: string,
+    side = 'source',
 ): TesseraError {
     const heap = world.heap;
     const number = typeof result === 'number' ? result : (heap.results[result] ?? -1);
@@ -266,7 +268,7 @@ function pairError(
         case 'PENDING_ENTITY': {
             const sourceIsIt = code === 'STALE_ENTITY' ? !world.isAlive(source) : isPending(world, source);
             const entity = sourceIsIt ? source : target;
-            return new TesseraError(code, operation, `${sourceIsIt ? 'source' : 'target'}: ${message}`, { ...context, entity });
+            return new TesseraError(code, operation, `${sourceIsIt ? side : 'target'}: ${message}`, { ...context, entity });
         }
         case 'MISSING_COMPONENT':
             return new TesseraError(code, operation, describePair(source, relation.name, target), context);

@@ -445,7 +445,9 @@ tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_compone
     uint32_t id = tesi_pair_find(world, relation, source, target);
     uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
     if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;
-    if (id == next) return TES_OK;
+    /* Before itself, or where it is already (right before `before`, or last): no move, no
+     * event. */
+    if (id == next || c->relation.pairs[id - 1].next[TESI_IN] == next) return TES_OK;
     result = events_reserve(world, &c->relation, 1);
     if (result != TES_OK) return result;
     take_out(world, &c->relation, TESI_IN, id);

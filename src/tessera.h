@@ -685,7 +685,8 @@ TES_API tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_
                                         tes_entity_t *out_sources, tes_entity_t *out_targets,
                                         uint32_t capacity, uint32_t *out_count);
 /* Moves the pair (source, relation, target) in the target's list of sources to just before the
- * pair of `before` (another source of the same target), or to the end when before is 0.
+ * pair of `before` (another source of the same target), or to the end when before is 0; a pair
+ * there already does not move (no TES_PAIR_MOVED event).
  * TES_ERR_STALE_ENTITY when source, target or before is not alive (checked in that order),
  * TES_ERR_MISSING_COMPONENT when either pair does not exist. */
 TES_API tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source,
