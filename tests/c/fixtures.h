@@ -460,6 +460,47 @@ static inline double fx_get_number(const tes_world_t *world, tes_entity_t e, tes
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Item lists (tes_items_t) built inline                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Items, their values and the numbers, with room for numbers per entity (strides). */
+typedef struct fx_list_t {
+    tes_item_t items[32];
+    tes_value_t values[32];
+    double numbers[4096];
+    tes_items_t x;
+} fx_list_t;
+
+static inline fx_list_t *fx_list_new(void) {
+    fx_list_t *l = (fx_list_t *)fx_malloc(sizeof *l);
+    memset(l, 0, sizeof *l);
+    l->x = (tes_items_t){l->items, 0, l->values, 0, l->numbers, 0};
+    return l;
+}
+
+static inline fx_list_t *fx_list_item(fx_list_t *l, tes_component_t component,
+                                      tes_entity_t target) {
+    CHECK(l->x.item_count < 32);
+    l->items[l->x.item_count++] = (tes_item_t){component, target};
+    return l;
+}
+
+/* A value of the latest item: `n` numbers, `stride` as tes_value_t's. */
+static inline fx_list_t *fx_list_values(fx_list_t *l, uint32_t field, uint32_t stride, uint32_t n,
+                                        const double *numbers) {
+    CHECK(l->x.value_count < 32 && l->x.number_count + n <= 4096);
+    l->values[l->x.value_count++] =
+        (tes_value_t){l->x.item_count - 1, field, l->x.number_count, stride};
+    for (uint32_t i = 0; i < n; i++)
+        l->numbers[l->x.number_count++] = numbers[i];
+    return l;
+}
+
+static inline fx_list_t *fx_list_value1(fx_list_t *l, uint32_t field, double number) {
+    return fx_list_values(l, field, 0, 1, &number);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Component lists, entity lists, query runs                                                 */
 /* ---------------------------------------------------------------------------------------- */
 

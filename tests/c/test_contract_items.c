@@ -43,39 +43,6 @@ static ws_t ws_make(const tes_world_desc_t *desc) {
     return s;
 }
 
-/* An item list built inline. */
-typedef struct il_t {
-    tes_item_t items[32];
-    tes_value_t values[32];
-    double numbers[4096];
-    tes_items_t x;
-} il_t;
-
-static il_t *il_new(void) {
-    il_t *l = fx_malloc(sizeof *l);
-    memset(l, 0, sizeof *l);
-    l->x = (tes_items_t){l->items, 0, l->values, 0, l->numbers, 0};
-    return l;
-}
-
-static il_t *il_item(il_t *l, tes_component_t component, tes_entity_t target) {
-    l->items[l->x.item_count++] = (tes_item_t){component, target};
-    return l;
-}
-
-/* A value of the latest item: `n` numbers, `stride` as tes_value_t's. */
-static il_t *il_vals(il_t *l, uint32_t field, uint32_t stride, uint32_t n, const double *numbers) {
-    l->values[l->x.value_count++] =
-        (tes_value_t){l->x.item_count - 1, field, l->x.number_count, stride};
-    for (uint32_t i = 0; i < n; i++)
-        l->numbers[l->x.number_count++] = numbers[i];
-    return l;
-}
-
-static il_t *il_val1(il_t *l, uint32_t field, double number) {
-    return il_vals(l, field, 0, 1, &number);
-}
-
 static void check_fault_at(const char *file, int line, const tes_fault_t *f, uint32_t item,
                            uint32_t value, uint32_t number, tes_entity_t entity) {
     if (f->item != item || f->value != value || f->number != number || f->entity != entity)
@@ -148,24 +115,24 @@ TEST(item_faults_come_item_by_item_then_values_then_entities) {
     tes_entity_t other = fx_spawn(s.w, FX_IDS(s.c[CB]));
     tes_entity_t dead = dead_entity(&s);
     tes_fault_t f;
-    il_t *l;
+    fx_list_t *l;
     /* "Item checks, in order, for each item": item 0's stale target before item 1's id. */
-    l = il_item(il_item(il_new(), s.c[CL], dead), 4096, 0);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.c[CL], dead), 4096, 0);
     CHECK_REFUSED(s.w, tes_add_items(s.w, &e, 1, &l->x, &f), TES_ERR_STALE_ENTITY);
     CHECK_FAULT(&f, 0, TES_NO_FAULT, TES_NO_FAULT, dead);
     CHECK_REFUSED(s.w, tes_spawn_items(s.w, &l->x, 2, NULL, &f), TES_ERR_STALE_ENTITY);
     CHECK_FAULT(&f, 0, TES_NO_FAULT, TES_NO_FAULT, dead);
     /* A bad value of item 0 comes after the items: item 1 unknown wins. */
-    l = il_item(il_val1(il_item(il_new(), s.c[CA], 0), 7, 1), 4096, 0);
+    l = fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 7, 1), 4096, 0);
     CHECK_REFUSED(s.w, tes_add_items(s.w, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_COMPONENT);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
     /* Values before entities: a bad number with a stale entity in the list. */
-    l = il_val1(il_item(il_new(), s.c[CA], 0), 0, 1.5);
+    l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 1.5);
     tes_entity_t with_dead[] = {e, dead};
     CHECK_REFUSED(s.w, tes_add_items(s.w, with_dead, 2, &l->x, &f), TES_ERR_BAD_VALUE);
     CHECK_FAULT(&f, 0, 0, 0, 0);
     /* Values in order: value 0's item out of range before value 1's bad number. */
-    l = il_item(il_new(), s.c[CA], 0);
+    l = fx_list_item(fx_list_new(), s.c[CA], 0);
     l->values[0] = (tes_value_t){5, 0, 0, 0};
     l->values[1] = (tes_value_t){0, 0, 1, 0};
     l->numbers[0] = 1;
@@ -175,7 +142,7 @@ TEST(item_faults_come_item_by_item_then_values_then_entities) {
     CHECK_REFUSED(s.w, tes_add_items(s.w, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     CHECK_FAULT(&f, TES_NO_FAULT, 0, TES_NO_FAULT, 0);
     /* Entities in order. */
-    l = il_item(il_new(), s.c[CT], 0);
+    l = fx_list_item(fx_list_new(), s.c[CT], 0);
     tes_entity_t dead_first[] = {dead, e, e};
     CHECK_REFUSED(s.w, tes_add_items(s.w, dead_first, 3, &l->x, &f), TES_ERR_STALE_ENTITY);
     CHECK_FAULT(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, dead);
@@ -193,27 +160,27 @@ TEST(remove_items_checks_its_items_as_the_other_calls_do) {
     CHECK_OK(tes_pair_add(s.w, e, s.c[CL], t));
     tes_entity_t dead = dead_entity(&s);
     tes_fault_t f;
-    il_t *l;
-    l = il_item(il_item(il_new(), s.c[CT], 0), 4096, 0);
+    fx_list_t *l;
+    l = fx_list_item(fx_list_item(fx_list_new(), s.c[CT], 0), 4096, 0);
     CHECK_REFUSED(s.w, tes_remove_items(s.w, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_COMPONENT);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
-    l = il_item(il_item(il_new(), s.c[CT], 0), s.c[CA], t);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.c[CT], 0), s.c[CA], t);
     CHECK_REFUSED(s.w, tes_remove_items(s.w, &e, 1, &l->x, &f), TES_ERR_NOT_A_RELATION);
     CHECK_EQ(f.item, 1);
-    l = il_item(il_item(il_item(il_new(), s.c[CS], 0), s.c[CT], 0), s.c[CS], 0);
+    l = fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.c[CS], 0), s.c[CT], 0), s.c[CS], 0);
     CHECK_REFUSED(s.w, tes_remove_items(s.w, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     CHECK_FAULT(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
-    l = il_item(il_item(il_new(), s.c[CL], t), s.c[CL], t);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.c[CL], t), s.c[CL], t);
     CHECK_REFUSED(s.w, tes_remove_items(s.w, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
-    l = il_item(il_item(il_new(), s.c[CT], 0), s.c[CL], dead);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.c[CT], 0), s.c[CL], dead);
     CHECK_REFUSED(s.w, tes_remove_items(s.w, &e, 1, &l->x, &f), TES_ERR_STALE_ENTITY);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, dead);
     /* Two pairs of one EXCLUSIVE relation are refused "when adding" only; a relation given
      * without a target is fine here (every pair of it). */
     tes_entity_t p = fx_spawn(s.w, NULL, 0), q = fx_spawn(s.w, NULL, 0);
     CHECK_OK(tes_pair_add(s.w, e, s.c[CR], q));
-    l = il_item(il_item(il_item(il_new(), s.c[CR], p), s.c[CR], q), s.c[CL], 0);
+    l = fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.c[CR], p), s.c[CR], q), s.c[CL], 0);
     CHECK_OK(tes_remove_items(s.w, &e, 1, &l->x, &f));
     CHECK_FAULT(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
     CHECK(!has(s.w, e, s.c[CR]));
@@ -293,7 +260,8 @@ TEST(null_lists_with_nonzero_counts_are_refused) {
 TEST(zero_counts_change_nothing_and_clear_the_fault) {
     ws_t s = ws_make(NULL);
     tes_entity_t e = fx_spawn(s.w, FX_IDS(s.c[CA]));
-    il_t *l = il_val1(il_item(il_item(il_new(), s.c[CU], 0), s.c[CS], 0), 0, 3);
+    fx_list_t *l =
+        fx_list_value1(fx_list_item(fx_list_item(fx_list_new(), s.c[CU], 0), s.c[CS], 0), 0, 3);
     uint64_t h = hash_of(s.w);
     fx_snapshot_t *before = fx_snapshot_full_of(s.w);
     tes_fault_t f = {1, 2, 3, 4};
@@ -302,7 +270,7 @@ TEST(zero_counts_change_nothing_and_clear_the_fault) {
     f = (tes_fault_t){1, 2, 3, 4};
     CHECK_OK(tes_add_items(s.w, NULL, 0, &l->x, &f));
     CHECK_FAULT(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
-    il_t *r = il_item(il_new(), s.c[CA], 0);
+    fx_list_t *r = fx_list_item(fx_list_new(), s.c[CA], 0);
     f = (tes_fault_t){1, 2, 3, 4};
     CHECK_OK(tes_remove_items(s.w, NULL, 0, &r->x, &f));
     CHECK_FAULT(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, 0);
@@ -336,15 +304,16 @@ TEST(refused_calls_leave_the_hash_and_the_next_handles_as_they_were) {
     dead_entity(&b);
     tes_fault_t f;
     /* Each would move e[0] to a new archetype but for its last part. */
-    il_t *l = il_item(il_val1(il_item(il_new(), a.c[CU], 0), 1, 70000), a.c[CT], 0);
+    fx_list_t *l =
+        fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), a.c[CU], 0), 1, 70000), a.c[CT], 0);
     CHECK_REFUSED(a.w, tes_add_items(a.w, ea, 2, &l->x, &f), TES_ERR_BAD_VALUE);
     CHECK_REFUSED(a.w, tes_spawn_items(a.w, &l->x, 5, NULL, &f), TES_ERR_BAD_VALUE);
-    l = il_item(il_item(il_new(), a.c[CU], 0), a.c[CT], 0);
+    l = fx_list_item(fx_list_item(fx_list_new(), a.c[CU], 0), a.c[CT], 0);
     tes_entity_t with_dead[] = {ea[0], ea[1], dead};
     CHECK_REFUSED(a.w, tes_add_items(a.w, with_dead, 3, &l->x, &f), TES_ERR_STALE_ENTITY);
     tes_entity_t twice[] = {ea[1], ea[0], ea[1]};
     CHECK_REFUSED(a.w, tes_add_items(a.w, twice, 3, &l->x, &f), TES_ERR_DUPLICATE_ENTITY);
-    l = il_item(il_item(il_new(), a.c[CT], 0), a.c[CL], dead);
+    l = fx_list_item(fx_list_item(fx_list_new(), a.c[CT], 0), a.c[CL], dead);
     CHECK_REFUSED(a.w, tes_spawn_items(a.w, &l->x, 3, NULL, &f), TES_ERR_STALE_ENTITY);
     CHECK_REFUSED(a.w, tes_spawn_batch(a.w, FX_IDS(a.c[CT], a.c[CU], a.c[CT]), 4, NULL),
                   TES_ERR_INVALID_ARGUMENT);
@@ -361,7 +330,8 @@ TEST(refused_calls_leave_the_hash_and_the_next_handles_as_they_were) {
     for (int w = 0; w < 2; w++) {
         ws_t *s = both[w];
         tes_entity_t *e = w ? eb : ea;
-        il_t *ok = il_item(il_val1(il_item(il_new(), s->c[CU], 0), 1, -7), s->c[CT], 0);
+        fx_list_t *ok = fx_list_item(
+            fx_list_value1(fx_list_item(fx_list_new(), s->c[CU], 0), 1, -7), s->c[CT], 0);
         CHECK_OK(tes_add_items(s->w, e, 2, &ok->x, NULL));
         CHECK_OK(tes_spawn_items(s->w, &ok->x, 3, NULL, NULL));
     }
@@ -387,7 +357,7 @@ TEST(a_cycle_names_the_first_entity_of_the_list_that_would_close_it) {
     CHECK_OK(tes_pair_add(s.w, b, s.c[CR], a));
     tes_fault_t f;
     /* x is fine, b -> b closes a cycle (itself), a -> b too: b is first. */
-    il_t *l = il_item(il_item(il_new(), s.c[CT], 0), s.c[CR], b);
+    fx_list_t *l = fx_list_item(fx_list_item(fx_list_new(), s.c[CT], 0), s.c[CR], b);
     tes_entity_t list[] = {x, b, a};
     CHECK_REFUSED(s.w, tes_add_items(s.w, list, 3, &l->x, &f), TES_ERR_CYCLE);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, b);
@@ -409,7 +379,8 @@ TEST(a_cycle_names_the_first_entity_of_the_list_that_would_close_it) {
     for (int i = 0; i < 3; i++)
         CHECK(fx_pair_has(s.w, kids[i], s.c[CR], b));
     /* Two pairs of an EXCLUSIVE relation in one spawn: refused, the second named. */
-    il_t *two = il_item(il_item(il_item(il_new(), s.c[CR], a), s.c[CA], 0), s.c[CR], root);
+    fx_list_t *two = fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.c[CR], a), s.c[CA], 0),
+                                  s.c[CR], root);
     CHECK_REFUSED(s.w, tes_spawn_items(s.w, &two->x, 2, NULL, &f), TES_ERR_INVALID_ARGUMENT);
     CHECK_FAULT(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
     CHECK_OK(tes_world_validate(s.w));
@@ -420,11 +391,11 @@ TEST(add_items_keeps_held_pairs_with_their_place_and_data) {
     tes_entity_t t1 = fx_spawn(s.w, NULL, 0), t2 = fx_spawn(s.w, NULL, 0);
     tes_entity_t t3 = fx_spawn(s.w, NULL, 0);
     tes_entity_t e = fx_spawn(s.w, NULL, 0);
-    il_t *l = il_val1(il_item(il_new(), s.c[CL], t1), 0, 1.25);
-    il_val1(il_item(l, s.c[CL], t2), 0, 2.5);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CL], t1), 0, 1.25);
+    fx_list_value1(fx_list_item(l, s.c[CL], t2), 0, 2.5);
     CHECK_OK(tes_add_items(s.w, &e, 1, &l->x, NULL));
     /* t2 held: stays second with data 2.5 (no value given); t3 new: appended with 0. */
-    il_t *m = il_item(il_item(il_new(), s.c[CL], t3), s.c[CL], t2);
+    fx_list_t *m = fx_list_item(fx_list_item(fx_list_new(), s.c[CL], t3), s.c[CL], t2);
     CHECK_OK(tes_add_items(s.w, &e, 1, &m->x, NULL));
     fx_entities_t *targets = fx_targets(s.w, e, s.c[CL]);
     FX_CHECK_ORDER(targets, t1, t2, t3);
@@ -432,7 +403,7 @@ TEST(add_items_keeps_held_pairs_with_their_place_and_data) {
     CHECK_NUM_EQ(pair_w(s.w, e, s.c[CL], t2), 2.5);
     CHECK_NUM_EQ(pair_w(s.w, e, s.c[CL], t3), 0);
     /* Removing one pair keeps the others' order and data. */
-    il_t *r = il_item(il_new(), s.c[CL], t2);
+    fx_list_t *r = fx_list_item(fx_list_new(), s.c[CL], t2);
     CHECK_OK(tes_remove_items(s.w, &e, 1, &r->x, NULL));
     targets = fx_targets(s.w, e, s.c[CL]);
     FX_CHECK_ORDER(targets, t1, t3);
@@ -486,12 +457,13 @@ TEST(deferred_refusals_are_reported_when_recorded_and_record_nothing) {
     tes_entity_t p;
     CHECK_OK(tes_spawn(a.w, FX_IDS(a.c[CA]), &p)); /* pending */
     tes_fault_t f;
-    il_t *l = il_item(il_val1(il_item(il_new(), a.c[CU], 0), 0, 256), a.c[CT], 0);
+    fx_list_t *l =
+        fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), a.c[CU], 0), 0, 256), a.c[CT], 0);
     tes_entity_t ep[] = {e, p};
     CHECK_ERR(tes_add_items(a.w, ep, 2, &l->x, &f), TES_ERR_BAD_VALUE);
     CHECK_FAULT(&f, 0, 0, 0, 0);
     CHECK_ERR(tes_spawn_items(a.w, &l->x, 2, NULL, &f), TES_ERR_BAD_VALUE);
-    l = il_item(il_item(il_new(), a.c[CU], 0), a.c[CT], 0);
+    l = fx_list_item(fx_list_item(fx_list_new(), a.c[CU], 0), a.c[CT], 0);
     tes_entity_t pp[] = {p, e, p};
     CHECK_ERR(tes_add_items(a.w, pp, 3, &l->x, &f), TES_ERR_DUPLICATE_ENTITY);
     CHECK_FAULT(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, p);
@@ -506,13 +478,13 @@ TEST(deferred_refusals_are_reported_when_recorded_and_record_nothing) {
     CHECK_ERR(tes_archetype_spawn(a.w, 4000, 2, NULL), TES_ERR_UNKNOWN_ARCHETYPE);
     CHECK_ERR(tes_spawn_batch(a.w, FX_IDS(a.c[CB], a.c[CB]), 2, NULL), TES_ERR_INVALID_ARGUMENT);
     CHECK_ERR(tes_spawn_batch(a.w, FX_IDS(a.c[CL]), 2, NULL), TES_ERR_NEEDS_TARGET);
-    il_t *pair = il_item(il_item(il_new(), a.c[CT], 0), a.c[CL], dead);
+    fx_list_t *pair = fx_list_item(fx_list_item(fx_list_new(), a.c[CT], 0), a.c[CL], dead);
     CHECK_ERR(tes_spawn_items(a.w, &pair->x, 1, NULL, &f), TES_ERR_STALE_ENTITY);
     CHECK_FAULT(&f, 1, TES_NO_FAULT, TES_NO_FAULT, dead);
     /* A pair to itself under an ACYCLIC relation: refused at once, pending or not. */
-    il_t *self = il_item(il_new(), a.c[CR], p);
+    fx_list_t *self = fx_list_item(fx_list_new(), a.c[CR], p);
     CHECK_ERR(tes_add_items(a.w, &p, 1, &self->x, &f), TES_ERR_CYCLE);
-    il_t *self_e = il_item(il_new(), a.c[CR], e);
+    fx_list_t *self_e = fx_list_item(fx_list_new(), a.c[CR], e);
     CHECK_ERR(tes_add_items(a.w, &e, 1, &self_e->x, &f), TES_ERR_CYCLE);
     loop_end(&loop);
     CHECK_EQ(fx_stats(a.w).commands_skipped, 0);
@@ -526,19 +498,20 @@ TEST(deferred_refusals_are_reported_when_recorded_and_record_nothing) {
 
 static void spawn_things(ws_t *s, tes_entity_t parent, tes_entity_t *out) {
     /* spawn_items of 3 with strides, spawn_batch of 2, archetype_spawn of 2, spawn_items of 1. */
-    il_t *l = il_item(il_new(), s->c[CA], 0);
-    il_vals(l, 0, 1, 3, (const double[]){10, 11, 12});
-    il_item(l, s->c[CB], 0);
-    il_vals(l, 0, 3, 9, (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
-    il_val1(il_item(l, s->c[CS], 0), 0, -4);
-    il_vals(il_item(l, s->c[CL], parent), 0, 1, 3, (const double[]){0.5, 1.5, 2.5});
-    il_item(l, s->c[CR], parent);
+    fx_list_t *l = fx_list_item(fx_list_new(), s->c[CA], 0);
+    fx_list_values(l, 0, 1, 3, (const double[]){10, 11, 12});
+    fx_list_item(l, s->c[CB], 0);
+    fx_list_values(l, 0, 3, 9, (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    fx_list_value1(fx_list_item(l, s->c[CS], 0), 0, -4);
+    fx_list_values(fx_list_item(l, s->c[CL], parent), 0, 1, 3, (const double[]){0.5, 1.5, 2.5});
+    fx_list_item(l, s->c[CR], parent);
     CHECK_OK(tes_spawn_items(s->w, &l->x, 3, out, NULL));
     CHECK_OK(tes_spawn_batch(s->w, FX_IDS(s->c[CU], s->c[CM]), 2, out + 3));
     tes_archetype_t arch;
     CHECK_OK(tes_archetype_find(s->w, FX_IDS(s->c[CB], s->c[CT]), &arch));
     CHECK_OK(tes_archetype_spawn(s->w, arch, 2, out + 5));
-    il_t *one = il_item(il_val1(il_item(il_new(), s->c[CU], 0), 1, -300), s->c[CM], 0);
+    fx_list_t *one = fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), s->c[CU], 0), 1, -300),
+                                  s->c[CM], 0);
     CHECK_OK(tes_spawn_items(s->w, &one->x, 1, out + 7, NULL));
 }
 
@@ -599,18 +572,18 @@ TEST(item_calls_on_pending_entities_apply_in_order_after_their_spawn) {
     CHECK_OK(tes_spawn_batch(s.w, FX_IDS(s.c[CA]), 3, p));
     /* Each pending entity its own B; then remove A from p[1] and despawn p[2] by batch; then
      * an add to p[2] (gone by then: skipped). */
-    il_t *l = il_item(il_new(), s.c[CB], 0);
-    il_vals(l, 0, 3, 9, (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    fx_list_t *l = fx_list_item(fx_list_new(), s.c[CB], 0);
+    fx_list_values(l, 0, 3, 9, (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
     CHECK_OK(tes_add_items(s.w, p, 3, &l->x, NULL));
-    il_t *r = il_item(il_new(), s.c[CA], 0);
+    fx_list_t *r = fx_list_item(fx_list_new(), s.c[CA], 0);
     CHECK_OK(tes_remove_items(s.w, &p[1], 1, &r->x, NULL));
     tes_entity_t gone[] = {p[2], e};
     CHECK_OK(tes_despawn_batch(s.w, gone, 2));
-    il_t *t = il_item(il_new(), s.c[CT], 0);
+    fx_list_t *t = fx_list_item(fx_list_new(), s.c[CT], 0);
     CHECK_OK(tes_add_items(s.w, &p[2], 1, &t->x, NULL));
     /* A pair from a placed entity to a pending one is recorded, with its data. */
     tes_entity_t q = fx_spawn(s.w, NULL, 0);
-    il_t *pair = il_val1(il_item(il_new(), s.c[CL], p[0]), 0, 4.5);
+    fx_list_t *pair = fx_list_value1(fx_list_item(fx_list_new(), s.c[CL], p[0]), 0, 4.5);
     CHECK_OK(tes_add_items(s.w, &q, 1, &pair->x, NULL));
     loop_end(&loop);
     CHECK(!tes_is_alive(s.w, p[2]) && !tes_is_alive(s.w, e));
@@ -630,9 +603,9 @@ TEST(a_recorded_pair_that_closes_a_cycle_when_it_applies_is_skipped) {
     loop_begin(s.w, &loop);
     tes_entity_t p;
     CHECK_OK(tes_spawn(s.w, NULL, 0, &p));
-    il_t *up = il_item(il_new(), s.c[CR], p);
+    fx_list_t *up = fx_list_item(fx_list_new(), s.c[CR], p);
     CHECK_OK(tes_add_items(s.w, &e, 1, &up->x, NULL)); /* e under p: recorded (p pending) */
-    il_t *down = il_item(il_new(), s.c[CR], e);
+    fx_list_t *down = fx_list_item(fx_list_new(), s.c[CR], e);
     CHECK_OK(tes_add_items(s.w, &p, 1, &down->x, NULL)); /* p under e: a cycle then */
     loop_end(&loop);
     CHECK(fx_pair_has(s.w, e, s.c[CR], p));
@@ -708,8 +681,8 @@ static void whole_archetype_after_a_spawn_into_it(whole_t how, bool moved_in) {
     } else {
         CHECK_OK(tes_spawn(s.w, FX_IDS(s.c[CB], s.c[CA]), &late));
     }
-    il_t *tag = il_item(il_new(), s.c[CT], 0);
-    il_t *a = il_item(il_new(), s.c[CA], 0);
+    fx_list_t *tag = fx_list_item(fx_list_new(), s.c[CT], 0);
+    fx_list_t *a = fx_list_item(fx_list_new(), s.c[CA], 0);
     switch (how) {
     case W_ADD:
         for (int i = 0; i < N; i++)
@@ -796,15 +769,15 @@ TEST(a_recorded_add_items_whose_pair_is_skipped_still_adds_the_rest) {
     loop_t loop;
     loop_begin(s.w, &loop);
     CHECK_OK(tes_despawn(s.w, t));
-    il_t *l = il_val1(il_item(il_new(), s.c[CA], 0), 0, 5);
-    il_val1(il_item(l, s.c[CS], 0), 0, 6);
-    il_item(l, s.c[CL], t);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 5);
+    fx_list_value1(fx_list_item(l, s.c[CS], 0), 0, 6);
+    fx_list_item(l, s.c[CL], t);
     CHECK_OK(tes_add_items(s.w, &x, 1, &l->x, NULL));
     tes_entity_t p;
     CHECK_OK(tes_spawn(s.w, NULL, 0, &p));
-    CHECK_OK(tes_add_items(s.w, &e, 1, &il_item(il_new(), s.c[CR], p)->x, NULL));
-    il_t *m = il_val1(il_item(il_new(), s.c[CA], 0), 0, 7);
-    CHECK_OK(tes_add_items(s.w, &p, 1, &il_item(m, s.c[CR], e)->x, NULL));
+    CHECK_OK(tes_add_items(s.w, &e, 1, &fx_list_item(fx_list_new(), s.c[CR], p)->x, NULL));
+    fx_list_t *m = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 7);
+    CHECK_OK(tes_add_items(s.w, &p, 1, &fx_list_item(m, s.c[CR], e)->x, NULL));
     loop_end(&loop);
     CHECK(fx_pair_has(s.w, e, s.c[CR], p));
     CHECK(!has(s.w, p, s.c[CR]));
@@ -1769,7 +1742,7 @@ static void random_recorded_vs_direct(uint64_t seed, uint32_t rounds, uint32_t c
                     continue;
                 uint32_t what = fx_rng_below(&rng, 3);
                 int c = (int)fx_rng_below(&rng, CS);
-                il_t *l = il_item(il_new(), b.c[c], 0);
+                fx_list_t *l = fx_list_item(fx_list_new(), b.c[c], 0);
                 for (uint32_t k = 0; k < info.chunk_count; k++) {
                     tes_chunk_info_t chunk;
                     CHECK_OK(tes_chunk_info(a.w, arch, k, &chunk));
@@ -1839,10 +1812,10 @@ TEST(a_recorded_spawn_whose_pair_target_is_gone_spawns_without_the_pair) {
     loop_t loop;
     loop_begin(s.w, &loop);
     CHECK_OK(tes_despawn(s.w, t));
-    il_t *l = il_val1(il_item(il_new(), s.c[CA], 0), 0, 5);
-    il_val1(il_item(l, s.c[CS], 0), 0, 6);
-    il_val1(il_item(l, s.c[CL], t), 0, 1);
-    il_item(l, s.c[CR], t);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 5);
+    fx_list_value1(fx_list_item(l, s.c[CS], 0), 0, 6);
+    fx_list_value1(fx_list_item(l, s.c[CL], t), 0, 1);
+    fx_list_item(l, s.c[CR], t);
     tes_entity_t e[2];
     CHECK_OK(tes_spawn_items(s.w, &l->x, 2, e, NULL));
     loop_end(&loop);
@@ -1866,8 +1839,8 @@ TEST(a_recorded_spawn_of_one_with_a_gone_pair_target_keeps_its_values) {
     loop_t loop;
     loop_begin(s.w, &loop);
     CHECK_OK(tes_despawn(s.w, t));
-    il_t *l = il_val1(il_item(il_new(), s.c[CA], 0), 0, 5);
-    il_item(l, s.c[CL], t);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 5);
+    fx_list_item(l, s.c[CL], t);
     tes_entity_t e;
     CHECK_OK(tes_spawn_items(s.w, &l->x, 1, &e, NULL));
     loop_end(&loop);
@@ -1885,7 +1858,7 @@ TEST(a_recorded_spawn_of_one_with_a_gone_pair_target_keeps_its_values) {
 TEST(a_recorded_spawn_items_of_zero_entities_with_a_value_spawns_nothing) {
     ws_t s = ws_make(NULL);
     fx_spawn(s.w, NULL, 0);
-    il_t *l = il_val1(il_item(il_new(), s.c[CA], 0), 0, 3);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.c[CA], 0), 0, 3);
     uint64_t h = hash_of(s.w);
     loop_t loop;
     loop_begin(s.w, &loop);

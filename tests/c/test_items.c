@@ -27,38 +27,6 @@ static scene_t make_scene(const tes_world_desc_t *desc) {
     return s;
 }
 
-/* An item list written inline: items, then values (item, field, numbers...). */
-typedef struct list_t {
-    tes_item_t items[16];
-    tes_value_t values[16];
-    double numbers[32];
-    tes_items_t x;
-} list_t;
-
-static list_t *list_new(void) {
-    list_t *l = fx_malloc(sizeof *l);
-    memset(l, 0, sizeof *l);
-    l->x = (tes_items_t){l->items, 0, l->values, 0, l->numbers, 0};
-    return l;
-}
-
-static list_t *item(list_t *l, tes_component_t component, tes_entity_t target) {
-    l->items[l->x.item_count++] = (tes_item_t){component, target};
-    return l;
-}
-
-/* A value of the latest item: `n` numbers. */
-static list_t *value(list_t *l, uint32_t field, uint32_t n, const double *numbers) {
-    l->values[l->x.value_count++] = (tes_value_t){l->x.item_count - 1, field, l->x.number_count};
-    for (uint32_t i = 0; i < n; i++)
-        l->numbers[l->x.number_count++] = numbers[i];
-    return l;
-}
-
-static list_t *value1(list_t *l, uint32_t field, double number) {
-    return value(l, field, 1, &number);
-}
-
 static void check_fault(const tes_fault_t *f, uint32_t item, uint32_t value, uint32_t number,
                         tes_entity_t entity) {
     CHECK_EQ(f->item, item);
@@ -95,14 +63,14 @@ TEST(spawn_items_gives_components_sparse_members_pairs_and_initial_values) {
     scene_t s = make_scene(NULL);
     track(&s, FX_IDS(s.a, s.s));
     tes_entity_t parent = fx_spawn(s.world, FX_IDS(s.b));
-    list_t *l = list_new();
-    item(l, s.a, 0);
-    value1(l, 0, -5);
-    item(item(l, s.tag, 0), s.s, 0);
-    value1(l, 0, 7);
-    item(item(l, s.m, 0), s.likes, parent);
-    value1(l, 0, 2);
-    item(l, s.tree, parent);
+    fx_list_t *l = fx_list_new();
+    fx_list_item(l, s.a, 0);
+    fx_list_value1(l, 0, -5);
+    fx_list_item(fx_list_item(l, s.tag, 0), s.s, 0);
+    fx_list_value1(l, 0, 7);
+    fx_list_item(fx_list_item(l, s.m, 0), s.likes, parent);
+    fx_list_value1(l, 0, 2);
+    fx_list_item(l, s.tree, parent);
     tes_entity_t e[3];
     tes_fault_t fault;
     CHECK_OK(tes_spawn_items(s.world, &l->x, 3, e, &fault));
@@ -136,15 +104,15 @@ TEST(add_items_writes_values_of_held_items_as_changes_and_of_new_ones_as_initial
     CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 1));
     CHECK_OK(tes_pair_add(s.world, e, s.likes, target));
     fx_run(s.world, changes); /* sees e, then last_run moves past it */
-    list_t *l = list_new();
-    item(l, s.a, 0);
-    value1(l, 0, 9);
-    item(l, s.b, 0);
-    value1(l, 0, 3);
-    item(l, s.s, 0);
-    value1(l, 0, 4);
-    item(l, s.likes, target);
-    value1(l, 0, 6);
+    fx_list_t *l = fx_list_new();
+    fx_list_item(l, s.a, 0);
+    fx_list_value1(l, 0, 9);
+    fx_list_item(l, s.b, 0);
+    fx_list_value1(l, 0, 3);
+    fx_list_item(l, s.s, 0);
+    fx_list_value1(l, 0, 4);
+    fx_list_item(l, s.likes, target);
+    fx_list_value1(l, 0, 6);
     CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.a, 0, 0), 9);
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 3);
@@ -166,9 +134,9 @@ TEST(add_items_moves_each_entity_once_whatever_archetype_it_starts_in) {
         list[i] = i % 2 ? fx_spawn(s.world, FX_IDS(s.a)) : fx_spawn(s.world, FX_IDS(s.a, s.tag));
         CHECK_OK(tes_set_number(s.world, list[i], s.a, 0, 0, i));
     }
-    list_t *l = list_new();
-    item(item(l, s.tag, 0), s.b, 0);
-    value1(l, 0, 77);
+    fx_list_t *l = fx_list_new();
+    fx_list_item(fx_list_item(l, s.tag, 0), s.b, 0);
+    fx_list_value1(l, 0, 77);
     CHECK_OK(tes_add_items(s.world, list, 300, &l->x, NULL));
     tes_archetype_t target;
     CHECK_OK(tes_archetype_find(s.world, FX_IDS(s.a, s.b, s.tag), &target));
@@ -197,71 +165,74 @@ TEST(every_bad_item_value_and_entity_is_refused_with_its_place_and_nothing_chang
     tes_entity_t dead = fx_spawn(s.world, NULL, 0);
     CHECK_OK(tes_despawn(s.world, dead));
     tes_fault_t f;
-    list_t *l;
+    fx_list_t *l;
 
-    l = item(item(list_new(), s.b, 0), 4096, 0);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.b, 0), 4096, 0);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_COMPONENT);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
 
-    l = item(item(list_new(), s.b, 0), s.likes, 0);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.likes, 0);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_NEEDS_TARGET);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
 
-    l = item(item(list_new(), s.b, 0), s.tag, other);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.tag, other);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_NOT_A_RELATION);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
 
-    l = item(item(item(list_new(), s.b, 0), s.tag, 0), s.b, 0);
+    l = fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.tag, 0), s.b, 0);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     check_fault(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
 
-    l = item(item(item(list_new(), s.likes, other), s.b, 0), s.likes, other);
+    l = fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.likes, other), s.b, 0), s.likes,
+                     other);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     check_fault(&f, 2, TES_NO_FAULT, TES_NO_FAULT, 0);
 
     tes_entity_t third = fx_spawn(s.world, NULL, 0);
-    l = item(item(list_new(), s.tree, other), s.tree, third); /* exclusive: one target */
+    l = fx_list_item(fx_list_item(fx_list_new(), s.tree, other), s.tree,
+                     third); /* exclusive: one target */
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, 0);
 
-    l = item(item(list_new(), s.b, 0), s.likes, dead);
+    l = fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.likes, dead);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_STALE_ENTITY);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, dead);
 
     /* Values: the item index, data, field, numbers, and the value itself. */
-    l = item(list_new(), s.b, 0);
+    l = fx_list_item(fx_list_new(), s.b, 0);
     l->values[0] = (tes_value_t){1, 0, 0};
     l->x.value_count = 1;
     l->x.number_count = 1;
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     check_fault(&f, TES_NO_FAULT, 0, TES_NO_FAULT, 0);
 
-    l = value1(item(item(list_new(), s.b, 0), s.tag, 0), 0, 1);
+    l = fx_list_value1(fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.tag, 0), 0, 1);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_TAG_HAS_NO_DATA);
     check_fault(&f, 1, 0, TES_NO_FAULT, 0);
 
-    l = value1(item(list_new(), s.b, 0), 1, 1);
+    l = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 1, 1);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_UNKNOWN_FIELD);
     check_fault(&f, 0, 0, TES_NO_FAULT, 0);
 
-    l = value(item(list_new(), s.bytes, 0), 1, 2, (const double[]){1, 2}); /* b has 3 */
+    l = fx_list_values(fx_list_item(fx_list_new(), s.bytes, 0), 1, 0, 2,
+                       (const double[]){1, 2}); /* b has 3 */
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     check_fault(&f, 0, 0, TES_NO_FAULT, 0);
 
     /* The first value is fine: the second's last element is not. Nothing is written. */
-    l = value1(item(list_new(), s.bytes, 0), 0, 5);
-    value(l, 1, 3, (const double[]){1, 2, 300});
+    l = fx_list_value1(fx_list_item(fx_list_new(), s.bytes, 0), 0, 5);
+    fx_list_values(l, 1, 0, 3, (const double[]){1, 2, 300});
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
     check_fault(&f, 0, 1, 3, 0);
     CHECK_REFUSED(s, tes_set_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
     CHECK_REFUSED(s, tes_spawn_items(s.world, &l->x, 1, NULL, &f), TES_ERR_BAD_VALUE);
 
-    l = value1(item(list_new(), s.a, 0), 0, 1.5);
+    l = fx_list_value1(fx_list_item(fx_list_new(), s.a, 0), 0, 1.5);
     CHECK_REFUSED(s, tes_add_items(s.world, &e, 1, &l->x, &f), TES_ERR_BAD_VALUE);
     check_fault(&f, 0, 0, 0, 0);
 
     /* Entities. */
-    l = item(list_new(), s.b, 0);
+    l = fx_list_item(fx_list_new(), s.b, 0);
     tes_entity_t stale_list[] = {e, dead};
     CHECK_REFUSED(s, tes_add_items(s.world, stale_list, 2, &l->x, &f), TES_ERR_STALE_ENTITY);
     check_fault(&f, TES_NO_FAULT, TES_NO_FAULT, TES_NO_FAULT, dead);
@@ -271,7 +242,7 @@ TEST(every_bad_item_value_and_entity_is_refused_with_its_place_and_nothing_chang
     CHECK_REFUSED(s, tes_remove_items(s.world, twice, 3, &l->x, &f), TES_ERR_DUPLICATE_ENTITY);
 
     /* Values where there are none to take. */
-    l = value1(item(list_new(), s.b, 0), 0, 1);
+    l = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 1);
     CHECK_REFUSED(s, tes_remove_items(s.world, &e, 1, &l->x, &f), TES_ERR_INVALID_ARGUMENT);
     CHECK_REFUSED(s, tes_set_items(s.world, &other, 1, &l->x, &f), TES_ERR_MISSING_COMPONENT);
     check_fault(&f, 0, 0, TES_NO_FAULT, other);
@@ -297,7 +268,7 @@ TEST(an_add_that_makes_a_row_too_large_adds_nothing_else) {
     tes_component_t frozen = fx_tag(world, "Frozen");
     tes_entity_t big;
     CHECK_OK(tes_spawn(world, wide, 63, &big));
-    list_t *l = item(item(list_new(), frozen, 0), wide[63], 0);
+    fx_list_t *l = fx_list_item(fx_list_item(fx_list_new(), frozen, 0), wide[63], 0);
     tes_fault_t f;
     fx_snapshot_t *before = fx_snapshot_full_of(world);
     CHECK_ERR(tes_add_items(world, &big, 1, &l->x, &f), TES_ERR_ROW_TOO_LARGE);
@@ -317,8 +288,9 @@ TEST(remove_items_takes_components_sparse_members_one_pair_or_all_pairs_and_logs
     CHECK_OK(tes_pair_add(s.world, e, s.tree, x));
     tes_collect_t c;
     CHECK_OK(tes_query_collect(s.world, gone, &c));
-    list_t *l = item(item(item(list_new(), s.a, 0), s.s, 0), s.likes, 0);
-    item(item(l, s.tree, y), s.tag, 0); /* not there: skipped */
+    fx_list_t *l =
+        fx_list_item(fx_list_item(fx_list_item(fx_list_new(), s.a, 0), s.s, 0), s.likes, 0);
+    fx_list_item(fx_list_item(l, s.tree, y), s.tag, 0); /* not there: skipped */
     CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
     CHECK(!fx_has(s.world, e, s.a) && fx_has(s.world, e, s.b));
     CHECK(!fx_has(s.world, e, s.s) && fx_has(s.world, e, s.m));
@@ -326,7 +298,7 @@ TEST(remove_items_takes_components_sparse_members_one_pair_or_all_pairs_and_logs
     CHECK(fx_pair_has(s.world, e, s.tree, x));
     CHECK_OK(tes_query_collect(s.world, gone, &c));
     CHECK_EQ(c.removed_total, 3); /* A, S, Likes: one each */
-    l = item(list_new(), s.tree, x);
+    l = fx_list_item(fx_list_new(), s.tree, x);
     CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
     CHECK(!fx_has(s.world, e, s.tree));
     CHECK_OK(tes_world_validate(s.world));
@@ -337,10 +309,10 @@ TEST(set_items_writes_every_value_as_a_change_or_nothing) {
     tes_query_t *changes = track(&s, FX_IDS(s.bytes));
     tes_entity_t e = fx_spawn(s.world, FX_IDS(s.bytes, s.s));
     fx_run(s.world, changes);
-    list_t *l = value1(item(list_new(), s.bytes, 0), 0, -3);
-    value(l, 1, 3, (const double[]){1, 2, 3});
-    item(l, s.s, 0);
-    value1(l, 0, 8);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.bytes, 0), 0, -3);
+    fx_list_values(l, 1, 0, 3, (const double[]){1, 2, 3});
+    fx_list_item(l, s.s, 0);
+    fx_list_value1(l, 0, 8);
     CHECK_OK(tes_set_items(s.world, &e, 1, &l->x, NULL));
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.bytes, 0, 0), -3);
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.bytes, 1, 2), 3);
@@ -353,7 +325,7 @@ TEST(a_cycle_anywhere_in_the_list_refuses_the_whole_add) {
     scene_t s = make_scene(NULL);
     tes_entity_t root = fx_spawn(s.world, NULL, 0), child = fx_spawn(s.world, NULL, 0);
     CHECK_OK(tes_pair_add(s.world, child, s.tree, root));
-    list_t *l = item(item(list_new(), s.b, 0), s.tree, child);
+    fx_list_t *l = fx_list_item(fx_list_item(fx_list_new(), s.b, 0), s.tree, child);
     tes_fault_t f;
     CHECK_REFUSED(s, tes_add_items(s.world, &root, 1, &l->x, &f), TES_ERR_CYCLE);
     check_fault(&f, 1, TES_NO_FAULT, TES_NO_FAULT, root);
@@ -370,14 +342,14 @@ TEST(a_deep_chain_builds_and_still_refuses_the_cycle_at_its_bottom) {
         CHECK_OK(tes_pair_add(s.world, chain[i], s.tree, chain[i - 1]));
     CHECK_ERR(tes_pair_add(s.world, chain[0], s.tree, chain[DEPTH - 1]), TES_ERR_CYCLE);
     CHECK_ERR(tes_pair_add(s.world, chain[0], s.tree, chain[0]), TES_ERR_CYCLE);
-    list_t *l = item(list_new(), s.tree, chain[DEPTH - 1]);
+    fx_list_t *l = fx_list_item(fx_list_new(), s.tree, chain[DEPTH - 1]);
     CHECK_ERR(tes_add_items(s.world, &chain[10], 1, &l->x, NULL), TES_ERR_CYCLE);
     CHECK_OK(tes_world_validate(s.world));
 }
 
 TEST(a_spawn_of_more_entities_than_a_table_holds_is_refused_before_anything_is_sized) {
     scene_t s = make_scene(NULL);
-    list_t *l = item(item(list_new(), s.a, 0), s.s, 0);
+    fx_list_t *l = fx_list_item(fx_list_item(fx_list_new(), s.a, 0), s.s, 0);
     fx_snapshot_t *before = fx_snapshot_full_of(s.world);
     uint64_t bytes = fx_stats(s.world).bytes_allocated;
     const uint32_t counts[] = {1u << 30, 1u << 31, UINT32_MAX, TES_MAX_ENTITIES + 1};
@@ -424,20 +396,20 @@ TEST(recorded_item_calls_apply_in_order_with_their_values_as_what_they_are_then)
     loop_t loop;
     loop_begin(&s, &loop);
     /* (a) remove then add with a value: the value survives the remove it follows. */
-    list_t *l = item(list_new(), s.b, 0);
+    fx_list_t *l = fx_list_item(fx_list_new(), s.b, 0);
     CHECK_OK(tes_remove_items(s.world, &e, 1, &l->x, NULL));
-    value1(l, 0, 5);
+    fx_list_value1(l, 0, 5);
     CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 1); /* nothing applied yet */
     /* (b) an add of a held component with a value, then a set: the set is a write to a placed
      * component, so it happens at once; the add's value is written when the loop ends. */
-    list_t *seven = value1(item(list_new(), s.b, 0), 0, 7);
+    fx_list_t *seven = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 7);
     CHECK_OK(tes_add_items(s.world, &f, 1, &seven->x, NULL));
     CHECK_OK(tes_set_number(s.world, f, s.b, 0, 0, 8));
     CHECK_NUM_EQ(fx_get_number(s.world, f, s.b, 0, 0), 8);
     /* (c) two adds to an entity that lacks B: the second one's value is a change then. */
-    list_t *one = value1(item(list_new(), s.b, 0), 0, 1);
-    list_t *two = value1(item(list_new(), s.b, 0), 0, 2);
+    fx_list_t *one = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 1);
+    fx_list_t *two = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 2);
     CHECK_OK(tes_add_items(s.world, &g, 1, &one->x, NULL));
     CHECK_OK(tes_add_items(s.world, &g, 1, &two->x, NULL));
     /* A set of B on g follows the recorded adds, as a change. */
@@ -457,11 +429,11 @@ TEST(a_recorded_spawn_with_items_is_pending_then_placed_with_its_values) {
     tes_entity_t parent = fx_spawn(s.world, NULL, 0);
     loop_t loop;
     loop_begin(&s, &loop);
-    list_t *l = value1(item(list_new(), s.a, 0), 0, 4);
-    item(l, s.s, 0);
-    value1(l, 0, 6);
-    item(l, s.likes, parent);
-    value1(l, 0, 9);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.a, 0), 0, 4);
+    fx_list_item(l, s.s, 0);
+    fx_list_value1(l, 0, 6);
+    fx_list_item(l, s.likes, parent);
+    fx_list_value1(l, 0, 9);
     tes_entity_t e[2];
     CHECK_OK(tes_spawn_items(s.world, &l->x, 2, e, NULL));
     bool has;
@@ -470,7 +442,7 @@ TEST(a_recorded_spawn_with_items_is_pending_then_placed_with_its_values) {
     CHECK_OK(tes_set_number(s.world, e[1], s.s, 0, 0, 10));
     CHECK_ERR(tes_set_number(s.world, e[1], s.b, 0, 0, 10), TES_ERR_MISSING_COMPONENT);
     /* A recorded add to a pending entity joins what it will have. */
-    list_t *b = value1(item(list_new(), s.b, 0), 0, 2);
+    fx_list_t *b = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 2);
     CHECK_OK(tes_add_items(s.world, &e[1], 1, &b->x, NULL));
     CHECK_OK(tes_set_number(s.world, e[1], s.b, 0, 0, 12));
     loop_end(&loop);
@@ -496,10 +468,12 @@ TEST(an_add_of_a_component_a_pending_spawn_has_is_a_change) {
     fx_spawn(s.world, NULL, 0); /* something for the loop to visit */
     loop_t loop;
     loop_begin(&s, &loop);
-    list_t *born = value1(item(value1(item(list_new(), s.b, 0), 0, 1), s.s, 0), 0, 1);
+    fx_list_t *born = fx_list_value1(
+        fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 1), s.s, 0), 0, 1);
     tes_entity_t e;
     CHECK_OK(tes_spawn_items(s.world, &born->x, 1, &e, NULL));
-    list_t *again = value1(item(value1(item(list_new(), s.b, 0), 0, 4), s.s, 0), 0, 4);
+    fx_list_t *again = fx_list_value1(
+        fx_list_item(fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 4), s.s, 0), 0, 4);
     CHECK_OK(tes_add_items(s.world, &e, 1, &again->x, NULL));
     loop_end(&loop);
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 4);
@@ -518,24 +492,26 @@ TEST(a_set_of_an_item_a_pending_entity_will_not_have_is_refused_at_once) {
     tes_entity_t parent = fx_spawn(s.world, NULL, 0);
     loop_t loop;
     loop_begin(&s, &loop);
-    list_t *spawn = value1(item(list_new(), s.a, 0), 0, 1);
-    item(spawn, s.s, 0);
+    fx_list_t *spawn = fx_list_value1(fx_list_item(fx_list_new(), s.a, 0), 0, 1);
+    fx_list_item(spawn, s.s, 0);
     tes_entity_t e;
     CHECK_OK(tes_spawn_items(s.world, &spawn->x, 1, &e, NULL));
     tes_fault_t fault;
-    list_t *b = value1(item(list_new(), s.b, 0), 0, 2);
+    fx_list_t *b = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 2);
     CHECK_ERR(tes_set_items(s.world, &e, 1, &b->x, &fault), TES_ERR_MISSING_COMPONENT);
     check_fault(&fault, 0, 0, TES_NO_FAULT, e);
-    CHECK_OK(tes_set_items(s.world, &e, 1, &value1(item(list_new(), s.s, 0), 0, 3)->x, NULL));
-    list_t *pair = value1(item(list_new(), s.likes, parent), 0, 4);
+    CHECK_OK(tes_set_items(s.world, &e, 1,
+                           &fx_list_value1(fx_list_item(fx_list_new(), s.s, 0), 0, 3)->x, NULL));
+    fx_list_t *pair = fx_list_value1(fx_list_item(fx_list_new(), s.likes, parent), 0, 4);
     CHECK_ERR(tes_set_items(s.world, &e, 1, &pair->x, NULL), TES_ERR_MISSING_COMPONENT);
     /* What its recorded commands bring may be written: a table component, a pair. */
-    CHECK_OK(tes_add_items(s.world, &e, 1, &item(list_new(), s.b, 0)->x, NULL));
+    CHECK_OK(tes_add_items(s.world, &e, 1, &fx_list_item(fx_list_new(), s.b, 0)->x, NULL));
     CHECK_OK(tes_set_items(s.world, &e, 1, &b->x, NULL));
     CHECK_OK(tes_pair_add(s.world, e, s.likes, parent));
     CHECK_OK(tes_set_items(s.world, &e, 1, &pair->x, NULL));
-    CHECK_OK(tes_remove_items(s.world, &e, 1, &item(list_new(), s.s, 0)->x, NULL));
-    CHECK_ERR(tes_set_items(s.world, &e, 1, &value1(item(list_new(), s.s, 0), 0, 5)->x, NULL),
+    CHECK_OK(tes_remove_items(s.world, &e, 1, &fx_list_item(fx_list_new(), s.s, 0)->x, NULL));
+    CHECK_ERR(tes_set_items(s.world, &e, 1,
+                            &fx_list_value1(fx_list_item(fx_list_new(), s.s, 0), 0, 5)->x, NULL),
               TES_ERR_MISSING_COMPONENT);
     loop_end(&loop);
     CHECK_NUM_EQ(fx_get_number(s.world, e, s.b, 0, 0), 2);
@@ -551,7 +527,7 @@ TEST(a_recorded_call_whose_entity_is_gone_at_the_flush_is_skipped) {
     loop_t loop;
     loop_begin(&s, &loop);
     CHECK_OK(tes_despawn(s.world, e));
-    list_t *l = value1(item(list_new(), s.b, 0), 0, 2);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 2);
     CHECK_OK(tes_add_items(s.world, &e, 1, &l->x, NULL));
     loop_end(&loop);
     CHECK(!tes_is_alive(s.world, e));
@@ -581,7 +557,7 @@ TEST(query_add_items_is_all_or_nothing_over_every_archetype_it_matches) {
     fx_spawn(world, wide, 63);
     /* Both have W0; {W0, Mark} + W63 fits, {W0..W62} + W63 does not. */
     tes_query_t *q = fx_query(world, &(tes_query_desc_t){.all = FX_IDS(wide[0])});
-    list_t *l = item(list_new(), wide[63], 0);
+    fx_list_t *l = fx_list_item(fx_list_new(), wide[63], 0);
     fx_snapshot_t *before = fx_snapshot_full_of(world);
     CHECK_ERR(tes_query_add_items(world, q, &l->x, NULL), TES_ERR_ROW_TOO_LARGE);
     FX_CHECK_UNCHANGED_FULL(before, world);
@@ -597,7 +573,7 @@ TEST(query_add_and_remove_items_move_whole_archetypes_or_rows_with_their_values)
         CHECK_OK(tes_set_number(s.world, list[i], s.a, 0, 0, i));
     }
     tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
-    list_t *tag = item(list_new(), s.tag, 0);
+    fx_list_t *tag = fx_list_item(fx_list_new(), s.tag, 0);
     CHECK_OK(tes_query_add_items(s.world, q, &tag->x, NULL));
     for (int i = 0; i < 500; i++) {
         CHECK(fx_has(s.world, list[i], s.tag));
@@ -605,8 +581,8 @@ TEST(query_add_and_remove_items_move_whole_archetypes_or_rows_with_their_values)
     }
     fx_check_all_packed(s.world);
     /* With a value and a sparse member: row by row. */
-    list_t *more = value1(item(list_new(), s.b, 0), 0, 3);
-    item(more, s.m, 0);
+    fx_list_t *more = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 3);
+    fx_list_item(more, s.m, 0);
     CHECK_OK(tes_query_add_items(s.world, q, &more->x, NULL));
     for (int i = 0; i < 500; i++) {
         CHECK_NUM_EQ(fx_get_number(s.world, list[i], s.b, 0, 0), 3);
@@ -632,7 +608,7 @@ TEST(query_items_inside_an_iteration_are_recorded_for_the_entities_matched_now) 
     tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
     loop_t loop;
     loop_begin(&s, &loop);
-    list_t *l = value1(item(list_new(), s.b, 0), 0, 4);
+    fx_list_t *l = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 4);
     CHECK_OK(tes_query_add_items(s.world, q, &l->x, NULL));
     tes_entity_t late = fx_spawn(s.world, FX_IDS(s.a)); /* pending: not matched now */
     CHECK(!fx_has(s.world, e, s.b));
@@ -644,27 +620,8 @@ TEST(query_items_inside_an_iteration_are_recorded_for_the_entities_matched_now) 
 
 /* ---- numbers per entity (tes_value_t.stride) ------------------------------------------------ */
 
-/* A list of items without inline limits: numbers per entity need room for every entity. */
-typedef struct wide_t {
-    tes_item_t items[4];
-    tes_value_t values[8];
-    double numbers[4096];
-    tes_items_t x;
-} wide_t;
-
-static wide_t *wide_new(void) {
-    wide_t *w = fx_malloc(sizeof *w);
-    memset(w, 0, sizeof *w);
-    w->x = (tes_items_t){w->items, 0, w->values, 0, w->numbers, 0};
-    return w;
-}
-
-static void wide_item(wide_t *w, tes_component_t component, tes_entity_t target) {
-    w->items[w->x.item_count++] = (tes_item_t){component, target};
-}
-
 /* A value of the latest item: `count` numbers from `first` on (first, first + step, ...). */
-static void wide_value(wide_t *w, uint32_t field, uint32_t stride, uint32_t count, double first,
+static void wide_value(fx_list_t *w, uint32_t field, uint32_t stride, uint32_t count, double first,
                        double step) {
     w->values[w->x.value_count++] =
         (tes_value_t){w->x.item_count - 1, field, w->x.number_count, stride};
@@ -679,17 +636,17 @@ TEST(a_spawn_with_strides_gives_each_entity_its_own_numbers) {
     track(&s, FX_IDS(s.a, s.bytes, s.s));
     tes_entity_t parent = fx_spawn(s.world, NULL, 0);
     enum { N = 300 };
-    wide_t *w = wide_new();
-    wide_item(w, s.a, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.a, 0);
     wide_value(w, 0, 1, N, 1000, 1); /* A.v: 1000 + i */
-    wide_item(w, s.bytes, 0);
+    fx_list_item(w, s.bytes, 0);
     wide_value(w, 0, 0, 1, 7, 0);     /* Bytes.n: 7 for everyone */
     wide_value(w, 1, 3, 3 * N, 0, 1); /* Bytes.b[k]: (3i + k) mod 256 is written below */
     for (uint32_t k = 0; k < 3 * N; k++)
         w->numbers[w->values[2].number + k] = (3 * k) % 256;
-    wide_item(w, s.s, 0);
+    fx_list_item(w, s.s, 0);
     wide_value(w, 0, 1, N, -1, -1); /* S.v: -1 - i */
-    wide_item(w, s.likes, parent);
+    fx_list_item(w, s.likes, parent);
     wide_value(w, 0, 1, N, 0, 2); /* the pair's data: 2i */
     tes_entity_t e[N];
     tes_fault_t fault;
@@ -713,10 +670,10 @@ TEST(a_bad_number_of_any_entity_refuses_the_whole_strided_call_with_its_place) {
     scene_t s = make_scene(NULL);
     fx_spawn(s.world, FX_IDS(s.a));
     tes_fault_t f;
-    wide_t *w = wide_new();
-    wide_item(w, s.b, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.b, 0);
     wide_value(w, 0, 0, 1, 1, 0);
-    wide_item(w, s.a, 0);
+    fx_list_item(w, s.a, 0);
     wide_value(w, 0, 1, 100, 0, 1); /* entity i: i; numbers 1..100 */
     w->numbers[1 + 57] = 1.5;       /* entity 57's: an i32 cannot hold it */
     CHECK_REFUSED(s, tes_spawn_items(s.world, &w->x, 100, NULL, &f), TES_ERR_BAD_VALUE);
@@ -756,12 +713,12 @@ TEST(add_and_set_items_with_a_stride_write_entity_i_its_numbers) {
     for (int i = 0; i < 4; i++)
         list[i] = i % 2 ? fx_spawn(s.world, FX_IDS(s.a)) : fx_spawn(s.world, FX_IDS(s.a, s.tag));
     fx_run(s.world, changed);
-    wide_t *w = wide_new();
-    wide_item(w, s.b, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.b, 0);
     wide_value(w, 0, 1, 4, 10, 1);
     CHECK_OK(tes_add_items(s.world, list, 4, &w->x, NULL));
-    wide_t *set = wide_new();
-    wide_item(set, s.a, 0);
+    fx_list_t *set = fx_list_new();
+    fx_list_item(set, s.a, 0);
     wide_value(set, 0, 1, 4, 20, -1);
     CHECK_OK(tes_set_items(s.world, list, 4, &set->x, NULL));
     for (uint32_t i = 0; i < 4; i++) {
@@ -782,12 +739,12 @@ TEST(recorded_strided_calls_give_each_entity_its_numbers_in_order_at_the_flush) 
         placed[i] = fx_spawn(s.world, FX_IDS(s.a));
     loop_t loop;
     loop_begin(&s, &loop);
-    wide_t *w = wide_new();
-    wide_item(w, s.a, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.a, 0);
     wide_value(w, 0, 1, 5, 100, 1);
-    wide_item(w, s.s, 0);
+    fx_list_item(w, s.s, 0);
     wide_value(w, 0, 1, 5, 200, 1);
-    wide_item(w, s.likes, parent);
+    fx_list_item(w, s.likes, parent);
     wide_value(w, 0, 1, 5, 300, 1);
     tes_entity_t e[5];
     CHECK_OK(tes_spawn_items(s.world, &w->x, 5, e, NULL));
@@ -795,8 +752,8 @@ TEST(recorded_strided_calls_give_each_entity_its_numbers_in_order_at_the_flush) 
     CHECK_OK(tes_set_number(s.world, e[2], s.a, 0, 0, -2));
     CHECK_OK(tes_despawn(s.world, e[4]));
     /* An add with numbers per entity to placed entities: recorded, each with its own. */
-    wide_t *b = wide_new();
-    wide_item(b, s.b, 0);
+    fx_list_t *b = fx_list_new();
+    fx_list_item(b, s.b, 0);
     wide_value(b, 0, 1, 3, 50, 5);
     CHECK_OK(tes_add_items(s.world, placed, 3, &b->x, NULL));
     CHECK(!fx_has(s.world, placed[0], s.b));
@@ -822,13 +779,13 @@ TEST(a_recorded_spawn_of_chunk_components_is_placed_with_its_values_in_order) {
     fx_spawn(s.world, NULL, 0); /* something for the loop to visit */
     loop_t loop;
     loop_begin(&s, &loop);
-    wide_t *w = wide_new();
-    wide_item(w, s.a, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.a, 0);
     wide_value(w, 0, 1, 4, 10, 1);
-    wide_item(w, s.bytes, 0);
+    fx_list_item(w, s.bytes, 0);
     wide_value(w, 0, 0, 1, 7, 0);
     wide_value(w, 1, 3, 12, 100, 1);
-    wide_item(w, s.tag, 0);
+    fx_list_item(w, s.tag, 0);
     tes_entity_t e[4];
     CHECK_OK(tes_spawn_items(s.world, &w->x, 4, e, NULL));
     bool has;
@@ -838,7 +795,7 @@ TEST(a_recorded_spawn_of_chunk_components_is_placed_with_its_values_in_order) {
     CHECK_ERR(tes_set_number(s.world, e[1], s.b, 0, 0, 1), TES_ERR_MISSING_COMPONENT);
     CHECK_OK(tes_despawn(s.world, e[3]));
     /* One spawn alone, with one value. */
-    list_t *one = value1(item(list_new(), s.a, 0), 0, 55);
+    fx_list_t *one = fx_list_value1(fx_list_item(fx_list_new(), s.a, 0), 0, 55);
     tes_entity_t lone;
     CHECK_OK(tes_spawn_items(s.world, &one->x, 1, &lone, NULL));
     uint64_t tick = fx_stats(s.world).change_tick;
@@ -865,8 +822,8 @@ TEST(query_items_refuse_numbers_per_entity) {
     scene_t s = make_scene(NULL);
     fx_spawn(s.world, FX_IDS(s.a));
     tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
-    wide_t *w = wide_new();
-    wide_item(w, s.b, 0);
+    fx_list_t *w = fx_list_new();
+    fx_list_item(w, s.b, 0);
     wide_value(w, 0, 1, 8, 1, 1);
     tes_fault_t f;
     CHECK_REFUSED(s, tes_query_add_items(s.world, q, &w->x, &f), TES_ERR_INVALID_ARGUMENT);

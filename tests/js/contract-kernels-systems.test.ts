@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { ChildOf, TesseraError, component, relation, tag, type Entity, type Query, type World } from '../../dist/index.js';
-import { expectError, rng, sorted, worldPerTest } from './support.js';
+import { expectError, INT_RANGE, rng, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -32,14 +32,7 @@ const zs = (v: number | number[]): number | number[] => (Array.isArray(v) ? v.ma
 
 type IntType = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32';
 type NumType = IntType | 'f32' | 'f64';
-const RANGE: Record<IntType, [number, number]> = {
-    i8: [-128, 127],
-    u8: [0, 255],
-    i16: [-32768, 32767],
-    u16: [0, 65535],
-    i32: [-(2 ** 31), 2 ** 31 - 1],
-    u32: [0, 2 ** 32 - 1],
-};
+const RANGE: Record<IntType, readonly [number, number]> = INT_RANGE;
 const KSCHEMA = {
     i8: 'i8',
     u8: 'u8',
@@ -1097,20 +1090,29 @@ const relOpArb: fc.Arbitrary<RelOp> = fc.record({
 });
 
 /**
- * Runs `ops` on a world and the model, checking after every step: liveness of every handle
- * ever made, every relation read, descendants / walk orders, pair events, entity count,
- * validate(); a refused call must throw the documented code naming the entity at fault and
- * leave the snapshot bytes unchanged. Returns the world and its model.
+ * A world for the relation models: `nodes` Node entities (in the model too), an Anchor to loop
+ * over, a drained subscription to the watched relations' pair events, indices reused at once.
  */
-async function runRelOps(ops: RelOp[], loops: boolean): Promise<{ world: World; m: RelWorldModel }> {
+async function relWorld(nodes: number) {
     const world = await newWorld({ minFreeIndices: 1 });
     const events: string[] = [];
     const m = newRelModel(events);
     world.spawn(Anchor);
     const anchorQ = world.query({ all: [Anchor] });
     const sub = world.subscribe({ pairs: WATCHED });
-    for (let i = 0; i < 6; i++) m.alive.add(world.spawn(Node({ n: i })));
+    for (let i = 0; i < nodes; i++) m.alive.add(world.spawn(Node({ n: i })));
     sub.drain();
+    return { world, events, m, anchorQ, sub };
+}
+
+/**
+ * Runs `ops` on a world and the model, checking after every step: liveness of every handle
+ * ever made, every relation read, descendants / walk orders, pair events, entity count,
+ * validate(); a refused call must throw the documented code naming the entity at fault and
+ * leave the snapshot bytes unchanged. Returns the world and its model.
+ */
+async function runRelOps(ops: RelOp[], loops: boolean): Promise<{ world: World; m: RelWorldModel }> {
+    const { world, events, m, anchorQ, sub } = await relWorld(6);
     let step = 0;
     for (const o of ops) {
         step++;
@@ -1344,14 +1346,7 @@ describe('relations and hierarchies against a model', () => {
  */
 async function runDeferred(seed: number, loops: number): Promise<void> {
     const below = rng(seed);
-    const world = await newWorld({ minFreeIndices: 1 });
-    const events: string[] = [];
-    const m = newRelModel(events);
-    world.spawn(Anchor);
-    const anchorQ = world.query({ all: [Anchor] });
-    const sub = world.subscribe({ pairs: WATCHED });
-    for (let i = 0; i < 8; i++) m.alive.add(world.spawn(Node({ n: i })));
-    sub.drain();
+    const { world, events, m, anchorQ, sub } = await relWorld(8);
     const R = (r: AnyRel) => m.rels.get(r)!;
     let skipped = 0;
     for (let loop = 0; loop < loops; loop++) {

@@ -98,6 +98,16 @@ export function snapshot(world: World, entities: readonly Entity[], components: 
     return { entities: entries, count: world.stats().entityCount };
 }
 
+/** Each integer field type's smallest and largest value. */
+export const INT_RANGE = {
+    i8: [-128, 127],
+    u8: [0, 255],
+    i16: [-32768, 32767],
+    u16: [0, 65535],
+    i32: [-(2 ** 31), 2 ** 31 - 1],
+    u32: [0, 2 ** 32 - 1],
+} as const satisfies Record<string, readonly [number, number]>;
+
 /** The entities as a sorted plain array (order-free comparison). */
 export function sorted(entities: ArrayLike<number> | Iterable<number>): number[] {
     return Array.from(entities as Iterable<number>).sort((a, b) => a - b);
