@@ -371,9 +371,16 @@ export function fieldsOf(component: Definition): readonly FieldMeta[] {
     return component.fields as readonly FieldMeta[];
 }
 
+const LONE_SURROGATE = /\p{Cs}/u;
+
 function checkName(operation: string, name: unknown, what: string, context: { component?: string; field?: string }): void {
     if (typeof name !== 'string' || name.length === 0) {
         throw new TesseraError('BAD_SCHEMA', operation, `a ${what} must be a non-empty string`, context);
+    }
+    // A lone surrogate has no UTF-8 form: encoded it would become U+FFFD, the name of every
+    // other such string (components are matched by name).
+    if (LONE_SURROGATE.test(name)) {
+        throw new TesseraError('BAD_SCHEMA', operation, `a ${what} must be well-formed Unicode (it has a lone surrogate)`, context);
     }
     const bytes = encoder.encode(name).length;
     if (bytes > limits.maxNameBytes || name.includes('\0')) {

@@ -47,6 +47,9 @@ export function setChecked(
     operation: string,
 ): void {
     const pointer = world.live(operation);
+    // First: a number that is not a handle (1.5, 2^32 + 1) would reach the core as another
+    // entity's, and a string or boolean be coerced into one.
+    handle(entity, operation);
     if (typeof fieldOrValues === 'string') {
         const meta = fieldOf(component, fieldOrValues, operation, entity);
         if (meta.length === 1) {
@@ -59,7 +62,7 @@ export function setChecked(
                 });
             }
             const id = componentId(world, entity, component, meta.name, operation);
-            const result = world.heap.exports.tes_set_number(pointer, handle(entity, operation), id, meta.index, 0, value);
+            const result = world.heap.exports.tes_set_number(pointer, entity, id, meta.index, 0, value);
             if (result !== 0) throw valueError(world, result, operation, entity, component, meta, value);
             return;
         }
