@@ -504,7 +504,7 @@ tes_result_t tes_query_apply(tes_world_t *world, tes_query_t *query, const tes_o
         result = tesi_query_output(world, query, (collecting + by_value) * rows, &out);
     }
     if (result != TES_OK) return result;
-    uint32_t *changed = by_value ? out + (collecting ? rows : 0) : NULL;
+    uint32_t *changed = by_value ? TESI_PAST(out, collecting ? rows : 0) : NULL;
 
     tes_iter_t it;
     tesi_query_start(world, query, &it);

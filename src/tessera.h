@@ -636,9 +636,8 @@ TES_API tes_result_t tes_chunk_mark_changed(tes_world_t *world, tes_archetype_t 
  * and a query that names the relation in its `pair_changes` list gets every pair event in its
  * run's window (tes_collect_t.pair_events): added, removed, data changed (once per pair per
  * tick), and moved among its target's sources (tes_pair_place). The events are logged only while
- * such a query exists; like a removal log, the log is shared by its consumers, so a new one also
- * sees the events still in it (logged for an earlier consumer and not pruned yet), and none from
- * before the log existed.
+ * such a query exists. Like a removal log, the log is shared by its consumers, and a new one
+ * sees only the events logged after it was made, whatever earlier consumers kept.
  */
 
 /* A pair event: kind TES_PAIR_ADDED, TES_PAIR_REMOVED, TES_PAIR_CHANGED (data written) or
