@@ -766,11 +766,11 @@ tes_result_t tesi_pairs_restore_reserve(tes_world_t *world, tes_component_t rela
                                         uint64_t events);
 /* Removes the index's pairs as a source but those of `source` (the image's handle; 0: none)
  * whose target is among `outs` (a checkpoint's image: n x (u32 target, the relation's data)),
- * with removed events. */
+ * with removed events, and a change of the relation for a member that lost one. */
 void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
                      tes_entity_t source, const uint8_t *outs, uint32_t n);
 /* Adds the image's pairs the source lacks, writes their data, and orders its targets as the
- * image does (added and changed events). */
+ * image does (added and changed events; a change of the relation for the source). */
 void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t source,
                     const uint8_t *outs, uint32_t n);
 /* Orders the target's sources as `ins` (n handles) does (moved events); all are its sources. */

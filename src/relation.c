@@ -821,10 +821,22 @@ static tes_entity_t out_target(const uint8_t *outs, uint32_t stride, uint32_t k)
     return target;
 }
 
+/* A rewind changed the pairs of the member at `index` (it keeps the relation): a change of the
+ * relation for it, as a call's would be; unless the rewind made it a member again just now,
+ * which is its added. */
+static void mark_member(tes_world_t *world, tes_component_t relation, uint32_t index) {
+    tesi_sparse_t *s = &world->components[relation].sparse;
+    uint32_t slot1 = tesi_sparse_slot(s, index);
+    if (slot1 && s->added[slot1 - 1] != world->change_tick) {
+        tesi_sparse_mark(world, relation, slot1 - 1);
+    }
+}
+
 void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t index,
                      tes_entity_t source, const uint8_t *outs, uint32_t n) {
     tesi_component_t *c = &world->components[relation];
     tesi_relation_t *r = &c->relation;
+    bool lost = false; /* a pair of `source` went */
     for (uint32_t id = tesi_list_of(r, TESI_OUT, index)->first; id;) {
         uint32_t next = r->pairs[id - 1].next[TESI_OUT];
         /* The index's pairs now may be another entity's: one spawned on it since, whose pair
@@ -833,11 +845,13 @@ void tesi_pairs_keep(tes_world_t *world, tes_component_t relation, uint32_t inde
         for (uint32_t k = 0; k < n && !kept && r->pairs[id - 1].source == source; k++)
             kept = out_target(outs, c->stride, k) == r->pairs[id - 1].target;
         if (!kept) {
+            lost |= r->pairs[id - 1].source == source;
             log_event(world, relation, &r->pairs[id - 1], TES_PAIR_REMOVED);
             unlink(world, r, id);
         }
         id = next;
     }
+    if (lost) mark_member(world, relation, index);
 }
 
 void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t source,
@@ -849,7 +863,7 @@ void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t s
      * end. For a replica replaying the events those are removed and added again (and moved: it
      * rebuilds their target's order of sources, which does not change here). */
     uint32_t cursor = tesi_list_of(r, TESI_OUT, source)->first;
-    bool appending = false;
+    bool appending = false, moved = false; /* moved: a pair added or put elsewhere */
     for (uint32_t k = 0; k < n; k++) {
         tes_entity_t target = out_target(outs, c->stride, k);
         const uint8_t *data = outs + (size_t)k * (4 + c->stride) + 4;
@@ -857,6 +871,7 @@ void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t s
         bool kept = id != 0, in_place = !appending && kept && id == cursor;
         if (in_place) cursor = r->pairs[id - 1].next[TESI_OUT];
         appending = !in_place;
+        moved |= !in_place;
         if (!kept) {
             id = link(world, c, source, target);
             log_event(world, relation, &r->pairs[id - 1], TES_PAIR_ADDED);
@@ -873,6 +888,7 @@ void tesi_pairs_put(tes_world_t *world, tes_component_t relation, tes_entity_t s
             if (in_place) tesi_pair_mark(world, relation, id);
         }
     }
+    if (moved) mark_member(world, relation, source & TESI_INDEX_MASK);
 }
 
 void tesi_pairs_order_sources(tes_world_t *world, tes_component_t relation, tes_entity_t target,
