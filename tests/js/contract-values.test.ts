@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { createWorld, component, init, relation, tag, TesseraError, type World } from '../../dist/index.js';
-import { expectError, INT_RANGE, worldPerTest } from './support.js';
+import { EDGE_NUMBERS, expectError, INT_RANGE, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -45,46 +45,7 @@ const AllTypes = component('CV_All', Object.fromEntries(TYPES.map((t) => [t, t])
 const SparseAll = component('CV_SparseAll', Object.fromEntries(TYPES.map((t) => [t, t])) as Record<T, T>, { storage: 'sparse' });
 const PairAll = relation('CV_PairAll', Object.fromEntries(TYPES.map((t) => [t, t])) as Record<T, T>);
 
-const edgeNumbers = fc.oneof(
-    fc.double(),
-    fc.integer({ min: -(2 ** 33), max: 2 ** 33 }),
-    fc.constantFrom(
-        0,
-        -0,
-        NaN,
-        Infinity,
-        -Infinity,
-        0.5,
-        -0.5,
-        127,
-        128,
-        -128,
-        -129,
-        255,
-        256,
-        -1,
-        32767,
-        32768,
-        -32768,
-        -32769,
-        65535,
-        65536,
-        2 ** 31 - 1,
-        2 ** 31,
-        -(2 ** 31),
-        -(2 ** 31) - 1,
-        2 ** 32 - 1,
-        2 ** 32,
-        3.4028234663852886e38,
-        3.4028235e38,
-        3.4028236e38,
-        1e39,
-        1e-46,
-        5e-324,
-        Number.MAX_VALUE,
-        2 ** 53 + 2,
-    ),
-);
+const edgeNumbers = EDGE_NUMBERS;
 const notNumbers = fc.constantFrom<unknown>('1', '', true, null, 10n, {}, [1], new Number(3), () => 1, Symbol('s'));
 
 describe('values of every field type', () => {

@@ -1,4 +1,5 @@
 // Shared helpers of the public-API suites (not a test file: vitest runs *.test.ts only).
+import fc from 'fast-check';
 import { afterEach, expect } from 'vitest';
 
 import {
@@ -97,6 +98,50 @@ export function snapshot(world: World, entities: readonly Entity[], components: 
     });
     return { entities: entries, count: world.stats().entityCount };
 }
+
+/** Numbers at every field type's edges, and any double or wide integer: values to store. */
+export const EDGE_NUMBERS = fc.oneof(
+    fc.double(),
+    fc.integer({ min: -(2 ** 33), max: 2 ** 33 }),
+    fc.constantFrom(
+        0,
+        -0,
+        NaN,
+        Infinity,
+        -Infinity,
+        0.5,
+        -0.5,
+        127,
+        128,
+        -128,
+        -129,
+        255,
+        256,
+        -1,
+        32767,
+        32768,
+        -32768,
+        -32769,
+        65535,
+        65536,
+        2 ** 31 - 1,
+        2 ** 31,
+        -(2 ** 31),
+        -(2 ** 31) - 1,
+        2 ** 32 - 1,
+        2 ** 32,
+        3.4028234663852886e38,
+        3.4028235e38,
+        3.4028236e38,
+        1e39,
+        -1e39,
+        1e-46,
+        5e-324,
+        Number.MAX_VALUE,
+        2 ** 53 + 2,
+        Number.EPSILON,
+    ),
+);
 
 /** Each integer field type's smallest and largest value. */
 export const INT_RANGE = {
