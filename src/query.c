@@ -97,7 +97,7 @@ static tes_result_t check_ids(const tes_world_t *world, const tes_component_t *l
 }
 
 static void query_free(tes_world_t *world, tes_query_t *q) {
-    tesi_free(world, q->terms, q->term_count * sizeof *q->terms);
+    tesi_free(world, q->terms, q->term_slots * sizeof *q->terms);
     tesi_free(world, q->filters, q->filter_count * sizeof *q->filters);
     tesi_free(world, q->filter_ticks, q->filter_count * sizeof *q->filter_ticks);
     tesi_free(world, q->matched, q->matched_slots * sizeof *q->matched);
@@ -175,13 +175,13 @@ tes_result_t tes_query_create(tes_world_t *world, const tes_query_desc_t *desc,
     uint32_t filters = desc->added_count + desc->changed_count;
     uint32_t row_slots =
         desc->all_count + filters + desc->none_count + desc->any_count + desc->pair_count;
-    q->term_count =
+    q->term_slots =
         desc->all_count + filters + desc->none_count + desc->any_count + desc->removed_count;
     q->filter_count = filters;
     q->row_term_slots = row_slots;
     q->pair_change_slots = desc->pair_change_count;
     bool ok = true;
-    if (q->term_count) ok = (q->terms = tesi_alloc(world, q->term_count * sizeof *q->terms));
+    if (q->term_slots) ok = (q->terms = tesi_alloc(world, q->term_slots * sizeof *q->terms));
     if (ok && filters) {
         ok = (q->filters = tesi_alloc(world, filters * sizeof *q->filters)) &&
              (q->filter_ticks = tesi_alloc(world, filters * sizeof *q->filter_ticks));
@@ -360,8 +360,10 @@ uint32_t tesi_query_terms(const tes_query_t *q, tes_component_t *out, uint32_t c
 }
 
 bool tesi_query_names(const tes_query_t *q, tes_component_t component) {
-    /* terms holds all (with the filters), none, any and removed; filters name their own. */
-    if (contains(q->terms, q->term_count, component)) return true;
+    /* terms holds all (with the filters), none, any and removed, one after the other; filters
+     * name their own. */
+    uint32_t terms = q->all_count + q->none_count + q->any_count + q->removed_count;
+    if (contains(q->terms, terms, component)) return true;
     for (uint32_t i = 0; i < q->row_term_count; i++) {
         if (q->row_terms[i].component == component) return true;
     }

@@ -38,8 +38,11 @@ typedef struct candidate_t {
 #define MATCH_ANY 2u
 
 struct tes_query_t {
-    tes_component_t *terms; /* one allocation: all, none, any, removed */
-    uint32_t term_count;
+    /* One allocation: all, none, any, removed, in that order. Sized for every term given; sparse
+     * ones go to row_terms and repeats are dropped, so the lists may fill less than term_slots
+     * (past them the memory is not a term). */
+    tes_component_t *terms;
+    uint32_t term_slots;
     const tes_component_t *all, *none, *any, *removed;
     uint32_t all_count, none_count, any_count, removed_count;
     filter_t *filters; /* the first one drives iteration */
