@@ -240,9 +240,10 @@ static tes_result_t copy_quanta(tes_replicator_t *rep, const tes_replicator_desc
     return TES_OK;
 }
 
-/* A source id for a replicator made without one: the world's address and its count of
- * replicators made, mixed (a CRC), differ from those of every other replicator of the worlds
- * alive in this process. Never 0 (a replica's "none yet"). */
+/* A source id for a replicator made without one: a CRC of the world's address and its count of
+ * replicators made, which no other replicator of the worlds alive in this process shares (the
+ * CRC of two of them may still match, as any 32-bit mix may). Never 0 (a replica's "none
+ * yet"). */
 static uint32_t pick_source(tes_world_t *world) {
     uintptr_t seed[2] = {(uintptr_t)world, ++world->replicators_made};
     uint32_t source = tesi_crc32((const uint8_t *)seed, sizeof seed);

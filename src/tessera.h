@@ -1201,8 +1201,8 @@ typedef struct tes_replicator_desc_t {
     /* Tells this source's deltas from every other's: a replica takes deltas only from the
      * source of the keyframe it holds (another's are TES_ERR_DELTA_BASELINE). Random, so that a
      * server that restarts, or another server, differs (the bindings draw one from
-     * crypto.getRandomValues); 0: the core picks one that differs from the other replicators of
-     * the worlds this process holds, not from another process's. */
+     * Math.random); 0: the core mixes one from the world's address and its count of replicators
+     * made, which tells the replicators of one process apart, not those of another process. */
     uint32_t source;
 } tes_replicator_desc_t;
 
