@@ -538,7 +538,7 @@ export class World extends WorldState {
         this.scheduler.tick();
     }
 
-    /** `tick()` calls so far. */
+    /** `tick()` calls so far (a rewind does not take them back: systems' intervals count on). */
     get frame(): number {
         return this.scheduler.frame;
     }
