@@ -410,7 +410,10 @@ TES_API tes_result_t tes_location(const tes_world_t *world, tes_entity_t entity,
  * While an iteration is live (see tes_query_iter) these calls are recorded, with their items
  * and values, after the checks above, and applied in order when the last iteration ends: what
  * they do is decided then (an add of a component the entity has by then writes its values as
- * a change, else as initial values). A recorded call whose entity is gone by then is skipped.
+ * a change, else as initial values). A recorded call whose entity is gone by then is skipped,
+ * and so is a recorded tes_add_items whose pair cannot apply by then (its target gone, or a
+ * cycle): whole, as the call made then would be refused. A recorded tes_spawn_items spawns in
+ * any case: only its pairs whose target is gone by then are skipped, each counted.
  * What moves no row happens at once when every entity (and pair target) is placed, as
  * tes_pair_add and tes_set do: a call of pairs only, and tes_set_items to items the entities
  * have now (to an item a recorded add brings, it is recorded after that add).
