@@ -528,13 +528,17 @@ int tesi_items_effect(uint32_t kind) {
  * ChildOf(p))` spawns the B without a parent). Each pair dropped counts as a skipped command. */
 static tes_result_t init_without_gone(tes_world_t *world, tes_entity_t entity, uint32_t position,
                                       const tes_items_t *x) {
-    uint32_t *kept = tesi_alloc(world, (size_t)x->item_count * sizeof *kept + 1);
-    tes_item_t *items = tesi_alloc(world, (size_t)x->item_count * sizeof *items + 1);
-    tes_value_t *values = tesi_alloc(world, (size_t)x->value_count * sizeof *values + 1);
-    tes_result_t result = kept && items && values ? TES_OK : TES_ERR_OUT_OF_MEMORY;
+    /* One block: the kept items, their values, and each item's place among the kept (or
+     * TES_NO_FAULT: dropped). */
+    size_t bytes = (size_t)x->item_count * (sizeof(tes_item_t) + sizeof(uint32_t)) +
+                   (size_t)x->value_count * sizeof(tes_value_t) + 1;
+    tes_item_t *items = tesi_alloc(world, bytes);
+    if (!items) return TES_ERR_OUT_OF_MEMORY;
+    tes_value_t *values = (tes_value_t *)(void *)(items + x->item_count);
+    uint32_t *kept = (uint32_t *)(void *)(values + x->value_count);
     tes_items_t rest = {items, 0, values, 0, x->numbers, x->number_count};
     uint32_t dropped = 0;
-    for (uint32_t i = 0; i < x->item_count && result == TES_OK; i++) {
+    for (uint32_t i = 0; i < x->item_count; i++) {
         tes_entity_t target = x->items[i].target;
         kept[i] = target && !tesi_record_of(world, target) ? TES_NO_FAULT : rest.item_count;
         if (kept[i] == TES_NO_FAULT)
@@ -542,18 +546,17 @@ static tes_result_t init_without_gone(tes_world_t *world, tes_entity_t entity, u
         else
             items[rest.item_count++] = x->items[i];
     }
-    for (uint32_t v = 0; v < x->value_count && result == TES_OK; v++) {
+    for (uint32_t v = 0; v < x->value_count; v++) {
         if (x->values[v].item >= x->item_count || kept[x->values[v].item] == TES_NO_FAULT) continue;
         values[rest.value_count] = x->values[v];
         values[rest.value_count++].item = kept[x->values[v].item];
     }
-    if (result == TES_OK && !dropped) result = TES_ERR_STALE_ENTITY; /* not what failed */
-    if (result == TES_OK)
-        result = tesi_items_edit(world, EDIT_INIT, &entity, 1, position, &rest, NULL);
+    /* Nothing dropped: the stale entity was not a pair's target, and the call stays refused. */
+    tes_result_t result = dropped
+                              ? tesi_items_edit(world, EDIT_INIT, &entity, 1, position, &rest, NULL)
+                              : TES_ERR_STALE_ENTITY;
     if (result == TES_OK) world->commands_skipped += dropped;
-    tesi_free(world, kept, (size_t)x->item_count * sizeof *kept + 1);
-    tesi_free(world, items, (size_t)x->item_count * sizeof *items + 1);
-    tesi_free(world, values, (size_t)x->value_count * sizeof *values + 1);
+    tesi_free(world, items, bytes);
     return result;
 }
 

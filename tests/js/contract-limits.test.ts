@@ -54,15 +54,20 @@ function refusedUnchanged(world: World, fn: () => unknown, code: string, expecte
     return error;
 }
 
-/** `fn` must throw some TesseraError (no RangeError, no trap) and leave the world as it was. */
-function anyRefusal(world: World, fn: () => unknown): TesseraError {
-    const before = world.snapshot();
-    let thrown: unknown;
+/** What `fn` throws (undefined when it returns). */
+function caught(fn: () => unknown): unknown {
     try {
         fn();
     } catch (error) {
-        thrown = error;
+        return error;
     }
+    return undefined;
+}
+
+/** `fn` must throw some TesseraError (no RangeError, no trap) and leave the world as it was. */
+function anyRefusal(world: World, fn: () => unknown): TesseraError {
+    const before = world.snapshot();
+    const thrown = caught(fn);
     expect(thrown, 'expected a TesseraError, nothing was thrown').toBeInstanceOf(TesseraError);
     expect(same(world.snapshot(), before), `${(thrown as Error).message}: the snapshot changed`).toBe(true);
     world.validate();
@@ -1337,12 +1342,7 @@ describe('defects these tests found (each failed before its fix)', () => {
                 ['field(array).set', () => world.field(H, 'a').set(b as never, [9, 9])],
             ] as const) {
                 const before = world.snapshot();
-                let thrown: unknown;
-                try {
-                    fn();
-                } catch (error) {
-                    thrown = error;
-                }
+                const thrown = caught(fn);
                 if (!(thrown instanceof TesseraError)) wrote.push(`${name} with ${String(b)}: ${thrown ? String(thrown) : 'no error'}`);
                 if (!same(world.snapshot(), before)) {
                     wrote.push(`${name} with ${String(b)} changed entity ${e}: ${JSON.stringify(world.get(e, H))}`);
