@@ -414,22 +414,23 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 736,
-    records_pages: 84,
-    records_page_slots: 88,
-    record_count: 96,
+    size: 744,
+    records_pages: 88,
+    records_page_slots: 92,
+    record_count: 100,
     components: 32,
     component_count: 36,
-    archetypes: 44,
-    archetype_count: 48,
-    defer_depth: 340,
-    layout: 300,
-    commands: 348,
-    command_count: 352,
-    command_slots: 356,
-    handouts: 376,
-    handout_count: 640,
-    handout_next: 644,
+    access_epoch: 44,
+    archetypes: 48,
+    archetype_count: 52,
+    defer_depth: 348,
+    layout: 308,
+    commands: 356,
+    command_count: 360,
+    command_slots: 364,
+    handouts: 384,
+    handout_count: 648,
+    handout_next: 652,
 } as const;
 
 /** `tesi_command_t`: a deferred command (JS records spawns, initial values, adds, removes, despawns). */

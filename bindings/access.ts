@@ -4,23 +4,25 @@
  *
  * JS finds the entity's cell itself, in wasm memory, with the layout bindings/abi.ts describes
  * (generated from the C sources): the paged entity table, the record's chunk and row, and the
- * archetype's column (learned once per archetype: a layout never changes). A read is then a
- * typed-array load, a write to a chunk that does not track the component a store and nothing
- * else. The core stays the owner of every rule that changes state: a write to a chunk that
- * tracks the component is one call (tes_set_number, which stores and stamps the change), and so
- * is everything JS does not address itself (sparse storage, array fields, change by value).
- * Whatever is not a placed, live entity with the component (not an integer handle, stale,
- * pending, missing, a destroyed world), and any value JS does not take as it stands, goes down
- * the checked path (World's error-reporting calls), which answers or throws exactly as the core
- * says; a refused call has changed nothing, so making it again there is safe.
+ * archetype's column. A read is then a typed-array load, a write to a component nobody tracks a
+ * store and nothing else. What a Field keeps between calls (the component's id, whether it is
+ * tracked, the latest archetype's column) holds while the core's access epoch
+ * (tes_world_t.access_epoch) does: the core bumps it on every registration, tracking level and
+ * freed archetype, so a call checks one number where it would check each, and memory growth
+ * (detached views read undefined) fails the same check. The core stays the owner of every rule
+ * that changes state: a write to a tracked component is a store after one call that stamps the
+ * change (tes_mark_changed), and everything JS does not address itself (sparse storage, array
+ * fields, change by value) is one call. Whatever is not a placed, live entity with the component
+ * (not an integer handle, stale, pending, missing, a destroyed world), and any value JS does not
+ * take as it stands, goes down the checked path (World's error-reporting calls), which answers
+ * or throws exactly as the core says; a refused call has changed nothing, so making it again
+ * there is safe.
  *
- * Measured against the one-call design in one process (both builds loaded, interleaved, 100k
- * entities, every 10th by handle; docs/architecture.md has the table): a field handle's read and
- * write take half the time, `world.get` / `world.set` two thirds; a tracked write about 12% more
- * (its level is read first). An earlier JS walk measured slower than the call because every
- * step went through getters, helper frames, a switch per type and the layout's numbers read
- * from abi.ts's objects on every call; this one keeps its views, the archetype's column and the
- * offset of the component's tracking level in the Field, and the layout numbers as constants.
+ * Measured (bench/results/latest.md, and one process at 100k entities, every 10th by handle):
+ * the walk alone, written inline, costs 4-5 ns a write; a field handle's write 11 ns in a loop
+ * of its own. The hot methods are kept small (one `cell` call site each, slow ways out of line)
+ * so that V8 inlines them into the caller's loop and hoists the Field's own loads out of it;
+ * a second call site of `cell` in `write` kept it out, and cost 2-5 ns a call.
  *
  * @module
  */
@@ -40,6 +42,7 @@ const PAGE_MASK = (1 << LIMITS.page_bits) - 1;
 const WORLD_RECORD_COUNT = WORLD.record_count;
 const WORLD_RECORDS_PAGES = WORLD.records_pages;
 const WORLD_COMPONENTS = WORLD.components;
+const WORLD_ACCESS_EPOCH = WORLD.access_epoch;
 const COMPONENT_SIZE = COMPONENT.size;
 const COMPONENT_LEVEL = COMPONENT.level;
 const UNTRACKED = TRACKING.untracked;
@@ -101,12 +104,9 @@ export class WorldFields {
 
     constructor(private readonly owner: FieldOwner) {}
 
-    /**
-     * Archetypes were reclaimed: a freed archetype's address may come back as another one's,
-     * so every Field forgets the archetype it learned.
-     */
-    forgetArchetypes(): void {
-        for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forgetArchetype();
+    /** The world is destroyed: every Field learns again, and finds it gone. */
+    forget(): void {
+        for (const set of this.sets) if (set !== undefined) for (const field of set.list) field.forget();
     }
 
     /**
@@ -143,8 +143,8 @@ export class WorldFields {
             if (!isDefinition(component) || isRelation(component)) return undefined;
             const list = fieldsOf(component).map((meta) => new Field<any>(this.owner, component as Component<any>, meta));
             set = new FieldSet(component as Component<any>, list);
-            // The set it replaces leaves `sets`, and with it forgetArchetypes' reach: nothing
-            // may hand out its Fields again.
+            // The set it replaces leaves `sets`, and with it forget's reach: nothing may hand
+            // out its Fields again.
             this.component0 = this.component1 = undefined;
             this.field0 = this.field1 = undefined;
             this.sets[key] = set;
@@ -166,6 +166,12 @@ export interface FieldOwner {
     setChecked(entity: number, component: Component<any>, field: string, value: unknown, operation: string): void;
 }
 
+/** True for a number that may be a handle: a u32 (a bigint would throw in `>>>`). */
+const isHandle = (entity: unknown): entity is number => typeof entity === 'number' && entity >>> 0 === entity;
+
+/** `cell`'s answer when what the Field learned may be stale: learn again, then ask again. */
+const STALE = -2;
+
 /**
  * One field of one component in one world, read and written per entity by handle:
  * `world.field(Health, 'value')`. Made once, used in hot per-entity code (damage, targeting,
@@ -174,10 +180,22 @@ export interface FieldOwner {
  * Valid as long as its world.
  */
 export class Field<V = number> {
-    /** The component's id in the world; -1 while it is not registered there. */
+    /**
+     * The world's access epoch (tes_world_t.access_epoch) when this Field learned what follows;
+     * -1, which no u32 equals, when it must learn first. The core bumps the epoch whenever any
+     * of it may be stale (a registration, a tracking level, a freed archetype), so a call checks
+     * one number where it would check each.
+     */
+    private epoch = -1;
+    /** The world's `tes_world_t *` at that epoch. */
+    private world: Pointer = 0;
+    /** The component's id in the world. */
     private id = -1;
-    /** The registry's generation when `id` was looked up (ids can be taken back). */
-    private registrations = -1;
+    /** True when a write is a store alone: nobody tracks the component. */
+    private plain = false;
+    /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
+    private archetype = 0;
+    private offset = -1;
     /**
      * True when JS may address the field itself: a scalar of chunk storage, changed by any
      * write. Array fields, sparse storage and change by value are the core's every time.
@@ -191,23 +209,15 @@ export class Field<V = number> {
     private readonly high: number;
     /** log2 of the element's bytes: an address >>> shift indexes the field's typed array. */
     private readonly shift: number;
-    /** Views of the whole memory, u32 and the field's own type; empty once memory grew. */
-    private u32: Uint32Array;
-    private view: TypedArrayOf[FieldType];
-    /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
-    private archetype = 0;
-    private offset = -1;
-    /** The world's registry (the owner's, held here: one load less per call). */
-    private readonly registry: Registry;
-    /**
-     * Where the component's tracking level is in the core's component array: its byte offset
-     * from the array's start. The array itself is read from the world each time: the core moves
-     * it when it registers a component, also one JS never asked for (a keyframe's, in
-     * applyDelta), so an address kept here could name freed memory.
-     */
-    private level = 0;
     /** Bytes of the field's cell. */
     private readonly bytes: number;
+    /**
+     * Views of the whole memory, u32 and the field's own type. Once memory grew they are
+     * detached: every read gives undefined, which no epoch equals, so the next call learns.
+     */
+    private u32: Uint32Array;
+    private view: TypedArrayOf[FieldType];
+    private readonly exports: Heap['exports'];
 
     /** @internal Use `world.field(component, name)`. */
     constructor(
@@ -224,17 +234,16 @@ export class Field<V = number> {
         this.integral = kind !== 'f';
         this.high = meta.type === 'f32' ? F32_MAX : meta.type === 'f64' ? Infinity : 2 ** (kind === 'i' ? bits - 1 : bits) - 1;
         this.low = this.integral && kind === 'u' ? 0 : -this.high - (kind === 'i' ? 1 : 0);
-        this.registry = owner.registry;
         this.bytes = meta.bytesPerElement;
         this.shift = Math.log2(meta.bytesPerElement);
         this.u32 = owner.heap.u32;
         this.view = owner.heap.typed(meta.type);
+        this.exports = owner.heap.exports;
     }
 
-    /** @internal Forgets the archetype learned (see {@link WorldFields.forgetArchetypes}). */
-    forgetArchetype(): void {
-        this.archetype = 0;
-        this.offset = -1;
+    /** @internal The world is gone: the next call learns, and finds it destroyed. */
+    forget(): void {
+        this.epoch = -1;
     }
 
     /** The field's name. */
@@ -255,53 +264,71 @@ export class Field<V = number> {
 
     /** @internal The value; undefined when the checked path must answer. */
     read(entity: number): number | undefined {
-        if (typeof entity !== 'number' || entity >>> 0 !== entity) return undefined;
-        const id = this.resolve();
-        const world = this.owner.pointer;
-        if (id < 0 || world === 0) return undefined;
-        if (this.direct) {
-            const address = this.cell(entity, id, world);
-            return address >= 0 ? this.view[address >>> this.shift] : undefined;
-        }
-        // Storage JS does not address: one call.
-        if (!this.scalar) return undefined;
-        const heap = this.owner.heap;
-        const out = heap.scratch;
-        if (heap.exports.tes_get_number(world, entity, id, this.meta.index, 0, out) !== 0) return undefined;
-        return heap.f64[out >>> 3]!;
+        const address = this.cell(entity);
+        return address >= 0 ? this.view[address >>> this.shift] : this.readSlow(entity, address);
     }
 
     /** @internal Writes a number the field holds; false: refused or not answered, nothing written. */
     write(entity: number, value: unknown): boolean {
         // An i32 parameter would truncate 1.5 into another entity's handle, and coerce '5'.
-        if (typeof value !== 'number' || typeof entity !== 'number' || entity >>> 0 !== entity) return false;
-        const id = this.resolve();
-        const world = this.owner.pointer;
-        if (id < 0 || world === 0) return false;
-        // A component nobody tracks (its level in the core's component record: no chunk has a
-        // tracker for it), in storage JS addresses: a store, when the value is one the field
-        // holds as it stands.
-        if (this.direct && !this.tracked(world)) {
-            const address = this.cell(entity, id, world);
-            if (address < 0) return false;
-            if (this.accepts(value)) {
-                this.view[address >>> this.shift] = value;
-                return true;
-            }
+        if (typeof value !== 'number') return false;
+        const address = this.cell(entity);
+        if (address >= 0 && this.accepts(value)) return this.store(entity, address, value);
+        return this.writeSlow(entity, value, address);
+    }
+
+    /**
+     * Stores a value the field holds in a live entity's cell. A component somebody tracks is
+     * first stamped changed by the core (tes_mark_changed: the tracker's rules are its own), as
+     * tes_set_number would after its store; the stamp cannot fail for the cell JS just found,
+     * and were it refused nothing would be written.
+     */
+    private store(entity: number, address: number, value: number): boolean {
+        if (!this.plain && this.exports.tes_mark_changed(this.world, entity, this.id) !== 0) return false;
+        this.view[address >>> this.shift] = value;
+        return true;
+    }
+
+    /*
+     * The slow ways, out of line so that the fast ones stay small enough to inline into the
+     * caller's loop (one cell each: measured, a second call site of cell kept it out).
+     */
+
+    private readSlow(entity: number, address: number): number | undefined {
+        if (address === STALE && this.learn()) {
+            address = this.cell(entity);
+            if (address >= 0) return this.view[address >>> this.shift];
         }
-        // Tracked (the core stores and stamps the change: it owns the tracker's rules), other
-        // storage, or a value the core judges: one call, which stores or refuses.
-        return this.scalar && this.owner.heap.exports.tes_set_number(world, entity, id, this.meta.index, 0, value) === 0;
+        // Storage JS does not address: one call.
+        if (this.direct || !this.scalar || this.id < 0 || this.owner.pointer === 0 || !isHandle(entity)) return undefined;
+        const heap = this.owner.heap;
+        const out = heap.scratch;
+        if (this.exports.tes_get_number(this.world, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
+        return heap.f64[out >>> 3]!;
+    }
+
+    private writeSlow(entity: number, value: number, address: number): boolean {
+        if (address === STALE && this.learn()) {
+            address = this.cell(entity);
+            if (address >= 0 && this.accepts(value)) return this.store(entity, address, value);
+        }
+        // Other storage, or a value the core judges: one call, which stores or refuses.
+        if (!this.scalar || this.id < 0 || this.owner.pointer === 0 || !isHandle(entity)) return false;
+        return this.exports.tes_set_number(this.world, entity, this.id, this.meta.index, 0, value) === 0;
     }
 
     /**
      * The byte address of a placed, live entity's cell, found in JS over the core's layout
      * (abi.ts) as tesi_record_of and tes_set_number find it: the paged entity table, the
-     * record's chunk and row, the archetype's column. -1 when the checked path must answer
-     * (stale, pending, never spawned, the entity lacks the component).
+     * record's chunk and row, the archetype's column. STALE when the epoch moved on (or memory
+     * grew); -1 when the checked path must answer (not a handle, stale, pending, never
+     * spawned, lacking the component, storage JS does not address).
      */
-    private cell(entity: number, id: number, world: Pointer): number {
-        const u32 = this.memory();
+    private cell(entity: number): number {
+        const u32 = this.u32;
+        const world = this.world;
+        if (u32[(world + WORLD_ACCESS_EPOCH) >>> 2] !== this.epoch) return STALE;
+        if (!isHandle(entity)) return -1;
         const index = entity & INDEX_MASK;
         if (index >= u32[(world + WORLD_RECORD_COUNT) >>> 2]!) return -1;
         const page = u32[(u32[(world + WORLD_RECORDS_PAGES) >>> 2]! >>> 2) + (index >>> PAGE_BITS)]!;
@@ -310,21 +337,39 @@ export class Field<V = number> {
         const chunk = u32[record + RECORD_CHUNK]!;
         if (chunk === 0 || u32[record + RECORD_GENERATION] !== entity >>> INDEX_BITS) return -1;
         const archetype = u32[(chunk >>> 2) + CHUNK_ARCHETYPE]!;
-        if (archetype !== this.archetype) this.learn(archetype, id);
+        if (archetype !== this.archetype) this.column(archetype);
         if (this.offset < 0) return -1;
         return u32[(chunk >>> 2) + CHUNK_DATA]! + this.offset + u32[record + RECORD_ROW]! * this.bytes;
     }
 
-    /** True when someone tracks the component: its level in the core's component record. */
-    private tracked(world: Pointer): boolean {
-        const u32 = this.memory();
-        return u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.level) >>> 2] !== UNTRACKED;
+    /**
+     * Learns what the epoch vouches for: fresh views, the world, the component's id and whether
+     * a write is a store. False when JS does not address this field (destroyed world, no id,
+     * storage the core's alone): the epoch stays unlearned, and the caller goes its slow way.
+     */
+    private learn(): boolean {
+        const heap = this.owner.heap;
+        this.u32 = heap.u32;
+        this.view = heap.typed(this.meta.type);
+        const world = (this.world = this.owner.pointer);
+        this.epoch = -1;
+        this.archetype = 0;
+        this.offset = -1;
+        // Unregistered until the checked path registers it (or claims it in a restored world).
+        this.id = world === 0 ? -1 : (this.owner.registry.fast(this.component) ?? -1);
+        if (this.id < 0 || !this.direct) return false;
+        const u32 = this.u32;
+        const level = u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2];
+        this.plain = level === UNTRACKED;
+        this.epoch = u32[(world + WORLD_ACCESS_EPOCH) >>> 2]!;
+        return true;
     }
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
-    private learn(archetype: Pointer, id: number): void {
+    private column(archetype: Pointer): void {
         const u32 = this.u32;
         const u16 = this.owner.heap.typed('u16');
+        const id = this.id;
         this.archetype = archetype;
         this.offset = -1;
         if (id >= u32[(archetype + ARCHETYPE.lookup_length) >>> 2]!) return;
@@ -332,19 +377,6 @@ export class Field<V = number> {
         if (type === LIMITS.no_type) return;
         const column = u16[(u32[(archetype + ARCHETYPE.first_column) >>> 2]! >>> 1) + type]! + this.meta.index;
         this.offset = u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
-    }
-
-    /** The u32 view of memory, made again when memory grew (a detached view has length 0). */
-    private memory(): Uint32Array {
-        const u32 = this.u32;
-        return u32.length !== 0 ? u32 : this.refresh();
-    }
-
-    /** Views of memory after it grew (the old ones are detached). */
-    private refresh(): Uint32Array {
-        const heap = this.owner.heap;
-        this.view = heap.typed(this.meta.type);
-        return (this.u32 = heap.u32);
     }
 
     /**
@@ -359,18 +391,5 @@ export class Field<V = number> {
     accepts(value: number): boolean {
         if (this.integral) return value >= this.low && value <= this.high && Math.floor(value) === value;
         return !(value > this.high || value < this.low) || value === Infinity || value === -Infinity;
-    }
-
-    /** The component's id now, -1 when this world has none (a registration can be taken back). */
-    private resolve(): number {
-        const registry = this.registry;
-        if (this.registrations !== registry.generation) {
-            const id = registry.fast(this.component) ?? -1;
-            if (id !== this.id) this.archetype = 0;
-            this.id = id;
-            this.registrations = registry.generation;
-            this.level = id * COMPONENT_SIZE + COMPONENT_LEVEL;
-        }
-        return this.id;
     }
 }

@@ -151,6 +151,7 @@ export class World extends WorldState {
         live.length = 0;
         this.liveIterations = 0;
         forgetWorld(this);
+        this.fields.forget();
         this.spawnPlan.release(this.heap);
         this.link.destroy();
         this.pointer = 0;
@@ -551,9 +552,9 @@ export class World extends WorldState {
     // ---- internals shared by the concept modules ----------------------------------------
 
     /** @internal Archetypes were freed (reclaimed, or made since a checkpoint rewound to): what
-     * JS learned about archetypes by address or id may name freed ones now. */
+     * JS learned about archetypes by address or id may name freed ones now. (Fields learn it
+     * from the core's access epoch.) */
     forgetArchetypes(): void {
-        this.fields.forgetArchetypes();
         this.spawnPlan.forget();
         this.columnOffsets.clear();
     }

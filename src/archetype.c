@@ -64,6 +64,7 @@ uint32_t tesi_type_search(const tesi_archetype_t *archetype, tes_component_t com
 }
 
 static void archetype_free(tes_world_t *world, tesi_archetype_t *a) {
+    world->access_epoch++;
     tesi_move_plan_free(world, a->self);
     tesi_free(world, a->components, (size_t)a->component_count * sizeof *a->components);
     tesi_free(world, a->type_index, (size_t)a->lookup_length * sizeof *a->type_index);

@@ -134,6 +134,7 @@ tes_result_t tes_component_register(tes_world_t *world, const tes_component_desc
     world->relation_count += tesi_is_relation(&c);
     world->components[world->component_count] = c;
     *out_component = world->component_count++;
+    world->access_epoch++;
     tesi_rollback_add_component(world);
     return TES_OK;
 }
@@ -175,6 +176,7 @@ bool tesi_component_take_back(tes_world_t *world, tes_component_t component) {
     free_component(world, c);
     *c = (tesi_component_t){0};
     world->component_count--;
+    world->access_epoch++;
     return true;
 }
 

@@ -490,15 +490,17 @@ struct tes_world_t {
     uint32_t chunk_bytes;
     uint32_t min_free;
 
-    /* Moves only when a component is registered: bindings/access.ts keeps the address of a
-     * component's `level` until the registry's next registration. */
+    /* Moves only when a component is registered. */
     tesi_component_t *components;
     uint32_t component_count;
     uint32_t component_slots;
+    /* Bumped whenever what bindings/access.ts keeps between calls may be stale: a component
+     * registered or taken back (ids, and this array's address), a component's tracking level
+     * changed, an archetype freed (its address may come back with another layout). While it
+     * holds, JS addresses cells with what it learned and writes untracked ones itself. */
+    uint32_t access_epoch;
 
-    /* Each archetype lives as long as its world, at one address, with one layout: JS keeps a
-     * field's column offset by archetype address (bindings/access.ts). Reclaiming archetypes
-     * would have to tell it. */
+    /* An archetype keeps its address and layout while it lives (see access_epoch). */
     tesi_archetype_t **archetypes; /* by id; NULL: reclaimed (tes_archetypes_reclaim) */
     uint32_t archetype_count;
     uint32_t archetypes_reclaimed; /* ids whose archetype was freed */

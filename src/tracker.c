@@ -326,6 +326,7 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
                            : comp->tick_consumers ? TES_TRACK_TICKS
                                                   : TES_UNTRACKED;
     if (level == old && !(reseed_now && level == TES_TRACK_DIRTY)) return TES_OK;
+    world->access_epoch++; /* every way on changes the level, or tries to and puts it back */
     if (tesi_is_sparse(comp)) {
         /* The sparse set keeps its tick arrays at every level: nothing to allocate. */
         comp->level = level;

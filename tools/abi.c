@@ -263,6 +263,7 @@ static void internal_structures(void) {
     MEMBER(tes_world_t, record_count);
     MEMBER(tes_world_t, components);
     MEMBER(tes_world_t, component_count);
+    MEMBER(tes_world_t, access_epoch);
     MEMBER(tes_world_t, archetypes);
     MEMBER(tes_world_t, archetype_count);
     MEMBER(tes_world_t, defer_depth);

@@ -1,6 +1,7 @@
 /* Change tracking: which components pay for it (levels follow consumers), what each write
  * stamps (added vs changed ticks), the world's change tick, the tick-0 sentinel and the dirty
  * list's deduplication. */
+#include "../../src/internal.h" /* access_epoch: what the bindings check before a store */
 #include "fixtures.h"
 
 static const tes_field_desc_t value_fields[] = {{"v", TES_F64, 0}, {"n", TES_I32, 0}};
@@ -753,4 +754,42 @@ TEST(failed_tracking_calls_change_nothing) {
     for (int i = 0; i < 4; i++)
         CHECK_EQ(changed_tick(s.world, e[i], s.a), 0);
     CHECK_EQ(fx_run(s.world, q)->count, 0);
+}
+
+/* The bindings store into untracked cells by what they learned of the layout (component ids,
+ * tracking levels, archetypes' columns) while world->access_epoch holds still; a missed bump
+ * would let a store skip a tracker, or land in a freed archetype's reused memory. */
+TEST(access_epoch_moves_with_registrations_levels_and_freed_archetypes_only) {
+    scene_t s = make_scene(NULL);
+    uint32_t epoch = s.world->access_epoch;
+#define EPOCH_MOVED(moved)                                 \
+    do {                                                   \
+        CHECK_EQ(s.world->access_epoch != epoch, (moved)); \
+        epoch = s.world->access_epoch;                     \
+    } while (0)
+    tes_entity_t e = fx_spawn(s.world, FX_IDS(s.a));
+    CHECK_OK(tes_add(s.world, e, s.b)); /* rows move, archetypes are made: nothing JS keeps */
+    CHECK_OK(tes_remove(s.world, e, s.b));
+    CHECK_OK(tes_set_number(s.world, e, s.a, 0, 0, 2.0));
+    EPOCH_MOVED(false);
+    tes_component_t d = fx_component(s.world, "D", value_fields, 2);
+    EPOCH_MOVED(true);
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    EPOCH_MOVED(true); /* A became tracked */
+    tes_query_t *again = fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.a)});
+    EPOCH_MOVED(false); /* already tracked at that level */
+    tes_query_destroy(s.world, again);
+    EPOCH_MOVED(false);
+    tes_query_destroy(s.world, q);
+    EPOCH_MOVED(true); /* untracked again */
+    CHECK_OK(tes_component_unregister(s.world, d));
+    EPOCH_MOVED(true);
+    uint32_t freed = 0;
+    CHECK_OK(tes_archetypes_reclaim(s.world, &freed));
+    CHECK(freed > 0); /* {A, B} held nobody */
+    EPOCH_MOVED(true);
+    CHECK_OK(tes_archetypes_reclaim(s.world, &freed));
+    CHECK_EQ(freed, 0);
+    EPOCH_MOVED(false);
+#undef EPOCH_MOVED
 }

@@ -412,7 +412,7 @@ describe('world.field', () => {
             changes.drain();
             calls.length = 0;
             x.set(e, 10);
-            expect(calls).toEqual(['tes_set_number']);
+            expect(calls).toEqual(['tes_mark_changed']); // the core stamps, JS stores
             expect([...changes.drain().entities]).toEqual([e]);
         } finally {
             restore();

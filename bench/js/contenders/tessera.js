@@ -359,61 +359,99 @@ function observers(n) {
     };
 }
 
-// way: 'set' (world.set, as the README teaches), 'field' (a world.field handle made once), or
-// 'tracked' (world.set on a component a changed subscription watches, drained each tick).
-function setHeavy(way) {
+// set_heavy and get_heavy: one op function literal per row. V8 shares type feedback between
+// the closures of one literal, so rows sharing an op would each run code shaped by the others'
+// paths (measured: the field row's writes took twice as long beside the tracked row's), where a
+// game's systems are functions of their own (run.mjs runs each case in its own process for the
+// same reason).
+async function heavyWorld() {
+    const world = await createWorld();
+    return { world, ids: world.spawnMany(SET_N, Position, Velocity) };
+}
+
+function setHeavyRow(setup) {
     return async () => {
-        const world = await createWorld();
-        const ids = world.spawnMany(SET_N, Position, Velocity);
-        const x = world.field(Position, 'x');
-        const changes = way === 'tracked' ? world.subscribe({ changed: [Position] }) : undefined;
-        let t = 0,
-            changed = 0;
+        const { world, ids, op, state } = await setup();
         return {
-            op() {
-                t++;
-                if (way === 'field') {
-                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) x.set(ids[i], t);
-                } else {
-                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
-                }
-                if (changes) changed = changes.drain().entities.length;
-            },
+            op,
             check(k) {
-                assert(t === k && world.get(ids[(k % SET_STRIDE) + SET_STRIDE * 7], Position, 'x') === k, 'set_heavy value');
-                assert(!changes || changed === SET_N / SET_STRIDE, `set_heavy changes ${changed}`);
+                assert(state.t === k && world.get(ids[(k % SET_STRIDE) + SET_STRIDE * 7], Position, 'x') === k, 'set_heavy value');
+                assert(state.changed === undefined || state.changed === SET_N / SET_STRIDE, `set_heavy changes ${state.changed}`);
             },
             dispose: () => world.destroy(),
         };
     };
 }
 
-// way: 'get' (world.get(e, C, field)) or 'field' (a world.field handle made once).
-function getHeavy(way) {
+// world.set, as the README teaches.
+const setHeavy = setHeavyRow(async () => {
+    const { world, ids } = await heavyWorld();
+    const state = { t: 0 };
+    const op = () => {
+        const t = ++state.t;
+        for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
+    };
+    return { world, ids, op, state };
+});
+
+// A field handle made once, world.field(C, f).
+const setHeavyField = setHeavyRow(async () => {
+    const { world, ids } = await heavyWorld();
+    const x = world.field(Position, 'x');
+    const state = { t: 0 };
+    const op = () => {
+        const t = ++state.t;
+        for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) x.set(ids[i], t);
+    };
+    return { world, ids, op, state };
+});
+
+// world.set on a component a changed subscription watches, drained each tick.
+const setHeavyTracked = setHeavyRow(async () => {
+    const { world, ids } = await heavyWorld();
+    const changes = world.subscribe({ changed: [Position] });
+    const state = { t: 0, changed: 0 };
+    const op = () => {
+        const t = ++state.t;
+        for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) world.set(ids[i], Position, 'x', t);
+        state.changed = changes.drain().entities.length;
+    };
+    return { world, ids, op, state };
+});
+
+function getHeavyRow(setup) {
     return async () => {
-        const world = await createWorld();
-        const ids = world.spawnMany(SET_N, Position, Velocity);
+        const { world, ids } = await heavyWorld();
         for (let i = 0; i < SET_N; i++) world.set(ids[i], Position, 'x', i % 1000);
-        const x = world.field(Position, 'x');
-        let t = 0,
-            sum = 0;
+        const state = { t: 0, sum: 0 };
         return {
-            op() {
-                t++;
-                sum = 0;
-                if (way === 'field') {
-                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x.get(ids[i]);
-                } else {
-                    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += world.get(ids[i], Position, 'x');
-                }
-            },
+            op: setup(world, ids, state),
             check(k) {
-                assert(t === k && sum === getHeavySum(k), 'get_heavy sum');
+                assert(state.t === k && state.sum === getHeavySum(k), 'get_heavy sum');
             },
             dispose: () => world.destroy(),
         };
     };
 }
+
+// world.get(e, C, field).
+const getHeavy = getHeavyRow((world, ids, state) => () => {
+    const t = ++state.t;
+    let sum = 0;
+    for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += world.get(ids[i], Position, 'x');
+    state.sum = sum;
+});
+
+// A field handle made once.
+const getHeavyField = getHeavyRow((world, ids, state) => {
+    const x = world.field(Position, 'x');
+    return () => {
+        const t = ++state.t;
+        let sum = 0;
+        for (let i = t % SET_STRIDE; i < SET_N; i += SET_STRIDE) sum += x.get(ids[i]);
+        state.sum = sum;
+    };
+});
 
 // batch: spawnMany/despawnMany for the 1% spawned/despawned; tags are per entity either way.
 function churn(batch) {
@@ -465,11 +503,11 @@ const cases = caseTable({
     particles: (n) => particles(n, false),
     'particles (kernels)': (n) => particles(n, true),
     observers,
-    set_heavy: setHeavy('set'),
-    'set_heavy (field)': setHeavy('field'),
-    'set_heavy (tracked)': setHeavy('tracked'),
-    get_heavy: getHeavy('get'),
-    'get_heavy (field)': getHeavy('field'),
+    set_heavy: setHeavy,
+    'set_heavy (field)': setHeavyField,
+    'set_heavy (tracked)': setHeavyTracked,
+    get_heavy: getHeavy,
+    'get_heavy (field)': getHeavyField,
     churn: churn(false),
     'churn (batch API)': churn(true),
 });
