@@ -138,6 +138,41 @@ describe('rollback', () => {
         expect(added.drain().entities.length + changed.drain().entities.length).toBe(0);
     });
 
+    test("a peer's interest is its connection's: a rewind keeps what it shows and hides, and its replica follows the world", async () => {
+        const world = await newWorld();
+        const replica = await newWorld();
+        const peer = world.replicator({ components: [Body] }).peer({ visibility: 'explicit' });
+        const send = () => {
+            const delta = peer.encode();
+            expect(replica.applyDelta(delta.bytes.slice())).toBe(true);
+            peer.ack(delta.tick);
+        };
+        const [a, b, c] = [world.spawn(Body({ x: 1 })), world.spawn(Body({ x: 2 })), world.spawn(Body({ x: 3 }))];
+        peer.show(a);
+        peer.show(b);
+        send();
+        const n = world.checkpoint();
+        peer.hide(a);
+        peer.show(c);
+        world.set(b, Body, 'x', 20);
+        world.despawn(b);
+        const d = world.spawn(Body({ x: 4 }));
+        peer.show(d);
+        send();
+        expect([replica.isAlive(a), replica.isAlive(b), replica.isAlive(c), replica.isAlive(d)]).toEqual([false, false, true, true]);
+        world.rewind(n);
+        send();
+        // The world is as at n (b alive with x 2, d gone); the interest is as the game left it
+        // (a hidden, b, c and d shown): the replica holds what the peer sees of the rewound world.
+        expect([replica.isAlive(a), replica.isAlive(b), replica.isAlive(c), replica.isAlive(d)]).toEqual([false, true, true, false]);
+        expect(replica.get(b, Body, 'x')).toBe(2);
+        expect(replica.get(c, Body, 'x')).toBe(3);
+        // Simulated again, the spawn hands out d's handle, which the peer still shows.
+        expect(world.spawn(Body({ x: 5 }))).toBe(d);
+        send();
+        expect(replica.get(d, Body, 'x')).toBe(5);
+    });
+
     test('an archetype made and emptied between checkpoints is empty after a rewind', async () => {
         // Its count at the checkpoint was read from memory the shadow never wrote: garbage when
         // the allocator hands back a block used before (a destroyed world's, here). Found by the
