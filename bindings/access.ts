@@ -187,6 +187,8 @@ export class Field<V = number> {
      * one number where it would check each.
      */
     private epoch = -1;
+    /** For a field JS does not address: the epoch its id was learned at (-1: none). */
+    private known = -1;
     /** The world's `tes_world_t *` at that epoch. */
     private world: Pointer = 0;
     /** The component's id in the world. */
@@ -243,7 +245,7 @@ export class Field<V = number> {
 
     /** @internal The world is gone: the next call learns, and finds it destroyed. */
     forget(): void {
-        this.epoch = -1;
+        this.epoch = this.known = -1;
     }
 
     /** The field's name. */
@@ -295,12 +297,13 @@ export class Field<V = number> {
      */
 
     private readSlow(entity: number, address: number): number | undefined {
-        if (address === STALE && this.learn()) {
+        if (address === STALE && this.direct && this.learn()) {
             address = this.cell(entity);
             if (address >= 0) return this.view[address >>> this.shift];
         }
-        // Storage JS does not address: one call.
-        if (this.direct || !this.scalar || this.id < 0 || this.owner.pointer === 0 || !isHandle(entity)) return undefined;
+        // Storage JS does not address: one call (with the id learned at this epoch: anything
+        // else answers on the checked path).
+        if (this.direct || !this.scalar || !this.learned(address) || !isHandle(entity)) return undefined;
         const heap = this.owner.heap;
         const out = heap.scratch;
         if (this.exports.tes_get_number(this.world, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
@@ -308,12 +311,12 @@ export class Field<V = number> {
     }
 
     private writeSlow(entity: number, value: number, address: number): boolean {
-        if (address === STALE && this.learn()) {
+        if (address === STALE && this.direct && this.learn()) {
             address = this.cell(entity);
             if (address >= 0 && this.accepts(value)) return this.store(entity, address, value);
         }
         // Other storage, or a value the core judges: one call, which stores or refuses.
-        if (!this.scalar || this.id < 0 || this.owner.pointer === 0 || !isHandle(entity)) return false;
+        if (!this.scalar || !this.learned(address) || !isHandle(entity)) return false;
         return this.exports.tes_set_number(this.world, entity, this.id, this.meta.index, 0, value) === 0;
     }
 
@@ -343,9 +346,25 @@ export class Field<V = number> {
     }
 
     /**
+     * True when the id is this epoch's, for a slow way's one call: cell answered at this epoch
+     * (not STALE), or, for a field JS does not address (whose cell is always STALE), the id was
+     * learned at the epoch the world has now (`known`), or is learned again now.
+     */
+    private learned(address: number): boolean {
+        if (address !== STALE) return true;
+        if (this.direct) return false; // learn() failed just now: the checked path answers
+        const world = this.world;
+        // A detached view (memory grew) reads undefined, which no epoch equals.
+        if (world !== 0 && world === this.owner.pointer && this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
+        this.learn();
+        return this.known !== -1;
+    }
+
+    /**
      * Learns what the epoch vouches for: fresh views, the world, the component's id and whether
      * a write is a store. False when JS does not address this field (destroyed world, no id,
-     * storage the core's alone): the epoch stays unlearned, and the caller goes its slow way.
+     * storage the core's alone): the epoch stays unlearned, and the caller goes its slow way;
+     * `known` is the epoch at which a field JS does not address learned its id (-1: none).
      */
     private learn(): boolean {
         const heap = this.owner.heap;
@@ -357,7 +376,12 @@ export class Field<V = number> {
         this.offset = -1;
         // Unregistered until the checked path registers it (or claims it in a restored world).
         this.id = world === 0 ? -1 : (this.owner.registry.fast(this.component) ?? -1);
-        if (this.id < 0 || !this.direct) return false;
+        this.known = -1;
+        if (this.id < 0) return false;
+        if (!this.direct) {
+            this.known = this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2]!;
+            return false;
+        }
         const u32 = this.u32;
         const level = u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2];
         this.plain = level === UNTRACKED;

@@ -389,6 +389,28 @@ describe('world.field', () => {
         expect(world.get(e, Other, 'w')).toBe(42);
     });
 
+    test("a registration a rewind takes back never lets a sparse field's call name the component that takes its id", async () => {
+        // A sparse field's one call carries the id it learned, trusted while the core's access
+        // epoch holds; taking a registration back moves it.
+        const world = await newWorld({ checkpoints: 4 });
+        const Fresh = component('FreshSparse', { v: 'f64' }, { storage: 'sparse' });
+        const Other = component('OtherSparse', { w: 'f64' }, { storage: 'sparse' });
+        const fresh = world.field(Fresh, 'v');
+        const n = world.checkpoint();
+        const e = world.spawn(Position, Fresh({ v: 7 })); // Fresh registered after the checkpoint
+        expect(fresh.get(e)).toBe(7); // its id learned
+        world.rewind(n); // e gone, Fresh's registration taken back
+        const f = world.spawn(Position, Other({ w: 42 })); // Other takes the id Fresh had
+        expect(f).toBe(e); // the same handle, even
+        expectError(() => fresh.get(f), 'MISSING_COMPONENT');
+        expectError(() => fresh.set(f, 1), 'MISSING_COMPONENT');
+        expect(world.get(f, Other, 'w')).toBe(42);
+        world.add(f, Fresh({ v: 1 }));
+        fresh.set(f, 2);
+        expect(fresh.get(f)).toBe(2);
+        expect(world.get(f, Other, 'w')).toBe(42);
+    });
+
     test('an untracked read or write makes no call into wasm, after memory grew too; a tracked write makes one', async () => {
         const world = await newWorld();
         const heap = (world as unknown as { heap: { memory: WebAssembly.Memory } }).heap;
