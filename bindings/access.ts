@@ -323,9 +323,10 @@ export class Field<V = number> {
     /**
      * The byte address of a placed, live entity's cell, found in JS over the core's layout
      * (abi.ts) as tesi_record_of and tes_set_number find it: the paged entity table, the
-     * record's chunk and row, the archetype's column. STALE when the epoch moved on (or memory
-     * grew); -1 when the checked path must answer (not a handle, stale, pending, never
-     * spawned, lacking the component, storage JS does not address).
+     * record's chunk and row, the archetype's column. STALE when the epoch moved on, memory
+     * grew, or the field is one JS does not address (its epoch is never learned); -1 when the
+     * checked path must answer (not a handle, stale, pending, never spawned, lacking the
+     * component).
      */
     private cell(entity: number): number {
         const u32 = this.u32;
