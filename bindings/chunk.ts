@@ -186,6 +186,11 @@ export class Chunk {
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * LIMITS.max_components + id) * LIMITS.max_fields + meta.index;
+        const epoch = world.accessEpoch();
+        if (world.columnOffsetsEpoch !== epoch) {
+            world.columnOffsets.clear();
+            world.columnOffsetsEpoch = epoch;
+        }
         let offset = world.columnOffsets.get(offsetKey);
         if (offset === undefined) {
             const out = heap.scratch;

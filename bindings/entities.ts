@@ -128,12 +128,11 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
  * and no list building: `spawn(Bullet, Position, Velocity)` or `spawn(B({ value: v }))` in a
  * loop resolves its components and fields once. A shape is the items in order, each a
  * component compared by identity, or a component called with values whose own keys (in their
- * order) are the same names; no pairs, no sparse storage, scalar fields only. The plan is
- * dropped when a registration is given or taken back (the ids it was made with may have
- * changed). Inside a run, a planned spawn whose values its fields accept (Field.accepts) is
- * recorded by JS with no call (record.ts). Otherwise bare components spawn through
- * `tes_archetype_spawn` (`reclaimArchetypes` drops the plan, so its archetype id names what it
- * did); with values, through `tes_spawn_items` with the plan's own item list, written once
+ * order) are the same names; no pairs, no sparse storage, scalar fields only. The plan holds
+ * while the core's access epoch does (a registration given or taken back, or a freed archetype,
+ * moves it: the ids and the archetype it was made with may name others). Inside a run, a
+ * planned spawn whose values its fields accept (Field.accepts) is recorded by JS with no call
+ * (record.ts). Otherwise bare components spawn through `tes_archetype_spawn`; with values, through `tes_spawn_items` with the plan's own item list, written once
  * into a block of wasm memory the plan keeps: a call writes only its numbers there (measured:
  * writing the whole list per call was a sixth of a spawn's time inside a loop). Each value is
  * read once: when a value read is not a number, the call goes on down the general path with
@@ -166,7 +165,8 @@ export class SpawnPlan {
     private archetype = -1;
     private withValues = false;
     private planned = false;
-    private registrations = -1;
+    /** The world's access epoch when the plan was made: ids and archetype hold while it does. */
+    private epoch = -1;
 
     /**
      * Spawns these items as planned: the entity; or, when a value read is not a number, the
@@ -175,7 +175,7 @@ export class SpawnPlan {
      * nothing was read).
      */
     spawn(world: World, items: readonly unknown[], operation: string): Entity | ItemList | undefined {
-        if (!this.planned || world.registry.generation !== this.registrations) return undefined;
+        if (!this.planned || world.accessEpoch() !== this.epoch) return undefined;
         const definitions = this.definitions;
         if (items.length !== definitions.length) return undefined;
         const heap = world.heap;
@@ -241,11 +241,6 @@ export class SpawnPlan {
             throw this.list.error(heap, result, this.fault, operation);
         }
         return heap.u32At(this.entities);
-    }
-
-    /** Drops the plan (its archetype may have been reclaimed); the block is kept for the next. */
-    forget(): void {
-        this.planned = false;
     }
 
     /** Frees the plan's block (its world is going). */
@@ -335,7 +330,7 @@ export class SpawnPlan {
             const item = items[i];
             this.definitions.push(typeof item === 'function' ? item : (item as { component: unknown }).component);
         }
-        this.registrations = world.registry.generation;
+        this.epoch = world.accessEpoch();
         this.planned = true;
     }
 

@@ -2,8 +2,8 @@
  * Rollback: `world.checkpoint()`, `world.rewind(checkpoint)`, `world.checkpoints` and
  * `world.stopRollback()`. The C core keeps the checkpoints and writes a rewound state back, at a
  * cost that follows what changed (src/rollback.h); JS checks the argument, names the errors, and
- * forgets what it learned about archetypes, some of which a rewind frees, and the registrations
- * the core took back.
+ * forgets the registrations the core took back (what it learned about archetypes, some of which
+ * a rewind frees, it keeps with the core's access epoch, which the rewind moves).
  *
  * @module
  */
@@ -57,7 +57,6 @@ export function rewind(world: World, checkpoint: number): void {
         throw new TesseraError('NO_CHECKPOINT', operation, `checkpoint ${checkpoint} is not kept (${which})`);
     }
     checkOutsideRun(world, result, operation);
-    world.forgetArchetypes();
     world.registry.takenBack(heap.u32[(pointer + WORLD.component_count) >>> 2]!);
 }
 

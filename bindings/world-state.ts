@@ -145,7 +145,6 @@ export abstract class WorldState {
             throw new TesseraError('INVALID_ARGUMENT', operation, 'called inside a loop over a query: call it between loops');
         }
         this.check(result, operation);
-        this.forgetArchetypes();
         return heap.u32At(heap.scratch);
     }
 }

@@ -16,7 +16,7 @@ import { Heap } from './heap.js';
 import { walk, walkList, setParent } from './hierarchy.js';
 import { ItemCalls } from './item-calls.js';
 import type { Pointer } from './load.js';
-import { LIMITS } from './abi.js';
+import { LIMITS, WORLD } from './abi.js';
 import { forgetWorld, watchWorld, WorldLink } from './lifetime.js';
 import { Query, type QueryDesc } from './query.js';
 import { Recorder } from './record.js';
@@ -75,9 +75,13 @@ export class World extends WorldState {
     readonly registry: Registry;
     /**
      * @internal Byte offset of a column from its chunk's start, by archetype, component and
-     * field: the same in every chunk of an archetype, and archetypes never change layout.
+     * field: the same in every chunk of an archetype, and archetypes never change layout. Kept
+     * while the access epoch is `columnOffsetsEpoch` (an archetype id can come back after a
+     * rewind, naming another set).
      */
     readonly columnOffsets = new Map<number, number>();
+    /** @internal The access epoch `columnOffsets` holds for. */
+    columnOffsetsEpoch = -1;
     /** @internal Live iterations started from JS: the first entries of `iterations`. */
     liveIterations = 0;
     /**
@@ -551,12 +555,14 @@ export class World extends WorldState {
 
     // ---- internals shared by the concept modules ----------------------------------------
 
-    /** @internal Archetypes were freed (reclaimed, or made since a checkpoint rewound to): what
-     * JS learned about archetypes by address or id may name freed ones now. (Fields learn it
-     * from the core's access epoch.) */
-    forgetArchetypes(): void {
-        this.spawnPlan.forget();
-        this.columnOffsets.clear();
+    /**
+     * @internal The core's access epoch (tes_world_t.access_epoch): it moves whenever what JS
+     * learned about the world's layout may be stale (a registration given or taken back, a
+     * tracking level, a freed archetype, whose id or address may come back naming another).
+     * Everything JS keeps about archetypes and ids is kept with the epoch it was learned at.
+     */
+    accessEpoch(): number {
+        return this.heap.u32[(this.pointer + WORLD.access_epoch) >>> 2]!;
     }
 
     /** @internal The world pointer, or `DESTROYED`. */

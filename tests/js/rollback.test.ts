@@ -115,6 +115,23 @@ describe('rollback', () => {
         world.validate();
     });
 
+    test('a chunk loop reads right columns of an archetype whose id a rewind gave to another set', async () => {
+        const world = await newWorld();
+        world.despawn(world.spawn(Vel)); // Vel registered first: its columns come before Body's
+        const q = world.query({ all: [Body] });
+        const n = world.checkpoint();
+        world.spawn(Body({ x: 1, mass: 2 }), Frozen); // a new archetype, {Body, Frozen}
+        for (const chunk of q) expect(Array.from(chunk.column(Body, 'mass'))).toEqual([2]); // its column learned
+        world.rewind(n); // that archetype freed, its id free again
+        world.spawn(Vel({ x: 9 }), Body({ x: 3, mass: 4 })); // {Vel, Body} takes the id, Body's columns after Vel's
+        for (const chunk of q) {
+            expect(Array.from(chunk.column(Body, 'mass'))).toEqual([4]);
+            expect(Array.from(chunk.column(Body, 'x'))).toEqual([3]);
+            expect(Array.from(chunk.column(Vel, 'x'))).toEqual([9]);
+        }
+        world.validate();
+    });
+
     test('subscriptions see a rewind as the changes it makes, once', async () => {
         const world = await newWorld();
         const a = world.spawn(Body({ x: 1 }));
