@@ -141,7 +141,7 @@ export class WorldFields {
         let set = this.sets[key];
         if (set === undefined || set.component !== component) {
             if (!isDefinition(component) || isRelation(component)) return undefined;
-            const list = fieldsOf(component).map((meta) => new Field<any>(this.owner, component as Component<any>, meta));
+            const list = fieldsOf(component).map((meta) => makeField(this.owner, component as Component<any>, meta));
             set = new FieldSet(component as Component<any>, list);
             // The set it replaces leaves `sets`, and with it forget's reach: nothing may hand
             // out its Fields again.
@@ -186,25 +186,18 @@ export class Field<V = number> {
      * of it may be stale (a registration, a tracking level, a freed archetype), so a call checks
      * one number where it would check each.
      */
-    private epoch = -1;
-    /** For a field JS does not address: the epoch its id was learned at (-1: none). */
-    private known = -1;
+    protected epoch = -1;
     /** The world's `tes_world_t *` at that epoch. */
-    private world: Pointer = 0;
+    protected world: Pointer = 0;
     /** The component's id in the world. */
-    private id = -1;
+    protected id = -1;
     /** True when a write is a store alone: nobody tracks the component. */
     private plain = false;
     /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
     private archetype = 0;
     private offset = -1;
-    /**
-     * True when JS may address the field itself: a scalar of chunk storage, changed by any
-     * write. Array fields, sparse storage and change by value are the core's every time.
-     */
-    private readonly direct: boolean;
     /** False for array fields: they go down the checked path (a number each is no answer). */
-    private readonly scalar: boolean;
+    protected readonly scalar: boolean;
     /** What the field's type holds: integers from low to high, or floats within low and high. */
     private readonly integral: boolean;
     private readonly low: number;
@@ -217,20 +210,19 @@ export class Field<V = number> {
      * Views of the whole memory, u32 and the field's own type. Once memory grew they are
      * detached: every read gives undefined, which no epoch equals, so the next call learns.
      */
-    private u32: Uint32Array;
+    protected u32: Uint32Array;
     private view: TypedArrayOf[FieldType];
-    private readonly exports: Heap['exports'];
+    protected readonly exports: Heap['exports'];
 
     /** @internal Use `world.field(component, name)`. */
     constructor(
-        private readonly owner: FieldOwner,
+        protected readonly owner: FieldOwner,
         /** The component. */
         readonly component: Component<any>,
         /** @internal */
         readonly meta: FieldMeta,
     ) {
         this.scalar = meta.length === 1;
-        this.direct = this.scalar && !isSparse(component) && (component.flags & COMPONENT_FLAGS.change_by_value) === 0;
         const bits = meta.bytesPerElement * 8;
         const kind = meta.type[0];
         this.integral = kind !== 'f';
@@ -245,7 +237,7 @@ export class Field<V = number> {
 
     /** @internal The world is gone: the next call learns, and finds it destroyed. */
     forget(): void {
-        this.epoch = this.known = -1;
+        this.epoch = -1;
     }
 
     /** The field's name. */
@@ -296,28 +288,32 @@ export class Field<V = number> {
      * caller's loop (one cell each: measured, a second call site of cell kept it out).
      */
 
+    /** A read whose cell was not found: learns a new epoch and looks again. */
     private readSlow(entity: number, address: number): number | undefined {
-        if (address === STALE && this.direct && this.learn()) {
+        if (address === STALE && this.learn()) {
             address = this.cell(entity);
             if (address >= 0) return this.view[address >>> this.shift];
         }
-        // Storage JS does not address: one call (with the id learned at this epoch: anything
-        // else answers on the checked path).
-        if (this.direct || !this.scalar || !this.learned(address) || !isHandle(entity)) return undefined;
-        const heap = this.owner.heap;
-        const out = heap.scratch;
-        if (this.exports.tes_get_number(this.world, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
-        return heap.f64[out >>> 3]!;
+        return undefined;
     }
 
+    /** A write whose cell was not found or whose value the core judges. */
     private writeSlow(entity: number, value: number, address: number): boolean {
-        if (address === STALE && this.direct && this.learn()) {
+        if (address === STALE) {
+            if (!this.learn()) return false;
             address = this.cell(entity);
             if (address >= 0 && this.accepts(value)) return this.store(entity, address, value);
         }
-        // Other storage, or a value the core judges: one call, which stores or refuses.
-        if (!this.scalar || !this.learned(address) || !isHandle(entity)) return false;
-        return this.exports.tes_set_number(this.world, entity, this.id, this.meta.index, 0, value) === 0;
+        return this.writeCore(entity, value);
+    }
+
+    /**
+     * The core's write, one call (the id is this epoch's), which stores or refuses: storage JS
+     * does not address, an entity JS did not find placed (a pending one's write is recorded),
+     * or a value the core judges.
+     */
+    protected writeCore(entity: number, value: number): boolean {
+        return this.scalar && isHandle(entity) && this.exports.tes_set_number(this.world, entity, this.id, this.meta.index, 0, value) === 0;
     }
 
     /**
@@ -347,27 +343,22 @@ export class Field<V = number> {
     }
 
     /**
-     * True when the id is this epoch's, for a slow way's one call: cell answered at this epoch
-     * (not STALE), or, for a field JS does not address (whose cell is always STALE), the id was
-     * learned at the epoch the world has now (`known`), or is learned again now.
-     */
-    private learned(address: number): boolean {
-        if (address !== STALE) return true;
-        if (this.direct) return false; // learn() failed just now: the checked path answers
-        const world = this.world;
-        // A detached view (memory grew) reads undefined, which no epoch equals.
-        if (world !== 0 && world === this.owner.pointer && this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
-        this.learn();
-        return this.known !== -1;
-    }
-
-    /**
      * Learns what the epoch vouches for: fresh views, the world, the component's id and whether
-     * a write is a store. False when JS does not address this field (destroyed world, no id,
-     * storage the core's alone): the epoch stays unlearned, and the caller goes its slow way;
-     * `known` is the epoch at which a field JS does not address learned its id (-1: none).
+     * a write is a store. False for a destroyed world or a component without an id here: the
+     * epoch stays unlearned, and the caller goes to the checked path.
      */
     private learn(): boolean {
+        if (!this.learnId()) return false;
+        const u32 = this.u32;
+        const world = this.world;
+        const level = u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2];
+        this.plain = level === UNTRACKED;
+        this.epoch = u32[(world + WORLD_ACCESS_EPOCH) >>> 2]!;
+        return true;
+    }
+
+    /** Fresh views, the world and the component's id; false when there is none. */
+    protected learnId(): boolean {
         const heap = this.owner.heap;
         this.u32 = heap.u32;
         this.view = heap.typed(this.meta.type);
@@ -377,17 +368,7 @@ export class Field<V = number> {
         this.offset = -1;
         // Unregistered until the checked path registers it (or claims it in a restored world).
         this.id = world === 0 ? -1 : (this.owner.registry.fast(this.component) ?? -1);
-        this.known = -1;
-        if (this.id < 0) return false;
-        if (!this.direct) {
-            this.known = this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2]!;
-            return false;
-        }
-        const u32 = this.u32;
-        const level = u32[(u32[(world + WORLD_COMPONENTS) >>> 2]! + this.id * COMPONENT_SIZE + COMPONENT_LEVEL) >>> 2];
-        this.plain = level === UNTRACKED;
-        this.epoch = u32[(world + WORLD_ACCESS_EPOCH) >>> 2]!;
-        return true;
+        return this.id >= 0;
     }
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
@@ -417,4 +398,53 @@ export class Field<V = number> {
         if (this.integral) return value >= this.low && value <= this.high && Math.floor(value) === value;
         return !(value > this.high || value < this.low) || value === Infinity || value === -Infinity;
     }
+}
+
+/**
+ * A field the core addresses every time (array fields, sparse storage, change by value): its
+ * read and write are one call each (array fields go to the checked path), with the id it
+ * learned, trusted while the access epoch it learned it at holds. A class of its own, so that
+ * `Field`'s fast paths carry no branch for it.
+ */
+class CoreField<V = number> extends Field<V> {
+    /** The access epoch the id was learned at (-1: none). */
+    private known = -1;
+
+    /** @internal */
+    override forget(): void {
+        super.forget();
+        this.known = -1;
+    }
+
+    /** @internal */
+    override read(entity: number): number | undefined {
+        if (!this.scalar || !this.learned() || !isHandle(entity)) return undefined;
+        const heap = this.owner.heap;
+        const out = heap.scratch;
+        if (this.exports.tes_get_number(this.world, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
+        return heap.f64[out >>> 3]!;
+    }
+
+    /** @internal */
+    override write(entity: number, value: unknown): boolean {
+        return typeof value === 'number' && this.learned() && this.writeCore(entity, value);
+    }
+
+    /** True when the id is this epoch's: learned at the epoch the world has now, or again now. */
+    private learned(): boolean {
+        const world = this.world;
+        // A detached view (memory grew) reads undefined, which no epoch equals.
+        if (world !== 0 && world === this.owner.pointer && this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
+        this.known = this.learnId() ? this.u32[(this.world + WORLD_ACCESS_EPOCH) >>> 2]! : -1;
+        return this.known !== -1;
+    }
+}
+
+/**
+ * The Field of one component's field in one world: JS addresses a scalar of chunk storage
+ * changed by any write; the core, everything else.
+ */
+function makeField(owner: FieldOwner, component: Component<any>, meta: FieldMeta): Field<any> {
+    const direct = meta.length === 1 && !isSparse(component) && (component.flags & COMPONENT_FLAGS.change_by_value) === 0;
+    return direct ? new Field<any>(owner, component, meta) : new CoreField<any>(owner, component, meta);
 }
