@@ -186,18 +186,18 @@ export class Field<V = number> {
      * of it may be stale (a registration, a tracking level, a freed archetype), so a call checks
      * one number where it would check each.
      */
-    protected epoch = -1;
+    private epoch = -1;
     /** The world's `tes_world_t *` at that epoch. */
-    protected world: Pointer = 0;
+    private world: Pointer = 0;
     /** The component's id in the world. */
-    protected id = -1;
+    private id = -1;
     /** True when a write is a store alone: nobody tracks the component. */
     private plain = false;
     /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
     private archetype = 0;
     private offset = -1;
     /** False for array fields: they go down the checked path (a number each is no answer). */
-    protected readonly scalar: boolean;
+    private readonly scalar: boolean;
     /** What the field's type holds: integers from low to high, or floats within low and high. */
     private readonly integral: boolean;
     private readonly low: number;
@@ -210,13 +210,13 @@ export class Field<V = number> {
      * Views of the whole memory, u32 and the field's own type. Once memory grew they are
      * detached: every read gives undefined, which no epoch equals, so the next call learns.
      */
-    protected u32: Uint32Array;
+    private u32: Uint32Array;
     private view: TypedArrayOf[FieldType];
-    protected readonly exports: Heap['exports'];
+    private readonly exports: Heap['exports'];
 
     /** @internal Use `world.field(component, name)`. */
     constructor(
-        protected readonly owner: FieldOwner,
+        private readonly owner: FieldOwner,
         /** The component. */
         readonly component: Component<any>,
         /** @internal */
@@ -312,7 +312,7 @@ export class Field<V = number> {
      * does not address, an entity JS did not find placed (a pending one's write is recorded),
      * or a value the core judges.
      */
-    protected writeCore(entity: number, value: number): boolean {
+    private writeCore(entity: number, value: number): boolean {
         return this.scalar && isHandle(entity) && this.exports.tes_set_number(this.world, entity, this.id, this.meta.index, 0, value) === 0;
     }
 
@@ -358,7 +358,7 @@ export class Field<V = number> {
     }
 
     /** Fresh views, the world and the component's id; false when there is none. */
-    protected learnId(): boolean {
+    private learnId(): boolean {
         const heap = this.owner.heap;
         this.u32 = heap.u32;
         this.view = heap.typed(this.meta.type);
@@ -404,11 +404,23 @@ export class Field<V = number> {
  * A field the core addresses every time (array fields, sparse storage, change by value): its
  * read and write are one call each (array fields go to the checked path), with the id it
  * learned, trusted while the access epoch it learned it at holds. A class of its own, so that
- * `Field`'s fast paths carry no branch for it.
+ * `Field`'s fast paths carry no branch for it; its state is its own (Field's stays private, out
+ * of the published types).
  */
 class CoreField<V = number> extends Field<V> {
-    /** The access epoch the id was learned at (-1: none). */
+    private readonly host: FieldOwner;
+    /** The world, the component's id there and the access epoch it was learned at (-1: none). */
+    private coreWorld: Pointer = 0;
+    private coreId = -1;
     private known = -1;
+    /** A view of memory (detached once memory grew: it then reads undefined, no epoch). */
+    private words: Uint32Array;
+
+    constructor(owner: FieldOwner, component: Component<any>, meta: FieldMeta) {
+        super(owner, component, meta);
+        this.host = owner;
+        this.words = owner.heap.u32;
+    }
 
     /** @internal */
     override forget(): void {
@@ -418,24 +430,28 @@ class CoreField<V = number> extends Field<V> {
 
     /** @internal */
     override read(entity: number): number | undefined {
-        if (!this.scalar || !this.learned() || !isHandle(entity)) return undefined;
-        const heap = this.owner.heap;
+        if (this.meta.length !== 1 || !this.learned() || !isHandle(entity)) return undefined;
+        const heap = this.host.heap;
         const out = heap.scratch;
-        if (this.exports.tes_get_number(this.world, entity, this.id, this.meta.index, 0, out) !== 0) return undefined;
+        if (heap.exports.tes_get_number(this.coreWorld, entity, this.coreId, this.meta.index, 0, out) !== 0) return undefined;
         return heap.f64[out >>> 3]!;
     }
 
     /** @internal */
     override write(entity: number, value: unknown): boolean {
-        return typeof value === 'number' && this.learned() && this.writeCore(entity, value);
+        if (typeof value !== 'number' || this.meta.length !== 1 || !this.learned() || !isHandle(entity)) return false;
+        return this.host.heap.exports.tes_set_number(this.coreWorld, entity, this.coreId, this.meta.index, 0, value) === 0;
     }
 
     /** True when the id is this epoch's: learned at the epoch the world has now, or again now. */
     private learned(): boolean {
-        const world = this.world;
-        // A detached view (memory grew) reads undefined, which no epoch equals.
-        if (world !== 0 && world === this.owner.pointer && this.u32[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
-        this.known = this.learnId() ? this.u32[(this.world + WORLD_ACCESS_EPOCH) >>> 2]! : -1;
+        const world = this.coreWorld;
+        if (world !== 0 && world === this.host.pointer && this.words[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
+        const now = (this.coreWorld = this.host.pointer);
+        this.words = this.host.heap.u32;
+        // Unregistered until the checked path registers it (or claims it in a restored world).
+        this.coreId = now === 0 ? -1 : (this.host.registry.fast(this.component) ?? -1);
+        this.known = this.coreId >= 0 ? this.words[(now + WORLD_ACCESS_EPOCH) >>> 2]! : -1;
         return this.known !== -1;
     }
 }
