@@ -124,6 +124,15 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
 }
 
 /**
+ * `Object.prototype.hasOwnProperty`, for the spawn plan's shape check: called on the key of a
+ * `for...in` loop, V8 answers it from the loop's enum cache. Measured (entity_cycle's loop, both
+ * versions in one process, interleaved, minimum of 20 runs): 4-15% less per spawn + despawn
+ * than `Object.hasOwn`; imported from another module instead of held here, no gain (V8 does
+ * not see through the import to the builtin).
+ */
+const hasOwnProperty = Object.prototype.hasOwnProperty;
+
+/**
  * The plan of the latest spawn's argument shape, so that the same shape again costs one call
  * and no list building: `spawn(Bullet, Position, Velocity)` or `spawn(B({ value: v }))` in a
  * loop resolves its components and fields once. A shape is the items in order, each a
@@ -201,7 +210,7 @@ export class SpawnPlan {
             if (typeof values !== 'object' || values === null) return undefined;
             let k = 0;
             for (const key in values) {
-                if (key !== names[k++] || !Object.hasOwn(values, key)) return undefined;
+                if (key !== names[k++] || !hasOwnProperty.call(values, key)) return undefined;
             }
             if (k !== names.length) return undefined;
         }
