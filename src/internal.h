@@ -494,10 +494,11 @@ struct tes_world_t {
     tesi_component_t *components;
     uint32_t component_count;
     uint32_t component_slots;
-    /* Bumped whenever what bindings/access.ts keeps between calls may be stale: a component
+    /* Bumped whenever what the bindings keep between calls may be stale: a component
      * registered or taken back (ids, and this array's address), a component's tracking level
-     * changed, an archetype freed (its address may come back with another layout). While it
-     * holds, JS addresses cells with what it learned and writes untracked ones itself. */
+     * changed, an archetype freed (its address or id may come back with another layout). While
+     * it holds, JS addresses cells with what it learned and writes untracked ones itself
+     * (access.ts), and keeps its spawn plan and chunk column offsets (entities.ts, chunk.ts). */
     uint32_t access_epoch;
 
     /* An archetype keeps its address and layout while it lives (see access_epoch). */
