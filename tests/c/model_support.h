@@ -41,4 +41,34 @@ static inline void rlist_push(rlist_t *l, tes_entity_t e, uint64_t group) {
     l->count++;
 }
 
+/* Where `got` (as many entries as `want`) differs from `want` taken group by group, each group a
+ * multiset in its place: the entry of `want` counted differently, its group's bounds and both
+ * counts. found is false when they agree. */
+typedef struct rdiff_t {
+    bool found;
+    uint32_t first, end; /* the group: got[first..end) */
+    tes_entity_t entity;
+    uint32_t in_got, in_want;
+} rdiff_t;
+
+static inline rdiff_t rlist_diff_groups(const rlist_t *want, const tes_entity_t *got) {
+    uint32_t count = want->count;
+    for (uint32_t i = 0; i < count;) {
+        uint32_t j = i;
+        while (j < count && want->items[j].group == want->items[i].group)
+            j++;
+        for (uint32_t x = i; x < j; x++) {
+            uint32_t in_got = 0, in_want = 0;
+            for (uint32_t y = i; y < j; y++) {
+                in_got += got[y] == want->items[x].entity;
+                in_want += want->items[y].entity == want->items[x].entity;
+            }
+            if (in_got != in_want)
+                return (rdiff_t){true, i, j, want->items[x].entity, in_got, in_want};
+        }
+        i = j;
+    }
+    return (rdiff_t){0};
+}
+
 #endif

@@ -716,25 +716,13 @@ static void mm_check_window(const mm_t *m, const tes_entity_t *got, uint32_t cou
     if (count != want->count)
         harness_fail(__FILE__, __LINE__, "removed %s: %u reported, model %u (seed %llu step %u)",
                      mnames[c], count, want->count, (unsigned long long)m->seed, m->step);
-    for (uint32_t i = 0; i < count;) {
-        uint32_t j = i;
-        while (j < count && want->items[j].group == want->items[i].group)
-            j++;
-        for (uint32_t x = i; x < j; x++) {
-            uint32_t in_got = 0, in_want = 0;
-            for (uint32_t y = i; y < j; y++) {
-                in_got += got[y] == want->items[x].entity;
-                in_want += want->items[y].entity == want->items[x].entity;
-            }
-            if (in_got != in_want)
-                harness_fail(__FILE__, __LINE__,
-                             "removed %s: entity %u reported %u times in group %u..%u, model %u "
-                             "(seed %llu step %u)",
-                             mnames[c], want->items[x].entity, in_got, i, j, in_want,
-                             (unsigned long long)m->seed, m->step);
-        }
-        i = j;
-    }
+    rdiff_t d = rlist_diff_groups(want, got);
+    if (d.found)
+        harness_fail(__FILE__, __LINE__,
+                     "removed %s: entity %u reported %u times in group %u..%u, model %u "
+                     "(seed %llu step %u)",
+                     mnames[c], d.entity, d.in_got, d.first, d.end, d.in_want,
+                     (unsigned long long)m->seed, m->step);
 }
 
 static void mm_check_set(const mm_t *m, const tes_entity_t *got, uint32_t count,

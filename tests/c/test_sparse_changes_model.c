@@ -450,22 +450,10 @@ static void cm_check_entities_list(cm_model_t *m, const char *what, const tes_en
         harness_fail(__FILE__, __LINE__, "%s: %s gave %u entities, model says %u", m->consumer,
                      what, (unsigned)count, (unsigned)want->count);
     }
-    for (uint32_t i = 0; i < count;) {
-        uint32_t j = i;
-        while (j < count && want->items[j].group == want->items[i].group)
-            j++;
-        for (uint32_t x = i; x < j; x++) {
-            uint32_t in_got = 0, in_want = 0;
-            for (uint32_t y = i; y < j; y++) {
-                in_got += got[y] == want->items[x].entity;
-                in_want += want->items[y].entity == want->items[x].entity;
-            }
-            if (in_got != in_want) {
-                harness_fail(__FILE__, __LINE__, "%s: %s entries %u..%u differ from the model",
-                             m->consumer, what, (unsigned)i, (unsigned)j - 1);
-            }
-        }
-        i = j;
+    rdiff_t d = rlist_diff_groups(want, got);
+    if (d.found) {
+        harness_fail(__FILE__, __LINE__, "%s: %s entries %u..%u differ from the model", m->consumer,
+                     what, (unsigned)d.first, (unsigned)d.end - 1);
     }
 }
 

@@ -9,20 +9,13 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { component, createWorld, init, tag, TesseraError, type Component, type Entity, type World } from '../../dist/index.js';
-import { EDGE_NUMBERS, expectError, rng, worldPerTest } from './support.js';
+import { EDGE_NUMBERS, expectError, INT_RANGE, rng, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
 const TYPES = ['f32', 'f64', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32'] as const;
 type T = (typeof TYPES)[number];
-const RANGE: Record<string, [number, number]> = {
-    i8: [-128, 127],
-    u8: [0, 255],
-    i16: [-32768, 32767],
-    u16: [0, 65535],
-    i32: [-(2 ** 31), 2 ** 31 - 1],
-    u32: [0, 2 ** 32 - 1],
-};
+const RANGE: Record<string, readonly [number, number]> = INT_RANGE;
 const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
 
 /** What a field of `type` stores for `v`, or 'refused' ("300 into a u8, 1.5 into an i32, a string ... BAD_VALUE"). */
