@@ -9,24 +9,13 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { component, createWorld, init, tag, TesseraError, type Component, type Entity, type World } from '../../dist/index.js';
-import { EDGE_NUMBERS, expectError, INT_RANGE, rng, worldPerTest } from './support.js';
+import { EDGE_NUMBERS, expectError, FIELD_TYPES, INT_RANGE, rng, storedAs, worldPerTest, type FieldTypeName } from './support.js';
 
 const newWorld = worldPerTest();
 
-const TYPES = ['f32', 'f64', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32'] as const;
-type T = (typeof TYPES)[number];
+const TYPES = FIELD_TYPES;
+type T = FieldTypeName;
 const RANGE: Record<string, readonly [number, number]> = INT_RANGE;
-const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
-
-/** What a field of `type` stores for `v`, or 'refused' ("300 into a u8, 1.5 into an i32, a string ... BAD_VALUE"). */
-function stored(type: T, v: unknown): number | 'refused' {
-    if (typeof v !== 'number') return 'refused';
-    if (type === 'f64') return v;
-    if (type === 'f32') return Number.isFinite(v) && Math.abs(v) > F32_MAX ? 'refused' : Math.fround(v);
-    const [lo, hi] = RANGE[type]!;
-    if (!Number.isInteger(v) || v < lo || v > hi) return 'refused';
-    return v === 0 ? 0 : v;
-}
 
 /** A value every type stores as given. */
 function valid(type: T, seed: number): number {
@@ -879,7 +868,7 @@ describe('every field type at its edges through field handles and one-field set,
                 fc.boolean(),
                 (t, v, ci, viaField, inLoop) => {
                     const C = Cs[ci]!;
-                    const expected = stored(t, v);
+                    const expected = storedAs(t, v);
                     const write = viaField ? () => field(C, t).set(e, v as number) : () => world.set(e, C, t as never, v as never);
                     const op = viaField ? 'field.set' : 'world.set';
                     watchW.drain();
@@ -1082,7 +1071,7 @@ describe('spawnMany with per-entity columns, against a model', () => {
                 if (kinds[i] === 3) return; // left out: starts at 0
                 const values: unknown[] = Array.from({ length: count * k }, (_, j) => valid(t, seed + i * 1000 + j));
                 const usable = i < 5 || withMark;
-                if (badAt && badAt[0] === i && count > 0 && usable && stored(t, badAt[2]) === 'refused') {
+                if (badAt && badAt[0] === i && count > 0 && usable && storedAs(t, badAt[2]) === 'refused') {
                     const at = badAt[1] % (count * k);
                     const v = badAt[2];
                     // A plain array takes anything; a Float64Array any number; a typed array of the field's type holds no bad value.
@@ -1103,9 +1092,9 @@ describe('spawnMany with per-entity columns, against a model', () => {
         const k = lenOf[f]!;
         const column = columns[f];
         if (column === undefined) return k === 1 ? 0 : new Array(k).fill(0);
-        if (typeof column === 'number') return stored(typeOf[f]!, column) as number;
+        if (typeof column === 'number') return storedAs(typeOf[f]!, column) as number;
         const arr = column as ArrayLike<number>;
-        const at = (j: number) => stored(typeOf[f]!, arr[j]) as number;
+        const at = (j: number) => storedAs(typeOf[f]!, arr[j]) as number;
         return k === 1 ? at(i) : Array.from({ length: k }, (_, j) => at(i * k + j));
     }
 

@@ -6,29 +6,12 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { createWorld, component, init, relation, tag, TesseraError, type World } from '../../dist/index.js';
-import { EDGE_NUMBERS, expectError, INT_RANGE, worldPerTest } from './support.js';
+import { EDGE_NUMBERS, expectError, FIELD_TYPES, storedAs, worldPerTest, type FieldTypeName } from './support.js';
 
 const newWorld = worldPerTest();
 
-const TYPES = ['f32', 'f64', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32'] as const;
-type T = (typeof TYPES)[number];
-const RANGE: Record<string, readonly [number, number]> = INT_RANGE;
-
-/** What the type stores for `v`, or 'refused'. */
-const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
-
-function stored(type: T, v: unknown): number | 'refused' {
-    if (typeof v !== 'number') return 'refused';
-    if (type === 'f64') return v;
-    if (type === 'f32') {
-        // tessera.h: "a finite value whose magnitude exceeds FLT_MAX is rejected" (even one that
-        // rounds down to FLT_MAX).
-        return Number.isFinite(v) && Math.abs(v) > F32_MAX ? 'refused' : Math.fround(v);
-    }
-    const [lo, hi] = RANGE[type]!;
-    if (!Number.isInteger(v) || v < lo || v > hi) return 'refused';
-    return v === 0 ? 0 : v; // -0 in an integer field is 0
-}
+const TYPES = FIELD_TYPES;
+type T = FieldTypeName;
 
 const bytesOf = (world: World) => Array.from(world.snapshot());
 
@@ -59,7 +42,7 @@ describe('values of every field type', () => {
         world.addPair(e, PairAll, t);
         fc.assert(
             fc.property(fc.constantFrom(...TYPES), fc.oneof(edgeNumbers, notNumbers), fc.integer({ min: 0, max: 3 }), (type, v, how) => {
-                const expected = stored(type, v);
+                const expected = storedAs(type, v);
                 const write = [
                     () => world.set(e, AllTypes, type, v as never),
                     () => world.set(e, AllTypes, { [type]: v } as never),

@@ -159,6 +159,28 @@ export const INT_RANGE = {
     u32: [0, 2 ** 32 - 1],
 } as const satisfies Record<string, readonly [number, number]>;
 
+/** Every field type. */
+export const FIELD_TYPES = ['f32', 'f64', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32'] as const;
+export type FieldTypeName = (typeof FIELD_TYPES)[number];
+
+/** The largest finite f32. */
+export const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
+
+/**
+ * The model of what a field of `type` stores for `v`, from the docs, or 'refused': README "300
+ * into a u8, 1.5 into an i32, a string ... BAD_VALUE"; tessera.h "a finite value whose magnitude
+ * exceeds FLT_MAX is rejected" (even one that rounds down to FLT_MAX); -0 in an integer field
+ * is 0.
+ */
+export function storedAs(type: FieldTypeName, v: unknown): number | 'refused' {
+    if (typeof v !== 'number') return 'refused';
+    if (type === 'f64') return v;
+    if (type === 'f32') return Number.isFinite(v) && Math.abs(v) > F32_MAX ? 'refused' : Math.fround(v);
+    const [lo, hi] = INT_RANGE[type];
+    if (!Number.isInteger(v) || v < lo || v > hi) return 'refused';
+    return v === 0 ? 0 : v;
+}
+
 /** The entities as a sorted plain array (order-free comparison). */
 export function sorted(entities: ArrayLike<number> | Iterable<number>): number[] {
     return Array.from(entities as Iterable<number>).sort((a, b) => a - b);
