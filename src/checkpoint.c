@@ -1,13 +1,17 @@
-/* Checkpoints (the design: rollback.h): the touched indices, index images, starting and stopping,
- * and tes_checkpoint, tes_checkpoints, tes_rollback_stop (the shadow itself: shadow.c).
+/* Checkpoints (the design: rollback.h): the touched indices, images, starting and stopping, and
+ * tes_checkpoint, tes_checkpoints, tes_rollback_stop (the shadow itself: shadow.c).
  *
- * An image, in a checkpoint's bytes (u32s little-endian as the machine has them, no alignment):
- *     u32 index, with TESI_IMAGE_VALUES_ONLY when only its values changed in the interval
+ * The images in a checkpoint's bytes (u32s little-endian as the machine has them, no alignment).
+ * A whole image, of an index that moved in the interval:
+ *     u32 index
  *     state (tesi_state_t, 12 bytes)
  *     a live state's values: for each component of its archetype in order, value_bytes of it
  *     u32 n, then n sparse memberships: u32 component, u32 slot, value_bytes of it
  *     u32 n, then n relations with pairs: u32 relation, u32 outs, outs x (u32 target, stride of
- *         data), u32 ins, ins x u32 source (both lists in their order) */
+ *         data), u32 ins, ins x u32 source (both lists in their order)
+ * Value images, each of one component's value of an index that did not move in the interval (its
+ * place, sparse slots and pairs are the ones before and after), in the entry's `values` bytes by
+ * component: u32 component, u32 n, then n x (u32 index, value_bytes of the value). */
 #include "rollback.h"
 
 uint32_t tesi_value_bytes(const tesi_component_t *c) {
@@ -21,6 +25,7 @@ void tesi_rollback_touch(tesi_rollback_t *rb, uint32_t index) {
     if (*where) return;
     rb->touched[rb->touched_count++] = index;
     *where = rb->touched_count;
+    rb->listed[index >> 6] |= 1ull << (index & 63u);
 }
 
 tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t end) {
@@ -39,46 +44,27 @@ tes_result_t tesi_rollback_table(tes_world_t *world, uint32_t first, uint32_t en
         rb->spare = block + listable;
         rb->touched_slots = (uint32_t)listable;
     }
+    tes_result_t result = tesi_reserve_zeroed(world, (void **)&rb->listed, &rb->listed_words,
+                                              (end + 63) / 64, sizeof *rb->listed);
+    if (result != TES_OK) return result;
     return tesi_paged_reserve(world, &rb->where, first, end, sizeof(uint32_t));
 }
 
-void tesi_sort_touched(tesi_rollback_t *rb, uint32_t split) {
-    tesi_sort_indices(rb->touched, rb->spare, split);
-    tesi_sort_indices(TESI_PAST(rb->touched, split), rb->spare, rb->touched_count - split);
+void tesi_sort_touched(tesi_rollback_t *rb) {
+    tesi_sort_indices(rb->touched, rb->spare, rb->touched_count);
     for (uint32_t i = 0; i < rb->touched_count; i++)
         *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = i + 1;
 }
 
-void tesi_untouch_all(tesi_rollback_t *rb) {
-    for (uint32_t i = 0; i < rb->touched_count; i++)
-        *(uint32_t *)tesi_paged_at(&rb->where, rb->touched[i], sizeof(uint32_t)) = 0;
-    rb->touched_count = 0;
+void tesi_untouch(tesi_rollback_t *rb, uint32_t index) {
+    *(uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) = 0;
+    rb->listed[index >> 6] &= ~(1ull << (index & 63u));
 }
 
-void tesi_touch_changed(tes_world_t *world, tesi_rollback_t *rb) {
-    uint64_t base = rb->base;
-    for (uint32_t w = 0; w < rb->watch_count; w++) {
-        tes_component_t id = rb->watches[w].component;
-        const tesi_component_t *c = &world->components[id];
-        if (tesi_is_sparse(c)) {
-            const tesi_sparse_t *s = &c->sparse;
-            for (uint32_t i = 0; i < s->dirty_count; i++) {
-                uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
-                if (slot1 && s->changed[slot1 - 1] > base) tesi_rollback_touch(rb, s->dirty[i]);
-            }
-            continue;
-        }
-        for (uint32_t t = 0; t < c->dirty_set_count; t++) {
-            const tesi_tracker_t *tracker = c->dirty_set[t];
-            const tesi_chunk_t *chunk = tracker->chunk;
-            for (uint32_t i = 0; i < tracker->dirty_count; i++) {
-                uint32_t row = tracker->dirty[i];
-                if (row < chunk->count && tracker->changed[row] > base) {
-                    tesi_rollback_touch(rb, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK);
-                }
-            }
-        }
-    }
+void tesi_untouch_all(tesi_rollback_t *rb) {
+    for (uint32_t i = 0; i < rb->touched_count; i++)
+        tesi_untouch(rb, rb->touched[i]);
+    rb->touched_count = 0;
 }
 
 /* ---- states and images ----------------------------------------------------------------------- */
@@ -185,9 +171,9 @@ static uint32_t values_size(const tes_world_t *world, const tesi_state_t *state)
 /* The image of one index as the shadow has it, at `out`; returns the byte after it. `sets`: the
  * size of its sparse and pair parts (8: none, two zero counts). */
 static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, uint32_t index,
-                          uint32_t sets, bool values_only, uint8_t *out) {
+                          uint32_t sets, uint8_t *out) {
     const tesi_state_t *state = tesi_shadow_state(rb, index);
-    out = tesi_store_u32(out, index | (values_only ? TESI_IMAGE_VALUES_ONLY : 0));
+    out = tesi_store_u32(out, index);
     memcpy(out, state, sizeof *state);
     out += sizeof *state;
     if (state->archetype) {
@@ -205,38 +191,132 @@ static uint8_t *put_image(const tes_world_t *world, const tesi_rollback_t *rb, u
     return out + tesi_put_sets(world, rb, index, out);
 }
 
-/* The room for the images of every touched index in `entry`: sizes first, then one reservation.
- * The shadow knows each index's sets size; it goes in the sort's spare (unused until the list
- * is sorted) for the pass that writes them. */
+/* Bytes the value images of the rows changed since the newest checkpoint take at most: one per
+ * dirty row of a watched component (each listed once), an index that moved or not. */
+static uint64_t values_bound(const tes_world_t *world, const tesi_rollback_t *rb) {
+    uint64_t size = 0;
+    for (uint32_t w = 0; w < rb->watch_count; w++) {
+        const tesi_component_t *c = &world->components[rb->watches[w].component];
+        uint64_t rows = tesi_is_sparse(c) ? c->sparse.dirty_count : 0;
+        for (uint32_t t = 0; t < c->dirty_set_count; t++)
+            rows += c->dirty_set[t]->dirty_count;
+        if (rows) size += 8 + rows * (4 + tesi_value_bytes(c));
+    }
+    return size;
+}
+
+static uint8_t *put_value_image(uint8_t *out, uint32_t index, const uint8_t *value,
+                                uint32_t bytes) {
+    out = tesi_store_u32(out, index);
+    tesi_copy_cell(out, value, bytes);
+    return out + bytes;
+}
+
+/* One watched component's value images, for put_values. */
+static uint8_t *put_group(const tes_world_t *world, const tesi_rollback_t *rb, tes_component_t id,
+                          uint8_t *out, bool update) {
+    uint64_t base = rb->base;
+    const tesi_component_t *c = &world->components[id];
+    uint32_t bytes = tesi_value_bytes(c);
+    const tesi_paged_t *shadow = &rb->values[id];
+    if (tesi_is_sparse(c)) {
+        const tesi_sparse_t *s = &c->sparse;
+        for (uint32_t i = 0; i < s->dirty_count; i++) {
+            uint32_t index = s->dirty[i], slot1 = tesi_sparse_slot(s, index);
+            if (!slot1 || s->changed[slot1 - 1] <= base || tesi_listed(rb, index)) continue;
+            uint8_t *v = tesi_paged_at(shadow, index, bytes);
+            if (out) out = put_value_image(out, index, v, bytes);
+            if (update) tesi_copy_cell(v, s->data + (size_t)(slot1 - 1) * bytes, bytes);
+        }
+        return out;
+    }
+    for (uint32_t t = 0; t < c->dirty_set_count; t++) {
+        const tesi_tracker_t *tracker = c->dirty_set[t];
+        const tesi_chunk_t *chunk = tracker->chunk;
+        const tesi_archetype_t *a = chunk->archetype;
+        const tesi_column_t *columns = tesi_column_of(a, tesi_type_index(a, id), 0);
+        const tes_entity_t *entities = tesi_chunk_entities(chunk);
+        for (uint32_t i = 0; i < tracker->dirty_count; i++) {
+            uint32_t row = tracker->dirty[i];
+            if (row >= chunk->count || tracker->changed[row] <= base) continue;
+            uint32_t index = entities[row] & TESI_INDEX_MASK;
+            if (tesi_listed(rb, index)) continue;
+            uint8_t *v = tesi_paged_at(shadow, index, bytes);
+            if (out) out = put_value_image(out, index, v, bytes);
+            if (!update) continue;
+            for (uint32_t f = 0; f < c->field_count; f++) /* its fields' columns follow */
+                tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, &columns[f], row),
+                               columns[f].bytes);
+        }
+    }
+    return out;
+}
+
+/* The value images of the rows whose watched component changed since the newest checkpoint, of
+ * the indices not listed (one that moved has its whole image), written at `out` when it is not
+ * NULL: the shadow's values. With `update`, the shadow then takes the values now. Returns the
+ * byte after them. One walk over the dirty lists: the cost is the rows changed, and of each only
+ * the component that changed is read and copied. */
+static uint8_t *put_values(tes_world_t *world, tesi_rollback_t *rb, uint8_t *out, bool update) {
+    for (uint32_t w = 0; w < rb->watch_count; w++) {
+        tes_component_t id = rb->watches[w].component;
+        uint8_t *group = out;
+        out = put_group(world, rb, id, out ? out + 8 : NULL, update);
+        if (!group) continue;
+        uint32_t n = (uint32_t)(out - group - 8) / (4 + tesi_value_bytes(&world->components[id]));
+        if (n) {
+            tesi_store_u32(tesi_store_u32(group, id), n);
+        } else {
+            out = group; /* no value of it changed */
+        }
+    }
+    return out;
+}
+
+/* The room for the images of the touched indices and the changed rows in `entry`: sizes first,
+ * then one reservation. The shadow knows each touched index's sets size; it goes in the sort's
+ * spare (unused until the list is sorted) for the pass that writes them. */
 static tes_result_t images_reserve(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry) {
-    uint64_t size = entry->size;
+    uint64_t size = entry->size, values = entry->values_size + values_bound(world, rb);
     uint32_t *sets = rb->spare;
     for (uint32_t i = 0; i < rb->touched_count; i++) {
         const tesi_shadow_state_t *shadow = tesi_shadow_of(rb, rb->touched[i]);
         sets[i] = 8 + shadow->sets;
         size += 4 + sizeof(tesi_state_t) + values_size(world, &shadow->state) + sets[i];
     }
-    if (size > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
-    return tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
+    if (size > UINT32_MAX || values > UINT32_MAX) return TES_ERR_OUT_OF_MEMORY;
+    tes_result_t result =
+        tesi_reserve(world, (void **)&entry->images, &entry->slots, (uint32_t)size, 1, 4096);
+    if (result != TES_OK) return result;
+    return tesi_reserve(world, (void **)&entry->values, &entry->value_slots, (uint32_t)values, 1,
+                        4096);
 }
 
-tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry,
-                               uint32_t moved) {
-    tes_result_t result = images_reserve(world, rb, entry);
-    if (result != TES_OK) return result;
+/* The images as images_reserve counted them, appended to `entry` (or, with NULL, none: the
+ * shadow's values alone taken when `update`). */
+static void images_put(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry, bool update) {
+    if (!entry) {
+        put_values(world, rb, NULL, update);
+        return;
+    }
     uint8_t *out = TESI_PAST(entry->images, entry->size);
     for (uint32_t i = 0; i < rb->touched_count; i++)
-        out = put_image(world, rb, rb->touched[i], rb->spare[i], i >= moved, out);
+        out = put_image(world, rb, rb->touched[i], rb->spare[i], out);
     entry->size = (uint32_t)(out - entry->images);
-    return TES_OK;
+    out = put_values(world, rb, TESI_PAST(entry->values, entry->values_size), update);
+    entry->values_size = (uint32_t)(out - entry->values);
+}
+
+tes_result_t tesi_images_write(tes_world_t *world, tesi_rollback_t *rb, tesi_entry_t *entry) {
+    tes_result_t result = images_reserve(world, rb, entry);
+    if (result == TES_OK) images_put(world, rb, entry, false);
+    return result;
 }
 
 void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t at,
                      tesi_image_t *out) {
     const uint8_t *p = images + at;
-    uint32_t word = tesi_load_u32(p);
-    out->index = word & ~TESI_IMAGE_VALUES_ONLY;
-    out->values_only = (word & TESI_IMAGE_VALUES_ONLY) != 0;
+    out->index = tesi_load_u32(p);
     memcpy(&out->state, p + 4, sizeof out->state);
     p += 4 + sizeof out->state;
     out->values = p;
@@ -264,6 +344,7 @@ void tesi_image_read(const tes_world_t *world, const uint8_t *images, uint32_t a
 static void entry_fini(tes_world_t *world, tesi_entry_t *e) {
     tesi_free(world, e->sparse_counts, (size_t)e->sparse_slots * sizeof *e->sparse_counts);
     tesi_free(world, e->images, e->slots);
+    tesi_free(world, e->values, e->value_slots);
     tesi_free(world, e->counts, (size_t)e->count_slots * sizeof *e->counts);
     *e = (tesi_entry_t){0};
 }
@@ -293,6 +374,7 @@ static void rollback_free(tes_world_t *world, tesi_rollback_t *rb) {
     tesi_free(world, rb->pairs, n * sizeof *rb->pairs);
     tesi_paged_fini(world, &rb->states, sizeof(tesi_shadow_state_t));
     tesi_paged_fini(world, &rb->where, sizeof(uint32_t));
+    tesi_free(world, rb->listed, (size_t)rb->listed_words * sizeof *rb->listed);
     tesi_free(world, rb->touched, 2 * (size_t)rb->touched_slots * sizeof *rb->touched);
     tesi_free(world, rb->archetype_counts, (size_t)rb->archetype_slots * sizeof(uint32_t));
     tesi_free(world, rb->marks, rb->mark_slots);
@@ -439,7 +521,7 @@ static tes_result_t start(tes_world_t *world) {
     }
     for (uint32_t a = 0; a < world->archetype_count; a++)
         rb->marks[a] = world->archetypes[a] != NULL;
-    tesi_shadow_update(world, rb, rb->touched_count, rb->touched_count);
+    tesi_shadow_update(world, rb, rb->touched_count);
     return TES_OK;
 }
 
@@ -490,7 +572,7 @@ static tes_result_t push_entry(tes_world_t *world, tesi_rollback_t *rb, uint32_t
     e->sparse_known = world->sparse_count;
     for (uint32_t i = 0; i < world->sparse_count; i++)
         e->sparse_counts[i] = world->components[world->sparse_ids[i]].sparse.count;
-    e->size = 0;
+    e->size = e->values_size = 0;
     e->count_size = 0;
     rb->count++;
     return TES_OK;
@@ -523,11 +605,11 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         *out_checkpoint = 1;
         return TES_OK;
     }
-    /* The indices touched so far moved (their record, row, sparse slots or pairs changed); those
-     * the dirty lists add after them changed values alone, and cost a copy of their values. */
+    /* The indices touched moved (their record, row, sparse slots or pairs changed): a whole
+     * image each. The other rows the dirty lists hold changed values alone: a value image each,
+     * of the component that changed. */
     uint32_t moved = rb->touched_count;
-    tesi_touch_changed(world, rb);
-    tesi_sort_touched(rb, moved);
+    tesi_sort_touched(rb);
     tesi_entry_t *newest = tesi_entry_at(rb, rb->count - 1);
     /* Everything that can fail first: watches of new components, the newest entry's images and
      * counts, the shadow's pages, the next entry. */
@@ -542,26 +624,15 @@ tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {
         result = push_entry(world, rb, number);
     }
     if (result != TES_OK) {
-        newest->size = 0;
+        newest->size = newest->values_size = 0;
         newest->count_size = 0;
         memset(rb->marks, 0, rb->mark_slots);
         return result;
     }
     /* Nothing fails from here. The images go into what is now the second newest entry (a ring
-     * of one keeps none); a values-only index's image and shadow update are one walk. */
-    uint8_t *out = rb->depth > 1 ? TESI_PAST(newest->images, newest->size) : NULL;
-    for (uint32_t i = 0; out && i < moved; i++)
-        out = put_image(world, rb, rb->touched[i], rb->spare[i], false, out);
-    for (uint32_t i = moved; i < rb->touched_count; i++) {
-        uint32_t index = rb->touched[i];
-        if (out) {
-            out = tesi_image_and_values(world, rb, index, rb->spare[i], out);
-        } else {
-            tesi_shadow_values(world, rb, index);
-        }
-    }
-    if (out) newest->size = (uint32_t)(out - newest->images);
-    tesi_shadow_update(world, rb, moved, moved);
+     * of one keeps none); a value image and its shadow update are one step. */
+    images_put(world, rb, rb->depth > 1 ? newest : NULL, true);
+    tesi_shadow_update(world, rb, moved);
     tesi_rollback_settle(world, rb);
     *out_checkpoint = number;
     return TES_OK;
@@ -587,7 +658,8 @@ void tesi_rollback_stats(const tes_world_t *world, uint32_t *count, uint64_t *ri
     *count = rb->count;
     for (uint32_t i = 0; i < rb->depth; i++) {
         const tesi_entry_t *e = &rb->ring[i];
-        *ring_bytes += e->slots + (uint64_t)e->count_slots * 4 + (uint64_t)e->sparse_slots * 4;
+        *ring_bytes += e->slots + (uint64_t)e->value_slots + (uint64_t)e->count_slots * 4 +
+                       (uint64_t)e->sparse_slots * 4;
     }
     uint64_t pages = rb->states.page_count * (uint64_t)TESI_PAGE_SIZE * sizeof(tesi_shadow_state_t);
     for (uint32_t c = 0; c < rb->component_count; c++) {

@@ -1,8 +1,9 @@
 /* Rewinding to a checkpoint (the design: rollback.h). Everything that can fail comes first:
  * gathering the images of what changed since the checkpoint, room in the archetypes that grow
  * back, in sparse sets, pair tables, logs and the shadow. Then the images are written back:
- * removals logged, archetypes resized, rows and records, sparse slots, pairs, the entity
- * table's numbers; archetypes made since are freed, and the shadow takes the state back. */
+ * removals logged, archetypes resized, rows and records, sparse slots, pairs, the values of the
+ * indices that did not move, the entity table's numbers; archetypes made since are freed, and the
+ * shadow takes the state back. */
 #include "rollback.h"
 
 /* An index as it is before the rewind. */
@@ -13,20 +14,30 @@ typedef struct before_t {
     const tesi_archetype_t *archetype;
 } before_t;
 
+/* A value earlier than its index's earliest whole image, which it goes over. */
+typedef struct value_t {
+    const uint8_t *bytes; /* the value, in its value image */
+    tes_component_t component;
+    uint32_t next; /* the index's next one + 1 (0: none) */
+} value_t;
+
 typedef struct rewind_t {
     tes_world_t *world;
     tesi_rollback_t *rb;
     tesi_entry_t *to;     /* the checkpoint */
     uint32_t to_position; /* its place in the ring */
     uint32_t n;           /* indices to write back: rb->touched[0..n) */
-    tesi_image_t *image;  /* by position in touched: its image, read once */
+    tesi_image_t *image;  /* by position in touched: its earliest whole image, read once */
     before_t *before;     /* by position in touched */
-    uint32_t *sparse;     /* 2 per position: a sparse member's slot + 1 and handle, before */
-    uint32_t *counts;     /* by archetype id: its entity count at the checkpoint */
-    uint8_t *doomed;      /* by archetype id: made since the checkpoint */
-    uint8_t *moved;       /* by position: its place, sparse slots or pairs changed since */
-    uint32_t archetypes;  /* archetype_count before the rewind */
-    size_t block;         /* bytes of the allocation above */
+    uint32_t *first;      /* by position: the ring place of that image (the shadow's: count - 1) */
+    uint32_t *overrides;  /* by position: its first value earlier than that image + 1 (0: none) */
+    value_t *values;      /* room for every value image */
+    uint32_t value_count;
+    uint32_t *sparse;    /* 2 per position: a sparse member's slot + 1 and handle, before */
+    uint32_t *counts;    /* by archetype id: its entity count at the checkpoint */
+    uint8_t *doomed;     /* by archetype id: made since the checkpoint */
+    uint32_t archetypes; /* archetype_count before the rewind */
+    size_t block;        /* bytes of the allocation above */
 } rewind_t;
 
 static tes_entity_t handle_of(const tesi_image_t *img) {
@@ -38,58 +49,112 @@ static uint32_t where_of(const tesi_rollback_t *rb, uint32_t index) {
     return *(const uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) - 1;
 }
 
-/* Runs `body` with `img` read for every image of the entries from the newest stored down to the
- * checkpoint's. */
-#define FOR_EACH_STORED_IMAGE(rw, img, body)                             \
-    for (uint32_t e_ = (rw)->rb->count - 1; e_-- > (rw)->to_position;) { \
-        const tesi_entry_t *entry_ = tesi_entry_at((rw)->rb, e_);        \
-        for (uint32_t at_ = 0; at_ < entry_->size; at_ = (img).end) {    \
-            tesi_image_read((rw)->world, entry_->images, at_, &(img));   \
-            body                                                         \
-        }                                                                \
+/* The entry at ring place `place` since the checkpoint, as a rewind reads it: the newest one's
+ * images are the shadow's, written into rb->scratch. */
+static const tesi_entry_t *entry_since(const rewind_t *rw, uint32_t place) {
+    return place == rw->rb->count - 1 ? &rw->rb->scratch : tesi_entry_at(rw->rb, place);
+}
+
+/* Runs `body` with `img` read for every whole image since the checkpoint, the newest first,
+ * `place` its entry's place in the ring. */
+#define FOR_EACH_IMAGE(rw, place, img, body)                               \
+    for (uint32_t place = (rw)->rb->count; place-- > (rw)->to_position;) { \
+        const tesi_entry_t *entry_ = entry_since(rw, place);               \
+        for (uint32_t at_ = 0; at_ < entry_->size; at_ = (img).end) {      \
+            tesi_image_read((rw)->world, entry_->images, at_, &(img));     \
+            body                                                           \
+        }                                                                  \
     }
+
+/* Runs `body` with `walk` at every value image since the checkpoint, the newest first. */
+#define FOR_EACH_VALUE(rw, place, walk, body)                                          \
+    for (uint32_t place = (rw)->rb->count; place-- > (rw)->to_position;) {             \
+        tesi_value_walk_t walk = tesi_value_walk((rw)->world, entry_since(rw, place)); \
+        while (tesi_value_next(&walk)) {                                               \
+            body                                                                       \
+        }                                                                              \
+    }
+
+/* A value image of an index with a whole image since the checkpoint, met in the order newest
+ * first: a value earlier than that image goes over the image's, the earliest of each component. */
+static void add_override(rewind_t *rw, uint32_t p, const tesi_value_walk_t *walk, uint32_t place) {
+    if (place >= rw->first[p]) return;
+    for (uint32_t v = rw->overrides[p]; v; v = rw->values[v - 1].next) {
+        if (rw->values[v - 1].component != walk->component) continue;
+        rw->values[v - 1].bytes = walk->value;
+        return;
+    }
+    rw->values[rw->value_count] = (value_t){walk->value, walk->component, rw->overrides[p]};
+    rw->overrides[p] = ++rw->value_count;
+}
+
+/* The value of a component an index with a whole image takes over the image's; NULL: the image's.
+ */
+static const uint8_t *override_of(const rewind_t *rw, uint32_t p, tes_component_t component) {
+    for (uint32_t v = rw->overrides[p]; v; v = rw->values[v - 1].next) {
+        if (rw->values[v - 1].component == component) return rw->values[v - 1].bytes;
+    }
+    return NULL;
+}
 
 /* ---- gathering ------------------------------------------------------------------------------- */
 
-/* Every index changed since the checkpoint in touched, and the image each goes back to: the
- * earliest after the checkpoint, the shadow's (written into rb->scratch) when it changed only
- * since the newest checkpoint. */
+/* Every index with a whole image since the checkpoint in touched, with the earliest, and the
+ * values earlier than it that go over it. */
 static tes_result_t gather(rewind_t *rw) {
     tes_world_t *world = rw->world;
     tesi_rollback_t *rb = rw->rb;
-    uint32_t moved = rb->touched_count; /* structural touches; the dirty walk adds values */
-    tesi_touch_changed(world, rb);
-    rb->scratch.size = 0;
-    tes_result_t result = tesi_images_write(world, rb, &rb->scratch, moved);
+    rb->scratch.size = rb->scratch.values_size = 0;
+    tes_result_t result = tesi_images_write(world, rb, &rb->scratch);
     if (result != TES_OK) return result;
     tesi_image_t img;
-    FOR_EACH_STORED_IMAGE(rw, img, { tesi_rollback_touch(rb, img.index); })
+    uint32_t values = 0;
+    FOR_EACH_IMAGE(rw, place, img, { tesi_rollback_touch(rb, img.index); })
+    for (uint32_t place = rb->count; place-- > rw->to_position;) {
+        tesi_value_walk_t walk = tesi_value_walk(world, entry_since(rw, place));
+        while (walk.at < walk.end) { /* the groups' counts */
+            uint32_t n = tesi_load_u32(walk.at + 4);
+            values += n;
+            walk.at +=
+                8 + (size_t)n * (4 + tesi_value_bytes(&world->components[tesi_load_u32(walk.at)]));
+        }
+    }
     rw->n = rb->touched_count;
     rw->archetypes = world->archetype_count;
     size_t n = rw->n, a = rw->archetypes;
-    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 2 * sizeof *rw->sparse + 1) +
-                a * (sizeof *rw->counts + 1);
+    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 4 * sizeof *rw->sparse) +
+                values * sizeof *rw->values + a * (sizeof *rw->counts + 1);
     uint8_t *block = tesi_alloc(world, rw->block ? rw->block : 1);
     if (!block) return TES_ERR_OUT_OF_MEMORY;
     rw->image = (tesi_image_t *)(void *)block;
     rw->before = (before_t *)(void *)(rw->image + n);
-    rw->sparse = (uint32_t *)(void *)(rw->before + n);
-    rw->counts = rw->sparse + 2 * n;
+    rw->values = (value_t *)(void *)(rw->before + n);
+    rw->sparse = (uint32_t *)(void *)(rw->values + values);
+    rw->first = rw->sparse + 2 * n;
+    rw->overrides = rw->first + n;
+    rw->counts = rw->overrides + n;
     rw->doomed = (uint8_t *)(rw->counts + a);
-    rw->moved = rw->doomed + a;
-    memset(rw->moved, 0, n);
+    memset(rw->overrides, 0, n * sizeof *rw->overrides);
     /* In index order, the passes below walk pages and rows in order (the entities of a batch
      * spawn are in rows of increasing index): far fewer cache misses than the order touched. */
-    tesi_sort_touched(rb, rb->touched_count);
+    tesi_sort_touched(rb);
     result =
         tesi_reserve_zeroed(world, (void **)&rb->marks, &rb->mark_slots, world->archetype_count, 1);
     if (result != TES_OK) return result;
-    /* Archetype counts: the shadow's for what changed since the newest checkpoint, then the
+    /* Whole images, newest first, so that the earliest wins; then the values that go over them,
+     * once every earliest whole image is known. */
+    FOR_EACH_IMAGE(rw, place, img, {
+        uint32_t p = where_of(rb, img.index);
+        rw->image[p] = img;
+        rw->first[p] = place;
+    })
+    FOR_EACH_VALUE(rw, place, walk, {
+        if (tesi_listed(rb, walk.index)) add_override(rw, where_of(rb, walk.index), &walk, place);
+    })
+    /* Archetype counts: the shadow's for what moved since the newest checkpoint, then the
      * entries' from the newest down, so the earliest wins (as for images). */
     for (uint32_t at = 0; at < rb->scratch.size; at = img.end) {
         tesi_image_read(world, rb->scratch.images, at, &img);
-        rw->image[where_of(rb, img.index)] = img;
-        rw->moved[where_of(rb, img.index)] |= !img.values_only;
         tesi_state_t now = tesi_state_now(world, img.index);
         uint32_t ids[2] = {img.state.archetype, now.archetype};
         for (int k = 0; k < 2; k++) {
@@ -99,11 +164,6 @@ static tes_result_t gather(rewind_t *rw) {
             rw->counts[id] = id < rb->archetype_slots ? rb->archetype_counts[id] : 0;
         }
     }
-    FOR_EACH_STORED_IMAGE(rw, img, {
-        uint32_t p = where_of(rb, img.index);
-        rw->image[p] = img;
-        rw->moved[p] |= !img.values_only;
-    })
     for (uint32_t e = rb->count - 1; e-- > rw->to_position;) {
         const tesi_entry_t *entry = tesi_entry_at(rb, e);
         for (uint32_t i = 0; i < entry->count_size; i += 2) {
@@ -339,7 +399,8 @@ static void write_rows(rewind_t *rw) {
             const tesi_component_t *c = &world->components[a->components[i]];
             uint32_t bytes = tesi_value_bytes(c);
             if (!bytes) continue;
-            if (put_cells(c, a, i, chunk, row, value, same) && same) {
+            const uint8_t *earlier = override_of(rw, p, a->components[i]);
+            if (put_cells(c, a, i, chunk, row, earlier ? earlier : value, same) && same) {
                 tesi_mark_changed(world, chunk, i, row);
             }
             value += bytes;
@@ -372,6 +433,8 @@ static void write_sparse(rewind_t *rw, uint32_t s) {
         const uint8_t *value = handle ? sparse_value(world, &img, id, &slot) : NULL;
         if (had && (!value || had != handle)) tesi_log_removal(world, id, had);
         if (!value) continue;
+        const uint8_t *earlier = bytes ? override_of(rw, p, id) : NULL;
+        if (earlier) value = earlier;
         uint32_t *slot_of = tesi_paged_at(&set->slot_of, img.index, sizeof *slot_of);
         *slot_of |= slot + 1;
         set->entities[slot] = handle;
@@ -412,6 +475,38 @@ static void write_pairs(rewind_t *rw) {
     }
 }
 
+/* The values of the indices that did not move: the shadow takes their value images newest
+ * first (the earliest wins), then each cell whose bytes differ from the shadow's takes them, a
+ * change. */
+static void write_values(rewind_t *rw) {
+    tes_world_t *world = rw->world;
+    tesi_rollback_t *rb = rw->rb;
+    FOR_EACH_VALUE(rw, place, walk, {
+        if (tesi_listed(rb, walk.index)) continue; /* went over its whole image */
+        tesi_copy_cell(tesi_paged_at(&rb->values[walk.component], walk.index, walk.bytes),
+                       walk.value, walk.bytes);
+    })
+    FOR_EACH_VALUE(rw, place, walk, {
+        if (tesi_listed(rb, walk.index)) continue;
+        tesi_component_t *c = &world->components[walk.component];
+        const uint8_t *shadow = tesi_paged_at(&rb->values[walk.component], walk.index, walk.bytes);
+        if (tesi_is_sparse(c)) {
+            uint32_t slot = tesi_sparse_slot(&c->sparse, walk.index) - 1;
+            uint8_t *data = c->sparse.data + (size_t)slot * walk.bytes;
+            if (!memcmp(data, shadow, walk.bytes)) continue;
+            memcpy(data, shadow, walk.bytes);
+            tesi_sparse_stamp(world, walk.component, slot, false);
+            continue;
+        }
+        const tesi_record_t *r = tesi_record_at(world, walk.index);
+        const tesi_archetype_t *a = r->chunk->archetype;
+        uint32_t type = tesi_type_index(a, walk.component);
+        if (put_cells(c, a, type, r->chunk, r->row, shadow, true)) {
+            tesi_mark_changed(world, r->chunk, type, r->row);
+        }
+    })
+}
+
 /* The checkpoint's numbers, archetypes made since freed, the ring cut back to the checkpoint,
  * the shadow brought to the state written back. */
 static void finish(rewind_t *rw) {
@@ -433,31 +528,27 @@ static void finish(rewind_t *rw) {
         if (id < rb->archetype_slots) rb->archetype_counts[id] = 0; /* the id is free again */
     }
     rb->count = rw->to_position + 1;
-    rw->to->size = 0;
+    rw->to->size = rw->to->values_size = 0;
     rw->to->count_size = 0;
-    /* The shadow takes the state written back. The indices whose image was the shadow's own
-     * (changed only since the newest checkpoint) have it already: they go off the list first.
-     * Not with relations: putting pairs back may give them other ids, and the shadow's copy of
-     * the pair table is by id. Of the rest, those whose values alone changed since the checkpoint
-     * have the shadow's place, sparse slots and pairs (the newest checkpoint's, the same as the
-     * checkpoint's): their values are copied, after the others (the list stays a list of indices
-     * from here on, its positions no longer read). */
+    /* The shadow takes the state written back (the values of the indices that did not move have
+     * it: write_values). The indices whose whole image was the shadow's own (moved only since the
+     * newest checkpoint) have it already when no earlier value went over it: they go off the list
+     * first. Not with relations: putting pairs back may give them other ids, and the shadow's copy
+     * of the pair table is by id. The list stays a list of indices from here on, its positions no
+     * longer read. */
     const uint8_t *own = rb->scratch.images, *own_end = TESI_PAST(own, rb->scratch.size);
-    uint32_t kept = 0, values = 0;
+    uint32_t kept = 0;
     for (uint32_t p = 0; p < rw->n; p++) {
         uint32_t index = rb->touched[p];
         const uint8_t *at = rw->image[p].values;
-        if (!world->relation_count && at >= own && at < own_end) {
-            *(uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) = 0;
-        } else if (rw->moved[p]) {
-            rb->touched[kept++] = index;
+        if (!world->relation_count && at >= own && at < own_end && !rw->overrides[p]) {
+            tesi_untouch(rb, index);
         } else {
-            rw->sparse[values++] = index; /* free now: the values-only indices, in order */
+            rb->touched[kept++] = index;
         }
     }
-    memcpy(rb->touched + kept, rw->sparse, values * sizeof *rw->sparse);
-    rb->touched_count = kept + values;
-    tesi_shadow_update(world, rb, kept, rb->touched_count);
+    rb->touched_count = kept;
+    tesi_shadow_update(world, rb, kept);
     /* The registrations made since, newest first, while nothing uses them any more (the
      * archetypes, members and pairs are gone; a query made since may still name one): ids as
      * the straight run hands them out, and snapshots and hashes without them. Their watches
@@ -494,6 +585,7 @@ tes_result_t tes_rewind(tes_world_t *world, uint32_t checkpoint) {
     for (uint32_t s = 0; s < world->sparse_count; s++)
         write_sparse(&rw, s);
     if (world->relation_count) write_pairs(&rw);
+    write_values(&rw);
     finish(&rw);
     tesi_free(world, (void *)rw.image, rw.block ? rw.block : 1);
     return TES_OK;

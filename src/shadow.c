@@ -1,6 +1,6 @@
 /* The shadow (the design: rollback.h): each index's state at the newest checkpoint, the pages
- * it needs, and its updates: whole for an index whose place changed, its values alone for one
- * whose values alone changed (writing the image of what it held on the way). */
+ * it needs, and its updates for the indices whose place changed (a value that changed alone is
+ * taken where its value image is written: checkpoint.c). */
 #include "rollback.h"
 
 tes_result_t tesi_page_for(tes_world_t *world, tesi_paged_t *p, uint32_t index, uint32_t elem) {
@@ -151,74 +151,9 @@ static void update_index(tes_world_t *world, tesi_rollback_t *rb, uint32_t index
     shadow->sets = world->sparse_count ? tesi_put_sets(world, rb, index, NULL) - 8 : 0;
 }
 
-/* The shadow's sparse values of an index, from its sparse members now. */
-static void update_sparse_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
-    for (uint32_t i = 0; i < world->sparse_count; i++) {
-        const tesi_component_t *c = &world->components[world->sparse_ids[i]];
-        uint32_t bytes = tesi_value_bytes(c), slot1;
-        if (bytes && (slot1 = tesi_sparse_slot(&c->sparse, index))) {
-            memcpy(tesi_paged_at(&rb->values[world->sparse_ids[i]], index, bytes),
-                   c->sparse.data + (size_t)(slot1 - 1) * bytes, bytes);
-        }
-    }
-}
-
-/* The shadow's values of an index whose values alone changed since the newest checkpoint: its
- * place, sparse memberships and pairs are the shadow's already, and so are its pages. */
-void tesi_shadow_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index) {
-    const tesi_record_t *r = tesi_record_at(world, index);
-    const tesi_chunk_t *chunk = r->chunk;
-    const tesi_archetype_t *a = chunk->archetype;
-    for (uint32_t i = 0; i < a->component_count; i++) {
-        const tesi_component_t *c = &world->components[a->components[i]];
-        if (!tesi_value_bytes(c)) continue;
-        uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, c->stride);
-        const tesi_column_t *column = tesi_column_of(a, i, 0); /* its fields' columns follow */
-        for (uint32_t f = 0; f < c->field_count; f++, column++)
-            tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, column, r->row),
-                           column->bytes);
-    }
-    update_sparse_values(world, rb, index);
-}
-
-/* The image of an index whose values alone changed since the newest checkpoint, and its shadow
- * brought to its values now, in one walk (its shadow's place is its place now). */
-uint8_t *tesi_image_and_values(tes_world_t *world, tesi_rollback_t *rb, uint32_t index,
-                               uint32_t sets, uint8_t *out) {
-    const tesi_state_t *state = tesi_shadow_state(rb, index);
-    out = tesi_store_u32(out, index | TESI_IMAGE_VALUES_ONLY);
-    memcpy(out, state, sizeof *state);
-    out += sizeof *state;
-    const tesi_record_t *r = tesi_record_at(world, index);
-    const tesi_chunk_t *chunk = r->chunk;
-    const tesi_archetype_t *a = chunk->archetype;
-    for (uint32_t i = 0; i < a->component_count; i++) {
-        const tesi_component_t *c = &world->components[a->components[i]];
-        uint32_t bytes = tesi_value_bytes(c);
-        if (!bytes) continue;
-        uint8_t *v = tesi_paged_at(&rb->values[a->components[i]], index, bytes);
-        tesi_copy_cell(out, v, bytes);
-        out += bytes;
-        const tesi_column_t *column = tesi_column_of(a, i, 0); /* its fields' columns follow */
-        for (uint32_t f = 0; f < c->field_count; f++, column++)
-            tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, column, r->row),
-                           column->bytes);
-    }
-    if (sets == 8) {
-        memset(out, 0, 8);
-        out += 8;
-    } else {
-        out += tesi_put_sets(world, rb, index, out); /* the shadow's sparse values, still old */
-        update_sparse_values(world, rb, index);
-    }
-    return out;
-}
-
-void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved, uint32_t end) {
-    for (uint32_t i = 0; i < moved; i++)
+void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t end) {
+    for (uint32_t i = 0; i < end; i++)
         update_index(world, rb, rb->touched[i]);
-    for (uint32_t i = moved; i < end; i++)
-        tesi_shadow_values(world, rb, rb->touched[i]);
     for (uint32_t a = 0; a < world->archetype_count; a++) {
         if (!rb->marks[a]) continue;
         rb->marks[a] = 0;
@@ -229,8 +164,8 @@ void tesi_shadow_update(tes_world_t *world, tesi_rollback_t *rb, uint32_t moved,
 tes_result_t tesi_rollback_validate(const tes_world_t *world) {
     const tesi_rollback_t *rb = world->rollback;
     if (!rb) return TES_OK;
-    /* Every shadow state's sets size is what its sparse slots and pair lists take: images of
-     * values-only indices are sized by it, without walking them. */
+    /* Every shadow state's sets size is what its sparse slots and pair lists take: whole images
+     * are sized by it, without walking them. */
     for (uint32_t page = 0; page < rb->states.page_slots; page++) {
         if (!rb->states.pages[page]) continue;
         for (uint32_t k = 0; k < TESI_PAGE_SIZE; k++) {
@@ -238,6 +173,17 @@ tes_result_t tesi_rollback_validate(const tes_world_t *world) {
             const tesi_shadow_state_t *s = tesi_shadow_of(rb, index);
             uint32_t sets = world->sparse_count ? tesi_put_sets(world, rb, index, NULL) - 8 : 0;
             if (s->sets != sets) return TES_ERR_CORRUPT;
+        }
+    }
+    /* The listed bits say what the list's positions say (the dirty walk trusts the bits). */
+    for (uint32_t page = 0; page < rb->where.page_slots; page++) {
+        if (!rb->where.pages[page]) continue;
+        for (uint32_t k = 0; k < TESI_PAGE_SIZE; k++) {
+            uint32_t index = (page << TESI_PAGE_BITS) | k;
+            bool at = *(const uint32_t *)tesi_paged_at(&rb->where, index, sizeof(uint32_t)) != 0;
+            if (index / 64 >= rb->listed_words || at != tesi_listed(rb, index)) {
+                return TES_ERR_CORRUPT;
+            }
         }
     }
     return TES_OK;
