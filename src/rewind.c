@@ -21,6 +21,13 @@ typedef struct value_t {
     uint32_t next; /* the index's next one + 1 (0: none) */
 } value_t;
 
+/* A value of an index that did not move since the checkpoint (it has no whole image). */
+typedef struct in_place_t {
+    const uint8_t *value; /* in its value image */
+    uint32_t index;
+    tes_component_t component;
+} in_place_t;
+
 typedef struct rewind_t {
     tes_world_t *world;
     tesi_rollback_t *rb;
@@ -33,6 +40,9 @@ typedef struct rewind_t {
     uint32_t *overrides;  /* by position: its first value earlier than that image + 1 (0: none) */
     value_t *values;      /* room for every value image */
     uint32_t value_count;
+    in_place_t *in_place; /* the values of indices that did not move, by index (then newest
+                           * first), and as many more for the sort */
+    uint32_t in_place_count;
     uint32_t *sparse;    /* 2 per position: a sparse member's slot + 1 and handle, before */
     uint32_t *counts;    /* by archetype id: its entity count at the checkpoint */
     uint8_t *doomed;     /* by archetype id: made since the checkpoint */
@@ -97,6 +107,35 @@ static const uint8_t *override_of(const rewind_t *rw, uint32_t p, tes_component_
     return NULL;
 }
 
+/* Sorts values by index, stably (a radix sort): the values of an index keep their order, newest
+ * first. In index order, writing them back walks the shadow's pages, the records and the rows of
+ * a batch-spawned world in order: a rewind of 8 ticks writes thousands of values into a world of
+ * megabytes, and in the order met nearly each one was a cache miss. */
+static void sort_in_place(in_place_t *values, in_place_t *spare, uint32_t n) {
+    _Static_assert(TES_INDEX_BITS <= 22, "two passes of 11 bits");
+    in_place_t *from = values, *to = spare;
+    for (uint32_t shift = 0; shift < TES_INDEX_BITS && n > 1; shift += 11) {
+        uint32_t counts[2048] = {0};
+        for (uint32_t i = 0; i < n; i++)
+            counts[(from[i].index >> shift) & 2047]++;
+        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
+            uint32_t c = counts[b];
+            counts[b] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            to[counts[(from[i].index >> shift) & 2047]++] = from[i];
+        in_place_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != values) memcpy(values, from, n * sizeof *values);
+}
+
+static void keep_in_place(rewind_t *rw, const tesi_value_walk_t *walk) {
+    rw->in_place[rw->in_place_count++] = (in_place_t){walk->value, walk->index, walk->component};
+}
+
 /* ---- gathering ------------------------------------------------------------------------------- */
 
 /* Every index with a whole image since the checkpoint in touched, with the earliest, and the
@@ -123,13 +162,15 @@ static tes_result_t gather(rewind_t *rw) {
     rw->archetypes = world->archetype_count;
     size_t n = rw->n, a = rw->archetypes;
     rw->block = n * (sizeof *rw->image + sizeof *rw->before + 4 * sizeof *rw->sparse) +
-                values * sizeof *rw->values + a * (sizeof *rw->counts + 1);
+                values * (sizeof *rw->values + 2 * sizeof *rw->in_place) +
+                a * (sizeof *rw->counts + 1);
     uint8_t *block = tesi_alloc(world, rw->block ? rw->block : 1);
     if (!block) return TES_ERR_OUT_OF_MEMORY;
     rw->image = (tesi_image_t *)(void *)block;
     rw->before = (before_t *)(void *)(rw->image + n);
     rw->values = (value_t *)(void *)(rw->before + n);
-    rw->sparse = (uint32_t *)(void *)(rw->values + values);
+    rw->in_place = (in_place_t *)(void *)(rw->values + values);
+    rw->sparse = (uint32_t *)(void *)(rw->in_place + 2 * (size_t)values);
     rw->first = rw->sparse + 2 * n;
     rw->overrides = rw->first + n;
     rw->counts = rw->overrides + n;
@@ -149,8 +190,13 @@ static tes_result_t gather(rewind_t *rw) {
         rw->first[p] = place;
     })
     FOR_EACH_VALUE(rw, place, walk, {
-        if (tesi_listed(rb, walk.index)) add_override(rw, where_of(rb, walk.index), &walk, place);
+        if (tesi_listed(rb, walk.index)) {
+            add_override(rw, where_of(rb, walk.index), &walk, place);
+        } else {
+            keep_in_place(rw, &walk);
+        }
     })
+    sort_in_place(rw->in_place, rw->in_place + rw->in_place_count, rw->in_place_count);
     /* Archetype counts: the shadow's for what moved since the newest checkpoint, then the
      * entries' from the newest down, so the earliest wins (as for images). */
     for (uint32_t at = 0; at < rb->scratch.size; at = img.end) {
@@ -475,36 +521,36 @@ static void write_pairs(rewind_t *rw) {
     }
 }
 
-/* The values of the indices that did not move: the shadow takes their value images newest
- * first (the earliest wins), then each cell whose bytes differ from the shadow's takes them, a
- * change. */
+/* The values of the indices that did not move: the shadow takes them, by index and newest first
+ * (the earliest wins), then each cell whose bytes differ from the shadow's takes them, a change. */
 static void write_values(rewind_t *rw) {
     tes_world_t *world = rw->world;
     tesi_rollback_t *rb = rw->rb;
-    FOR_EACH_VALUE(rw, place, walk, {
-        if (tesi_listed(rb, walk.index)) continue; /* went over its whole image */
-        tesi_copy_cell(tesi_paged_at(&rb->values[walk.component], walk.index, walk.bytes),
-                       walk.value, walk.bytes);
-    })
-    FOR_EACH_VALUE(rw, place, walk, {
-        if (tesi_listed(rb, walk.index)) continue;
-        tesi_component_t *c = &world->components[walk.component];
-        const uint8_t *shadow = tesi_paged_at(&rb->values[walk.component], walk.index, walk.bytes);
+    for (uint32_t i = 0; i < rw->in_place_count; i++) {
+        const in_place_t *v = &rw->in_place[i];
+        uint32_t bytes = tesi_value_bytes(&world->components[v->component]);
+        tesi_copy_cell(tesi_paged_at(&rb->values[v->component], v->index, bytes), v->value, bytes);
+    }
+    for (uint32_t i = 0; i < rw->in_place_count; i++) {
+        const in_place_t *v = &rw->in_place[i];
+        tesi_component_t *c = &world->components[v->component];
+        uint32_t bytes = tesi_value_bytes(c);
+        const uint8_t *shadow = tesi_paged_at(&rb->values[v->component], v->index, bytes);
         if (tesi_is_sparse(c)) {
-            uint32_t slot = tesi_sparse_slot(&c->sparse, walk.index) - 1;
-            uint8_t *data = c->sparse.data + (size_t)slot * walk.bytes;
-            if (!memcmp(data, shadow, walk.bytes)) continue;
-            memcpy(data, shadow, walk.bytes);
-            tesi_sparse_stamp(world, walk.component, slot, false);
+            uint32_t slot = tesi_sparse_slot(&c->sparse, v->index) - 1;
+            uint8_t *data = c->sparse.data + (size_t)slot * bytes;
+            if (!memcmp(data, shadow, bytes)) continue;
+            memcpy(data, shadow, bytes);
+            tesi_sparse_stamp(world, v->component, slot, false);
             continue;
         }
-        const tesi_record_t *r = tesi_record_at(world, walk.index);
+        const tesi_record_t *r = tesi_record_at(world, v->index);
         const tesi_archetype_t *a = r->chunk->archetype;
-        uint32_t type = tesi_type_index(a, walk.component);
+        uint32_t type = tesi_type_index(a, v->component);
         if (put_cells(c, a, type, r->chunk, r->row, shadow, true)) {
             tesi_mark_changed(world, r->chunk, type, r->row);
         }
-    })
+    }
 }
 
 /* The checkpoint's numbers, archetypes made since freed, the ring cut back to the checkpoint,
