@@ -581,13 +581,15 @@ static tes_result_t push_entry(tes_world_t *world, tesi_rollback_t *rb, uint32_t
 void tesi_rollback_settle(tes_world_t *world, tesi_rollback_t *rb) {
     tesi_untouch_all(rb);
     rb->components_settled = world->component_count;
-    rb->base = world->change_tick++;
+    rb->base = world->change_tick;
     for (uint32_t i = 0; i < rb->watch_count; i++)
         tesi_query_hold(rb->watches[i].query, rb->base);
     /* A consumer's run: what every consumer has seen goes (never inside a run: refused there).
      * Without it a world whose other consumers never run would keep every row it ever wrote
-     * on the dirty lists the next checkpoint walks. */
+     * on the dirty lists the next checkpoint walks. Before the tick moves on: when the watches
+     * are the only consumers, they have seen every stamp, and the rows go unread. */
     tesi_prune(world);
+    world->change_tick++;
 }
 
 tes_result_t tes_checkpoint(tes_world_t *world, uint32_t *out_checkpoint) {

@@ -368,8 +368,17 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
 /* ---- pruning --------------------------------------------------------------------------- */
 
 /* Keeps the entries some consumer has not seen yet: an occupied row with a tick above min. */
-static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min) {
+/* Drops the dirty rows every consumer has seen (stamps up to `min`). With `all`, every stamp is
+ * (min is the current tick): the rows go without reading their stamps, two cache misses a row in
+ * a world of many chunks. */
+static void prune_tracker(tesi_tracker_t *t, uint32_t count, uint64_t min, bool all) {
     uint32_t kept = 0;
+    if (all) {
+        for (uint32_t i = 0; i < t->dirty_count; i++)
+            t->bits[t->dirty[i] >> 6] = 0;
+        t->dirty_count = 0;
+        return;
+    }
     for (uint32_t i = 0; i < t->dirty_count; i++) {
         uint32_t r = t->dirty[i];
         if (r < count && (t->added[r] > min || t->changed[r] > min)) {
@@ -400,10 +409,12 @@ void tesi_prune_component(tes_world_t *world, tes_component_t c) {
         tesi_sparse_prune(world, c, min);
         return;
     }
-    /* Backwards: a tracker that empties is swapped out with the set's last one. */
+    /* Backwards: a tracker that empties is swapped out with the set's last one. Stamps are the
+     * tick of their write, never above the current one. */
+    bool all = min >= world->change_tick;
     for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
         tesi_tracker_t *t = comp->dirty_set[i];
-        prune_tracker(t, t->chunk->count, min);
+        prune_tracker(t, t->chunk->count, min, all);
         if (!t->dirty_count) unlist(world, t);
     }
 }
