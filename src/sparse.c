@@ -215,11 +215,13 @@ void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tra
 
 void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t min) {
     tesi_sparse_t *s = &world->components[component].sparse;
-    (void)world;
+    /* Every stamp seen (min is the current tick): the members go without reading their stamps,
+     * as a chunk tracker's rows do (tracker.c). */
+    bool all = min >= world->change_tick;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < s->dirty_count; i++) {
         uint32_t index = s->dirty[i];
-        uint32_t slot1 = tesi_sparse_slot(s, index);
+        uint32_t slot1 = all ? 0 : tesi_sparse_slot(s, index);
         if (slot1 && (s->added[slot1 - 1] > min || s->changed[slot1 - 1] > min)) {
             s->dirty[kept++] = index;
         } else {
