@@ -161,9 +161,13 @@ static tes_result_t gather(rewind_t *rw) {
     rw->n = rb->touched_count;
     rw->archetypes = world->archetype_count;
     size_t n = rw->n, a = rw->archetypes;
-    rw->block = n * (sizeof *rw->image + sizeof *rw->before + 4 * sizeof *rw->sparse) +
-                values * (sizeof *rw->values + 2 * sizeof *rw->in_place) +
-                a * (sizeof *rw->counts + 1);
+    /* In 64 bits: on wasm32 the ring's value images alone may describe more than size_t holds. */
+    uint64_t bytes =
+        (uint64_t)n * (sizeof *rw->image + sizeof *rw->before + 4 * sizeof *rw->sparse) +
+        (uint64_t)values * (sizeof *rw->values + 2 * sizeof *rw->in_place) +
+        (uint64_t)a * (sizeof *rw->counts + 1);
+    if (bytes > SIZE_MAX) return TES_ERR_OUT_OF_MEMORY;
+    rw->block = (size_t)bytes;
     uint8_t *block = tesi_alloc(world, rw->block ? rw->block : 1);
     if (!block) return TES_ERR_OUT_OF_MEMORY;
     rw->image = (tesi_image_t *)(void *)block;
