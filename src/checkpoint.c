@@ -219,11 +219,17 @@ static uint8_t *put_group(const tes_world_t *world, const tesi_rollback_t *rb, t
     const tesi_component_t *c = &world->components[id];
     uint32_t bytes = tesi_value_bytes(c);
     const tesi_paged_t *shadow = &rb->values[id];
+    /* When the component's last prune dropped every row stamped up to the newest checkpoint, the
+     * rows listed since were stamped after it (changed, or added: an index that moved, which is
+     * listed), and their stamps need not be read: a cache miss a row (validate checks it). */
+    bool fresh = tesi_rollback_fresh(c, base);
     if (tesi_is_sparse(c)) {
         const tesi_sparse_t *s = &c->sparse;
         for (uint32_t i = 0; i < s->dirty_count; i++) {
             uint32_t index = s->dirty[i], slot1 = tesi_sparse_slot(s, index);
-            if (!slot1 || s->changed[slot1 - 1] <= base || tesi_listed(rb, index)) continue;
+            if (!slot1 || (!fresh && s->changed[slot1 - 1] <= base) || tesi_listed(rb, index)) {
+                continue;
+            }
             uint8_t *v = tesi_paged_at(shadow, index, bytes);
             if (out) out = put_value_image(out, index, v, bytes);
             if (update) tesi_copy_cell(v, s->data + (size_t)(slot1 - 1) * bytes, bytes);
@@ -238,7 +244,7 @@ static uint8_t *put_group(const tes_world_t *world, const tesi_rollback_t *rb, t
         const tes_entity_t *entities = tesi_chunk_entities(chunk);
         for (uint32_t i = 0; i < tracker->dirty_count; i++) {
             uint32_t row = tracker->dirty[i];
-            if (row >= chunk->count || tracker->changed[row] <= base) continue;
+            if (row >= chunk->count || (!fresh && tracker->changed[row] <= base)) continue;
             uint32_t index = entities[row] & TESI_INDEX_MASK;
             if (tesi_listed(rb, index)) continue;
             uint8_t *v = tesi_paged_at(shadow, index, bytes);

@@ -206,6 +206,11 @@ static inline uint32_t tesi_load_u32(const uint8_t *p) {
     memcpy(&v, p, sizeof v);
     return v;
 }
+/* Whether every row on a component's dirty lists was stamped after tick `base` or belongs to a
+ * listed index: its last prune dropped every row stamped up to `base`. */
+static inline bool tesi_rollback_fresh(const tesi_component_t *c, uint64_t base) {
+    return c->dirty_pruned_to >= base;
+}
 static inline bool tesi_listed(const tesi_rollback_t *rb, uint32_t index) {
     return (rb->listed[index >> 6] >> (index & 63u)) & 1u;
 }

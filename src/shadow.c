@@ -175,6 +175,30 @@ tes_result_t tesi_rollback_validate(const tes_world_t *world) {
             if (s->sets != sets) return TES_ERR_CORRUPT;
         }
     }
+    /* A fresh component's dirty rows were stamped after the newest checkpoint, or belong to a
+     * listed index (the dirty walk then reads no stamp). */
+    for (uint32_t w = 0; w < rb->watch_count; w++) {
+        const tesi_component_t *c = &world->components[rb->watches[w].component];
+        if (!tesi_rollback_fresh(c, rb->base)) continue;
+        const tesi_sparse_t *s = &c->sparse;
+        for (uint32_t i = 0; tesi_is_sparse(c) && i < s->dirty_count; i++) {
+            uint32_t slot1 = tesi_sparse_slot(s, s->dirty[i]);
+            if (slot1 && s->changed[slot1 - 1] <= rb->base && !tesi_listed(rb, s->dirty[i])) {
+                return TES_ERR_CORRUPT;
+            }
+        }
+        for (uint32_t t = 0; t < c->dirty_set_count; t++) {
+            const tesi_tracker_t *tracker = c->dirty_set[t];
+            const tesi_chunk_t *chunk = tracker->chunk;
+            for (uint32_t i = 0; i < tracker->dirty_count; i++) {
+                uint32_t row = tracker->dirty[i];
+                if (row >= chunk->count || tracker->changed[row] > rb->base) continue;
+                if (!tesi_listed(rb, tesi_chunk_entities(chunk)[row] & TESI_INDEX_MASK)) {
+                    return TES_ERR_CORRUPT;
+                }
+            }
+        }
+    }
     /* The listed bits say what the list's positions say (the dirty walk trusts the bits). */
     for (uint32_t page = 0; page < rb->where.page_slots; page++) {
         if (!rb->where.pages[page]) continue;
