@@ -1,6 +1,7 @@
 /* Arrays by entity index, a page at a time: the entity table, the replicators' index stamps,
  * sparse maps and relation lists (internal.h has the reasons). */
 #include "internal.h"
+#include "sort.h"
 
 static size_t page_bytes(uint32_t elem) {
     return (size_t)TESI_PAGE_SIZE * elem;
@@ -60,10 +61,8 @@ void tesi_paged_fini(tes_world_t *world, tesi_paged_t *p, uint32_t elem) {
     *p = (tesi_paged_t){0};
 }
 
-/* Sorts entity indices (below 2^21) in two counting passes of 11 bits through `spare`: O(n),
- * where a comparison sort of the thousands of indices a busy tick touches cost more than
- * writing their records. A few dozen are sorted in place: the counting passes cost 2048 buckets
- * each, whatever n. */
+/* Sorts entity indices: a few dozen in place (the counting passes cost their 2048 buckets
+ * whatever n), more by tesi_radix_sort. */
 void tesi_sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
     if (n <= 64) {
         for (uint32_t i = 1; i < n; i++) {
@@ -74,21 +73,5 @@ void tesi_sort_indices(uint32_t *indices, uint32_t *spare, uint32_t n) {
         }
         return;
     }
-    uint32_t *from = indices, *to = spare;
-    for (uint32_t shift = 0; shift < TES_INDEX_BITS; shift += 11) {
-        uint32_t counts[2048] = {0};
-        for (uint32_t i = 0; i < n; i++)
-            counts[(from[i] >> shift) & 2047]++;
-        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
-            uint32_t c = counts[b];
-            counts[b] = sum;
-            sum += c;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            to[counts[(from[i] >> shift) & 2047]++] = from[i];
-        uint32_t *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != indices) memcpy(indices, from, n * sizeof *indices);
+    tesi_radix_sort((uint8_t *)indices, (uint8_t *)spare, n, sizeof *indices, 0);
 }

@@ -5,6 +5,7 @@
  * indices that did not move, the entity table's numbers; archetypes made since are freed, and the
  * shadow takes the state back. */
 #include "rollback.h"
+#include "sort.h"
 
 /* An index as it is before the rewind. */
 typedef struct before_t {
@@ -107,31 +108,6 @@ static const uint8_t *override_of(const rewind_t *rw, uint32_t p, tes_component_
     return NULL;
 }
 
-/* Sorts values by index, stably (a radix sort): the values of an index keep their order, newest
- * first. In index order, writing them back walks the shadow's pages, the records and the rows of
- * a batch-spawned world in order: a rewind of 8 ticks writes thousands of values into a world of
- * megabytes, and in the order met nearly each one was a cache miss. */
-static void sort_in_place(in_place_t *values, in_place_t *spare, uint32_t n) {
-    _Static_assert(TES_INDEX_BITS <= 22, "two passes of 11 bits");
-    in_place_t *from = values, *to = spare;
-    for (uint32_t shift = 0; shift < TES_INDEX_BITS && n > 1; shift += 11) {
-        uint32_t counts[2048] = {0};
-        for (uint32_t i = 0; i < n; i++)
-            counts[(from[i].index >> shift) & 2047]++;
-        for (uint32_t b = 0, sum = 0; b < 2048; b++) {
-            uint32_t c = counts[b];
-            counts[b] = sum;
-            sum += c;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            to[counts[(from[i].index >> shift) & 2047]++] = from[i];
-        in_place_t *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != values) memcpy(values, from, n * sizeof *values);
-}
-
 static void keep_in_place(rewind_t *rw, const tesi_value_walk_t *walk) {
     rw->in_place[rw->in_place_count++] = (in_place_t){walk->value, walk->index, walk->component};
 }
@@ -149,15 +125,8 @@ static tes_result_t gather(rewind_t *rw) {
     tesi_image_t img;
     uint32_t values = 0;
     FOR_EACH_IMAGE(rw, place, img, { tesi_rollback_touch(rb, img.index); })
-    for (uint32_t place = rb->count; place-- > rw->to_position;) {
-        tesi_value_walk_t walk = tesi_value_walk(world, entry_since(rw, place));
-        while (walk.at < walk.end) { /* the groups' counts */
-            uint32_t n = tesi_load_u32(walk.at + 4);
-            values += n;
-            walk.at +=
-                8 + (size_t)n * (4 + tesi_value_bytes(&world->components[tesi_load_u32(walk.at)]));
-        }
-    }
+    for (uint32_t place = rb->count; place-- > rw->to_position;)
+        values += tesi_value_count(world, entry_since(rw, place));
     rw->n = rb->touched_count;
     rw->archetypes = world->archetype_count;
     size_t n = rw->n, a = rw->archetypes;
@@ -200,7 +169,11 @@ static tes_result_t gather(rewind_t *rw) {
             keep_in_place(rw, &walk);
         }
     })
-    sort_in_place(rw->in_place, rw->in_place + rw->in_place_count, rw->in_place_count);
+    /* By index, stably (an index's values stay newest first): writing them back then walks the
+     * shadow's pages, the records and the rows of a batch-spawned world in order, where in the
+     * order met nearly each of the thousands of values of a rewind of 8 ticks was a cache miss. */
+    tesi_radix_sort((uint8_t *)rw->in_place, (uint8_t *)(rw->in_place + rw->in_place_count),
+                    rw->in_place_count, sizeof *rw->in_place, offsetof(in_place_t, index));
     /* Archetype counts: the shadow's for what moved since the newest checkpoint, then the
      * entries' from the newest down, so the earliest wins (as for images). */
     for (uint32_t at = 0; at < rb->scratch.size; at = img.end) {

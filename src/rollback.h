@@ -234,6 +234,17 @@ static inline bool tesi_value_next(tesi_value_walk_t *w) {
     w->left--;
     return true;
 }
+/* How many value images an entry holds (its groups' counts, read without a walk). */
+static inline uint32_t tesi_value_count(const tes_world_t *world, const tesi_entry_t *entry) {
+    uint32_t count = 0;
+    tesi_value_walk_t w = tesi_value_walk(world, entry);
+    while (w.at < w.end) {
+        uint32_t n = tesi_load_u32(w.at + 4);
+        count += n;
+        w.at += 8 + (size_t)n * (4 + tesi_value_bytes(&world->components[tesi_load_u32(w.at)]));
+    }
+    return count;
+}
 /* tesi_reserve with the new slots zeroed. */
 tes_result_t tesi_reserve_zeroed(tes_world_t *world, void **array, uint32_t *slots, uint32_t needed,
                                  size_t elem);
