@@ -212,6 +212,13 @@ static uint8_t *put_value_image(uint8_t *out, uint32_t index, const uint8_t *val
     return out + bytes;
 }
 
+/* One field's cells in one chunk, for put_group: the column's first cell and its stride, and
+ * the field's offset in the shadow's value. */
+typedef struct field_cells_t {
+    const uint8_t *first;
+    uint32_t bytes, offset;
+} field_cells_t;
+
 /* One watched component's value images, for put_values. */
 static uint8_t *put_group(const tes_world_t *world, const tesi_rollback_t *rb, tes_component_t id,
                           uint8_t *out, bool update) {
@@ -236,23 +243,48 @@ static uint8_t *put_group(const tes_world_t *world, const tesi_rollback_t *rb, t
         }
         return out;
     }
+    /* What every row reads is held in locals: the images and the shadow are written through
+     * byte pointers, which may alias any member, so the compiler would load each member again
+     * for every row (callgrind, a copy of bench:rollback's tick: 142 k -> 95 k instructions
+     * a checkpoint). */
+    const uint64_t *listed = rb->listed;
+    uint8_t *const *pages = shadow->pages;
+    uint32_t fields = c->field_count;
     for (uint32_t t = 0; t < c->dirty_set_count; t++) {
         const tesi_tracker_t *tracker = c->dirty_set[t];
         const tesi_chunk_t *chunk = tracker->chunk;
         const tesi_archetype_t *a = chunk->archetype;
         const tesi_column_t *columns = tesi_column_of(a, tesi_type_index(a, id), 0);
         const tes_entity_t *entities = tesi_chunk_entities(chunk);
-        for (uint32_t i = 0; i < tracker->dirty_count; i++) {
-            uint32_t row = tracker->dirty[i];
-            if (row >= chunk->count || (!fresh && tracker->changed[row] <= base)) continue;
+        const uint32_t *dirty = tracker->dirty;
+        const uint64_t *changed = tracker->changed;
+        uint32_t dirty_count = tracker->dirty_count, count = chunk->count;
+        /* The component's fields in this chunk: each column's first cell and stride, and where
+         * the field sits in the shadow's value; `fours`: every one is 4 bytes (one load and one
+         * store a field, the common case). */
+        field_cells_t cells[TES_MAX_FIELDS];
+        bool fours = true;
+        for (uint32_t f = 0; update && f < fields; f++) {
+            cells[f] = (field_cells_t){chunk->data + columns[f].offset, columns[f].bytes,
+                                       c->fields[f].offset};
+            fours &= columns[f].bytes == 4;
+        }
+        for (uint32_t i = 0; i < dirty_count; i++) {
+            uint32_t row = dirty[i];
+            if (row >= count || (!fresh && changed[row] <= base)) continue;
             uint32_t index = entities[row] & TESI_INDEX_MASK;
-            if (tesi_listed(rb, index)) continue;
-            uint8_t *v = tesi_paged_at(shadow, index, bytes);
+            if ((listed[index >> 6] >> (index & 63u)) & 1u) continue; /* tesi_listed */
+            uint8_t *v = pages[index >> TESI_PAGE_BITS] + (size_t)(index & TESI_PAGE_MASK) * bytes;
             if (out) out = put_value_image(out, index, v, bytes);
             if (!update) continue;
-            for (uint32_t f = 0; f < c->field_count; f++) /* its fields' columns follow */
-                tesi_copy_cell(v + c->fields[f].offset, tesi_cell(chunk, &columns[f], row),
-                               columns[f].bytes);
+            if (fours) {
+                for (uint32_t f = 0; f < fields; f++)
+                    memcpy(v + cells[f].offset, cells[f].first + (size_t)row * 4, 4);
+            } else {
+                for (uint32_t f = 0; f < fields; f++)
+                    tesi_copy_cell(v + cells[f].offset,
+                                   cells[f].first + (size_t)row * cells[f].bytes, cells[f].bytes);
+            }
         }
     }
     return out;

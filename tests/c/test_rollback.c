@@ -579,6 +579,57 @@ TEST(the_earliest_image_of_a_value_comes_back_whichever_kind_it_is) {
     }
 }
 
+/* A value that changed alone reaches the shadow at the next checkpoint, from its column, so that
+ * the value image of its next change holds it: a rewind to that checkpoint writes it back. Every
+ * field of three components, one of 4-byte fields only (copied a word at a time), one of fields
+ * narrower than that and one of mixed widths, over several chunks whose neighbouring rows hold
+ * other values. */
+TEST(a_value_changed_alone_comes_back_as_the_checkpoint_after_it_saw_it) {
+    tes_world_t *world = fx_world(&(tes_world_desc_t){.chunk_bytes = 1024, .checkpoints = 4});
+    static const tes_field_desc_t xy[] = {{"x", TES_F32, 0}, {"y", TES_I32, 0}};
+    static const tes_field_desc_t small[] = {{"a", TES_U8, 0}, {"b", TES_I16, 0}};
+    tes_component_t all[] = {fx_component(world, "Pos", xy, 2),
+                             fx_component(world, "Small", small, 2),
+                             fx_component(world, "Body", fx_body_fields, 4)};
+    /* (component, field, element) of every number the three hold */
+    static const uint32_t cells[][3] = {{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}, {2, 0, 0},
+                                        {2, 1, 0}, {2, 2, 0}, {2, 2, 1}, {2, 2, 2}, {2, 3, 0}};
+    enum { N = 60, CELLS = sizeof cells / sizeof cells[0] };
+    tes_entity_t e[N];
+    CHECK_OK(tes_spawn_batch(world, all, 3, N, e));
+    tes_location_t first, last;
+    CHECK_OK(tes_location(world, e[0], &first));
+    CHECK_OK(tes_location(world, e[N - 1], &last));
+    CHECK(first.chunk != last.chunk);
+    uint32_t number[3];
+    kept_t kept[3];
+    for (uint32_t step = 0; step < 4; step++) {
+        /* Each step's values differ from the last step's, and from the neighbouring rows'. */
+        for (uint32_t i = 0; i < N; i++) {
+            for (uint32_t k = 0; k < CELLS; k++) {
+                double value = (step * 61 + i * 7 + k) % 200 + 1;
+                CHECK_OK(
+                    tes_set_number(world, e[i], all[cells[k][0]], cells[k][1], cells[k][2], value));
+            }
+        }
+        if (step == 3) break; /* changed since the newest checkpoint */
+        CHECK_OK(tes_checkpoint(world, &number[step]));
+        kept[step] = keep(world, number[step]);
+    }
+    for (int back = 1; back >= 0; back--) {
+        CHECK_OK(tes_rewind(world, number[back]));
+        CHECK_OK(tes_world_validate(world));
+        check_snapshot_is(world, &kept[back]);
+        for (uint32_t i = 0; i < N; i++) {
+            for (uint32_t k = 0; k < CELLS; k++) {
+                double value = (back * 61 + i * 7 + k) % 200 + 1;
+                CHECK_NUM_EQ(fx_get_number(world, e[i], all[cells[k][0]], cells[k][1], cells[k][2]),
+                             value);
+            }
+        }
+    }
+}
+
 /* An index reused since the checkpoint: its new entity's pair to the target the old one had is
  * not the old pair (a pair is its source's handle and its target's, and the handles differ in
  * generation), so the rewind takes it away and puts the old one back. Each relation kind, with
