@@ -384,14 +384,21 @@ static void resize_archetypes(rewind_t *rw) {
 /* Writes one component's packed value into a row's cells; true when the bytes differed. */
 static bool put_cells(const tesi_component_t *c, const tesi_archetype_t *a, uint32_t type,
                       tesi_chunk_t *chunk, uint32_t row, const uint8_t *value, bool compare) {
+    /* In locals: the cells are written through byte pointers, which may alias any member, so
+     * the compiler would load each again for every field. A component's columns follow one
+     * another in its field order. */
+    const tesi_column_t *columns = tesi_column_of(a, type, 0);
+    const tesi_field_t *fields = c->fields;
+    uint32_t n = c->field_count;
+    uint8_t *data = chunk->data;
     bool differs = false;
-    for (uint32_t f = 0; f < c->field_count; f++) {
-        uint8_t *cell = tesi_cell(chunk, tesi_column_of(a, type, f), row);
-        const uint8_t *v = value + c->fields[f].offset;
+    for (uint32_t f = 0; f < n; f++) {
+        uint8_t *cell = data + columns[f].offset + (size_t)row * columns[f].bytes;
+        const uint8_t *v = value + fields[f].offset;
         if (compare) {
-            differs |= tesi_put_field(cell, v, c->fields[f].bytes);
+            differs |= tesi_put_field(cell, v, fields[f].bytes);
         } else {
-            tesi_copy_cell(cell, v, c->fields[f].bytes);
+            tesi_copy_cell(cell, v, fields[f].bytes);
         }
     }
     return differs || !compare;
@@ -503,16 +510,21 @@ static void write_pairs(rewind_t *rw) {
 static void write_values(rewind_t *rw) {
     tes_world_t *world = rw->world;
     tesi_rollback_t *rb = rw->rb;
-    for (uint32_t i = 0; i < rw->in_place_count; i++) {
-        const in_place_t *v = &rw->in_place[i];
-        uint32_t bytes = tesi_value_bytes(&world->components[v->component]);
-        tesi_copy_cell(tesi_paged_at(&rb->values[v->component], v->index, bytes), v->value, bytes);
+    /* In locals: the copies below store through byte pointers, which may alias any member. */
+    const in_place_t *in_place = rw->in_place;
+    uint32_t count = rw->in_place_count;
+    tesi_component_t *components = world->components;
+    const tesi_paged_t *values = rb->values;
+    for (uint32_t i = 0; i < count; i++) {
+        const in_place_t *v = &in_place[i];
+        uint32_t bytes = tesi_value_bytes(&components[v->component]);
+        tesi_copy_cell(tesi_paged_at(&values[v->component], v->index, bytes), v->value, bytes);
     }
-    for (uint32_t i = 0; i < rw->in_place_count; i++) {
-        const in_place_t *v = &rw->in_place[i];
-        tesi_component_t *c = &world->components[v->component];
+    for (uint32_t i = 0; i < count; i++) {
+        const in_place_t *v = &in_place[i];
+        tesi_component_t *c = &components[v->component];
         uint32_t bytes = tesi_value_bytes(c);
-        const uint8_t *shadow = tesi_paged_at(&rb->values[v->component], v->index, bytes);
+        const uint8_t *shadow = tesi_paged_at(&values[v->component], v->index, bytes);
         if (tesi_is_sparse(c)) {
             uint32_t slot = tesi_sparse_slot(&c->sparse, v->index) - 1;
             uint8_t *data = c->sparse.data + (size_t)slot * bytes;
