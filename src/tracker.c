@@ -113,6 +113,7 @@ void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t
         tesi_tracker_t *t = chunk->trackers[i];
         if (!t) continue;
         bool dirty = level_at(world, a, i) == TES_TRACK_DIRTY;
+        world->components[a->components[i]].stamped = world->change_tick;
         for (uint32_t r = row; r < row + n; r++) {
             t->added[r] = world->change_tick;
             t->changed[r] = 0;
@@ -144,6 +145,7 @@ void tesi_trackers_copy(tes_world_t *world, tesi_chunk_t *dst, uint32_t dst_row,
             } else {
                 t->added[r] = world->change_tick; /* gained by this move */
                 t->changed[r] = 0;
+                world->components[da->components[i]].stamped = world->change_tick;
                 if (dirty) list_row(world, t, r);
             }
         }
@@ -162,8 +164,9 @@ void tesi_trackers_clear_row(tesi_chunk_t *chunk, uint32_t row) {
 void tesi_mark_changed(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, uint32_t row) {
     tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
     if (!t) return;
-    t->changed[row] = world->change_tick;
-    if (level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY) list_row(world, t, row);
+    tesi_component_t *c = &world->components[chunk->archetype->components[type]];
+    c->stamped = t->changed[row] = world->change_tick;
+    if (c->level == TES_TRACK_DIRTY) list_row(world, t, row);
 }
 
 void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, const uint32_t *rows,
@@ -171,7 +174,9 @@ void tesi_mark_rows(tes_world_t *world, tesi_chunk_t *chunk, uint32_t type, cons
     tesi_tracker_t *t = chunk->trackers ? chunk->trackers[type] : NULL;
     if (!t) return; /* untracked here */
     uint64_t tick = world->change_tick;
-    bool dirty = level_at(world, chunk->archetype, type) == TES_TRACK_DIRTY;
+    tesi_component_t *c = &world->components[chunk->archetype->components[type]];
+    c->stamped = tick;
+    bool dirty = c->level == TES_TRACK_DIRTY;
     if (rows) {
         for (uint32_t i = 0; i < n; i++) {
             t->changed[rows[i]] = tick;
@@ -354,6 +359,7 @@ tes_result_t tesi_tracking_update(tes_world_t *world, tes_component_t component,
                 /* Tracking starts now: what exists counts as added now. */
                 for (uint32_t r = 0; r < chunk->count; r++)
                     t->added[r] = world->change_tick;
+                comp->stamped = world->change_tick;
             }
             if (level == TES_TRACK_DIRTY) {
                 reseed(world, t, chunk->count);
@@ -411,7 +417,7 @@ void tesi_prune_component(tes_world_t *world, tes_component_t c) {
     }
     /* Backwards: a tracker that empties is swapped out with the set's last one. Stamps are the
      * tick of their write, never above the current one. */
-    bool all = min >= world->change_tick;
+    bool all = min >= world->change_tick || min >= comp->stamped;
     for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
         tesi_tracker_t *t = comp->dirty_set[i];
         prune_tracker(t, t->chunk->count, min, all);
@@ -548,6 +554,10 @@ tes_result_t tesi_trackers_validate(const tes_world_t *world, const tesi_chunk_t
         }
         for (uint32_t d = 0; d < t->dirty_count; d++) {
             if (t->dirty[d] >= a->capacity || !is_listed(t, t->dirty[d])) return TES_ERR_CORRUPT;
+        }
+        for (uint32_t r = 0; r < chunk->count; r++) { /* no stamp above the latest */
+            if (t->added[r] > comp->stamped || t->changed[r] > comp->stamped)
+                return TES_ERR_CORRUPT;
         }
         for (uint32_t r = chunk->count; r < a->capacity; r++) {
             if (t->added[r] || t->changed[r]) return TES_ERR_CORRUPT; /* vacated rows are 0 */
