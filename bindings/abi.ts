@@ -455,15 +455,15 @@ export const RECORD = {
 
 /** `tesi_component_t`: a registered component. */
 export const COMPONENT = {
-    size: 200,
+    size: 208,
     flags: 4,
     fields: 8,
     field_count: 12,
     stride: 20,
     level: 24,
-    sparse_slot_of_pages: 80,
-    sparse_slot_of_page_slots: 84,
-    sparse_data: 96,
+    sparse_slot_of_pages: 88,
+    sparse_slot_of_page_slots: 92,
+    sparse_data: 104,
 } as const;
 
 /** `tesi_field_t`: a component's field. */
