@@ -301,9 +301,10 @@ typedef struct tesi_component_t {
      * floor again would walk them for nothing: what was listed since carries a newer tick (or
      * that very tick, kept harmlessly until the floor moves, as a run's window skips it). */
     uint64_t dirty_pruned_to;
-    /* The tick of the latest stamp written in its chunk trackers (added or changed): none is
-     * above it, so a prune to a floor at or past it drops every listed row without reading a
-     * stamp (the prune after a consumer's run, when nothing was written since it started). */
+    /* The tick of the latest stamp written in its chunk trackers or sparse set (added or
+     * changed): none is above it, so a prune to a floor at or past it drops every listed row
+     * without reading a stamp (after a consumer's run when nothing was written since it started,
+     * after a checkpoint's). */
     uint64_t stamped;
     tesi_sparse_t sparse;     /* sparse components and relations */
     tesi_relation_t relation; /* relations */

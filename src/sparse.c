@@ -93,6 +93,7 @@ static void list_index(tesi_sparse_t *s, uint32_t index) {
 static void stamp(tes_world_t *world, tesi_component_t *c, uint32_t slot, bool added) {
     if (c->level == TES_UNTRACKED) return;
     tesi_sparse_t *s = &c->sparse;
+    c->stamped = world->change_tick;
     if (added) {
         s->added[slot] = world->change_tick;
         s->changed[slot] = 0;
@@ -202,6 +203,7 @@ void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tra
             s->added[i] = world->change_tick;
             s->changed[i] = 0;
         }
+        c->stamped = world->change_tick;
     }
     if (c->level != TES_TRACK_DIRTY) {
         clear_dirty(s);
@@ -215,9 +217,9 @@ void tesi_sparse_tracking(tes_world_t *world, tes_component_t component, tes_tra
 
 void tesi_sparse_prune(tes_world_t *world, tes_component_t component, uint64_t min) {
     tesi_sparse_t *s = &world->components[component].sparse;
-    /* Every stamp seen (min is the current tick): the members go without reading their stamps,
-     * as a chunk tracker's rows do (tracker.c). */
-    bool all = min >= world->change_tick;
+    /* No stamp above the floor (internal.h, `stamped`): the members go without reading their
+     * stamps, as a chunk tracker's rows do (tracker.c). */
+    bool all = min >= world->components[component].stamped;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < s->dirty_count; i++) {
         uint32_t index = s->dirty[i];
@@ -261,6 +263,8 @@ tes_result_t tesi_sparse_validate(const tes_world_t *world, tes_component_t comp
     CHECK(listed == s->dirty_count);
     CHECK(s->dirty_count <= s->dirty_slots);
     CHECK(c->level == TES_TRACK_DIRTY || s->dirty_count == 0);
+    for (uint32_t i = 0; i < s->count; i++) /* no stamp above the latest */
+        CHECK(s->added[i] <= c->stamped && s->changed[i] <= c->stamped);
     for (uint32_t i = 0; i < s->dirty_count; i++) {
         const uint32_t *slot = tesi_paged_find(&s->slot_of, s->dirty[i], sizeof *slot);
         CHECK(slot && (*slot & TESI_SLOT_LISTED));

@@ -415,9 +415,9 @@ void tesi_prune_component(tes_world_t *world, tes_component_t c) {
         tesi_sparse_prune(world, c, min);
         return;
     }
-    /* Backwards: a tracker that empties is swapped out with the set's last one. Stamps are the
-     * tick of their write, never above the current one. */
-    bool all = min >= world->change_tick || min >= comp->stamped;
+    /* Backwards: a tracker that empties is swapped out with the set's last one. No stamp is
+     * above `stamped`, so a floor at or past it drops every row unread. */
+    bool all = min >= comp->stamped;
     for (uint32_t i = comp->dirty_set_count; i-- > 0;) {
         tesi_tracker_t *t = comp->dirty_set[i];
         prune_tracker(t, t->chunk->count, min, all);
