@@ -38,10 +38,8 @@ void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk) {
 
 static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
     tesi_trackers_detach(world, chunk);
-    chunk->archetype = NULL;
-    chunk->count = 0;
     if (is_standard(world, chunk)) {
-        world->pool[world->pool_count++] = chunk;
+        tesi_chunk_pool_put(world, chunk);
     } else {
         tesi_chunk_destroy(world, chunk);
     }

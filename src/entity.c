@@ -181,22 +181,30 @@ static __attribute__((noinline, cold)) void touch_release(tes_world_t *world, ui
     if (tail) tesi_rollback_touch(world->rollback, tail);
 }
 
-void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index) {
+/* Frees a record's index to the free queue's tail. `plain`: the caller knows that nobody
+ * stamps indices, no checkpoint is kept and the queue's links are current; a constant, so that
+ * the hot path carries no test of them. */
+static inline __attribute__((always_inline)) void
+release_record_as(tes_world_t *world, tesi_record_t *record, uint32_t index, bool plain) {
     uint32_t tail = world->free_tail;
     record->chunk = NULL;
     record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
     record->row = 0;
-    tesi_index_stamp(world, index);
+    if (!plain) tesi_index_stamp(world, index);
     /* A stale queue is relinked from the records before its next use: no link to keep now. */
-    if (world->free_stale) {
+    if (!plain && world->free_stale) {
         world->free_length++;
     } else if (world->free_length++) {
-        tesi_record_at(world, world->free_tail)->row = index;
+        tesi_record_at(world, tail)->row = index;
     } else {
         world->free_head = index;
     }
     world->free_tail = index;
-    if (__builtin_expect(world->rollback != NULL, 0)) touch_release(world, index, tail);
+    if (!plain && __builtin_expect(world->rollback != NULL, 0)) touch_release(world, index, tail);
+}
+
+void tesi_release_record(tes_world_t *world, tesi_record_t *record, uint32_t index) {
+    release_record_as(world, record, index, false);
 }
 
 void tesi_free_queue(tes_world_t *world) {
@@ -233,9 +241,79 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 
 /* ---- spawn and despawn ----------------------------------------------------------------- */
 
-/* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
+/* One spawn's common case, doing only what this row needs: no run defers it, nobody stamps
+ * or touches indices (no index consumer, no checkpoint), no handout waits, the index is the
+ * free queue's head (its links current) or a fresh one on a page the table has, and the
+ * archetype's last chunk has room, or the pool gives one (between calls every chunk but the
+ * last is full, so the row goes there: no division). False, with nothing changed: the
+ * general path decides. */
+static inline __attribute__((always_inline)) bool spawn_one(tes_world_t *world, tesi_archetype_t *a,
+                                                            tes_entity_t *out) {
+    if (tesi_deferring(world) || world->index_stamping || world->rollback || !a->self ||
+        world->handout_next != world->handout_count) {
+        return false;
+    }
+    /* Which index, decided before anything changes. */
+    bool reuse = world->free_length > world->min_free;
+    tesi_record_t *record;
+    if (reuse) {
+        if (world->free_stale) return false;
+        record = tesi_record_at(world, world->free_head);
+    } else {
+        if (world->record_count == TESI_INDEX_LIMIT ||
+            tesi_indices_in_use(world) >= tesi_max_entities(world)) {
+            return false;
+        }
+        record = tesi_record_find(world, world->record_count);
+        if (!record) return false;
+    }
+    tesi_chunk_t *chunk = a->chunk_count ? a->chunks[a->chunk_count - 1] : NULL;
+    if (!chunk || chunk->count == a->capacity) {
+        if (!tesi_chunk_add_pooled(world, a)) return false;
+        chunk = a->chunks[a->chunk_count - 1];
+    }
+    uint32_t index;
+    if (reuse) {
+        index = world->free_head;
+        world->free_head = record->row;
+        world->free_length--;
+    } else {
+        index = world->record_count++;
+        record->generation = 0;
+    }
+    world->layout++;
+    uint32_t row = chunk->count++;
+    a->entity_count++;
+    world->entity_count++;
+    tesi_zero_row(chunk, row);
+    if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, 1);
+    record->chunk = chunk;
+    record->row = row;
+    tes_entity_t e = tesi_make_handle(index, record->generation);
+    tesi_chunk_entities(chunk)[row] = e;
+    if (out) *out = e;
+    return true;
+}
+
+static tes_result_t spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
+                               tes_entity_t *out_entities);
+
+/* Spawns n zeroed entities into an archetype. A single one takes spawn_one's path when it
+ * can; the general one is out of line, so that it does not pay for the general's registers. */
+static inline __attribute__((always_inline)) tes_result_t
+spawn_into(tes_world_t *world, tesi_archetype_t *a, uint32_t n, tes_entity_t *out_entities) {
+    if (n == 1 && spawn_one(world, a, out_entities)) return TES_OK;
+    return spawn_rows(world, a, n, out_entities);
+}
+
 tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
                              tes_entity_t *out_entities) {
+    return spawn_into(world, a, n, out_entities);
+}
+
+/* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
+static __attribute__((noinline)) tes_result_t spawn_rows(tes_world_t *world, tesi_archetype_t *a,
+                                                         uint32_t n, tes_entity_t *out_entities) {
     if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
     /* The common case, room in the table (and below the cap), without a call. Pages above
      * record_count are only ever reserved from it up, so the last one tells. */
@@ -360,13 +438,12 @@ static tes_result_t spawn_with_sparse(tes_world_t *world, tesi_archetype_t *a,
     return result;
 }
 
-tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
-                             uint32_t n, tes_entity_t *out_entities) {
-    if (!world) return TES_ERR_INVALID_ARGUMENT;
-    /* More than the table can ever hold: refused before anything is sized by n. */
-    if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
-    tesi_archetype_t *a = tesi_spawn_cached(world, components, count);
-    if (a) return tesi_spawn_rows(world, a, n, out_entities);
+/* A spawn whose set the spawn cache does not hold: its archetype is found (or made) first. */
+static __attribute__((noinline)) tes_result_t spawn_uncached(tes_world_t *world,
+                                                             const tes_component_t *components,
+                                                             uint32_t count, uint32_t n,
+                                                             tes_entity_t *out_entities) {
+    tesi_archetype_t *a;
     uint32_t archetypes = world->archetype_count;
     tes_result_t result = tesi_sort_set(world, components, count);
     uint32_t table = count;
@@ -386,10 +463,26 @@ tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *componen
     return result;
 }
 
+static inline __attribute__((always_inline)) tes_result_t
+spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count, uint32_t n,
+            tes_entity_t *out_entities) {
+    if (!world) return TES_ERR_INVALID_ARGUMENT;
+    /* More than the table can ever hold: refused before anything is sized by n. */
+    if (n >= TESI_INDEX_LIMIT) return TES_ERR_TOO_MANY_ENTITIES;
+    tesi_archetype_t *a = tesi_spawn_cached(world, components, count);
+    if (a) return spawn_into(world, a, n, out_entities);
+    return spawn_uncached(world, components, count, n, out_entities);
+}
+
+tes_result_t tes_spawn_batch(tes_world_t *world, const tes_component_t *components, uint32_t count,
+                             uint32_t n, tes_entity_t *out_entities) {
+    return spawn_batch(world, components, count, n, out_entities);
+}
+
 tes_result_t tes_spawn(tes_world_t *world, const tes_component_t *components, uint32_t count,
                        tes_entity_t *out_entity) {
     if (!out_entity) return TES_ERR_INVALID_ARGUMENT;
-    return tes_spawn_batch(world, components, count, 1, out_entity);
+    return spawn_batch(world, components, count, 1, out_entity);
 }
 
 tes_result_t tesi_spawn_at(tes_world_t *world, tes_entity_t handle,
@@ -472,6 +565,16 @@ tes_result_t tes_despawn(tes_world_t *world, tes_entity_t entity) {
     }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;
+    /* The common case, in line: no pair, sparse member or cascade, nothing to log, nobody
+     * stamping indices, no checkpoint, the free queue's links current. */
+    if (!(world->sparse_count | world->logged_components | world->index_stamping |
+          world->free_stale) &&
+        !world->rollback) {
+        tesi_remove_row_as(world, record->chunk, record->row, false);
+        release_record_as(world, record, entity & TESI_INDEX_MASK, true);
+        world->entity_count--;
+        return TES_OK;
+    }
     /* Pairs, sparse memberships and cascades: the general path. */
     if (world->sparse_count) return tesi_despawn_all(world, &entity, 1, true);
     if (tesi_logging(world)) {
@@ -552,13 +655,16 @@ static inline bool step_cached(tes_world_t *world, tes_entity_t entity, tes_comp
     if (!edge) return false;
     tesi_archetype_t *to = edge->target;
     /* The edge of a component the entity has is "-C", else "+C": a no-op goes the long way. */
-    if (!edge->plan || (to->component_count < from->component_count) != removing ||
-        (to->entity_count == to->chunk_count * to->capacity && !tesi_chunk_add_pooled(world, to))) {
-        return false;
+    if (!edge->plan || (to->component_count < from->component_count) != removing) return false;
+    /* Between calls every chunk but the last is full: the row goes to the last one. */
+    tesi_chunk_t *dst = to->chunk_count ? to->chunks[to->chunk_count - 1] : NULL;
+    if (!dst || dst->count == to->capacity) {
+        if (!tesi_chunk_add_pooled(world, to)) return false;
+        dst = to->chunks[to->chunk_count - 1];
     }
-    tesi_chunk_t *dst;
-    uint32_t row = record->row, dst_row;
-    tesi_chunk_take_rows(world, to, 1, &dst, &dst_row);
+    world->layout++;
+    uint32_t row = record->row, dst_row = dst->count++;
+    to->entity_count++;
     tesi_move_row(world, dst, dst_row, chunk, row, edge->plan);
     record->chunk = dst;
     record->row = dst_row;

@@ -901,6 +901,26 @@ void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* One row's moves (tesi_move_row, tesi_remove_row) are inline: src/row.h. */
 /* Drops empty chunks at the end of the archetype's list (back to the pool). */
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
+/* Puts an emptied standard chunk without trackers in the world's pool (which has room for
+ * every standard chunk). */
+static inline void tesi_chunk_pool_put(tes_world_t *world, tesi_chunk_t *chunk) {
+    chunk->archetype = NULL;
+    chunk->count = 0;
+    world->pool[world->pool_count++] = chunk;
+}
+/* Swap-remove emptied the archetype's last chunk `last`: given back in line when it is a
+ * standard block without trackers (an add and a remove that empty and refill an archetype do
+ * this every time), else by tesi_chunks_trim. */
+static inline void tesi_chunk_drop_last(tes_world_t *world, tesi_archetype_t *archetype,
+                                        tesi_chunk_t *last) {
+    if (last->trackers || last->block_bytes != world->chunk_bytes) {
+        tesi_chunks_trim(world, archetype);
+        return;
+    }
+    archetype->chunk_count--;
+    world->chunk_count--;
+    tesi_chunk_pool_put(world, last);
+}
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
 
 /* ---- tracker.c: change tracking ---------------------------------------------------------- */
