@@ -241,18 +241,15 @@ bool tes_is_alive(const tes_world_t *world, tes_entity_t entity) {
 
 /* ---- spawn and despawn ----------------------------------------------------------------- */
 
-/* One spawn's common case, doing only what this row needs: no run defers it, nobody stamps
- * or touches indices (no index consumer, no checkpoint), no handout waits, the index is the
- * free queue's head (its links current) or a fresh one on a page the table has, and the
- * archetype's last chunk has room, or the pool gives one (between calls every chunk but the
- * last is full, so the row goes there: no division). False, with nothing changed: the
- * general path decides. */
+/* One spawn's common case, doing only what this row needs: no run defers it (so no handout
+ * waits: the flush gives them back), nobody stamps or touches indices (no index consumer, no
+ * checkpoint), the index is the free queue's head (its links current) or a fresh one on a page
+ * the table has, and the archetype's last chunk has room, or the pool gives one (between calls
+ * every chunk but the last is full, so the row goes there: no division). False, with nothing
+ * changed: the general path decides. */
 static inline __attribute__((always_inline)) bool spawn_one(tes_world_t *world, tesi_archetype_t *a,
                                                             tes_entity_t *out) {
-    if (tesi_deferring(world) || world->index_stamping || world->rollback || !a->self ||
-        world->handout_next != world->handout_count) {
-        return false;
-    }
+    if (tesi_deferring(world) || world->index_stamping || world->rollback || !a->self) return false;
     /* Which index, decided before anything changes. */
     bool reuse = world->free_length > world->min_free;
     tesi_record_t *record;

@@ -208,6 +208,158 @@ TEST(a_keyframe_then_a_delta_per_tick_keep_the_replica_equal) {
     check_a_delta_per_tick(TES_REPLICATOR_CHANGED_FIELDS);
 }
 
+/* A delta that places an entity at an index waiting in the replica's free queue takes it out
+ * of the queue, whose links are then rebuilt before their next use: the replica's own spawns
+ * after it walk the whole queue and never take that index, live again. */
+/* The delta since the replica's tick, applied (the replica holds entities of its own too);
+ * then the source ticks. */
+static void send_to(tes_replicator_t *rep, tes_world_t *source, tes_world_t *replica) {
+    const uint8_t *bytes = NULL;
+    uint32_t size = 0;
+    uint64_t at = 0;
+    bool applied = false;
+    CHECK_OK(tes_delta_encode(rep, tes_replica_tick(replica), &bytes, &size, &at));
+    CHECK_OK(tes_delta_apply(replica, bytes, size, &applied));
+    CHECK(applied);
+    CHECK_OK(tes_tick(source));
+}
+
+static uint32_t index_of(tes_entity_t e) {
+    return e & ((1u << TES_INDEX_BITS) - 1);
+}
+
+/* The replica's own entities beside the source's (a world without sparse storage, so that its
+ * spawns and despawns take the lean paths): a delta places the source's entity at an index
+ * waiting in the replica's free queue, its head or its tail as `at_head` says, which takes it
+ * out of the queue; the queue's links are rebuilt before their next use. The replica's own
+ * despawn then links no live record, and its spawns walk the whole queue and never take the
+ * placed index. */
+static void check_own_entities_beside_a_placed_one(bool at_head) {
+    tes_world_desc_t desc = {.chunk_bytes = 1024, .min_free_indices = 1};
+    tes_world_t *source = fx_world(&desc), *replica = fx_world(&desc);
+    tes_component_t body = fx_component(source, "Body", fx_body_fields, 4);
+    fx_component(replica, "Body", fx_body_fields, 4);
+    tes_component_t vel = fx_component(replica, "Vel", fx_body_fields, 1);
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t rep_desc = {.components = &body, .component_count = 1};
+    CHECK_OK(tes_replicator_create(source, &rep_desc, &rep));
+    enum { N = 6 };
+    tes_entity_t made[N], mine[N + 2];
+    for (uint32_t i = 0; i < N; i++)
+        CHECK_OK(tes_spawn(source, &body, 1, &made[i]));
+    send_to(rep, source, replica);
+    /* Two of the replica's own, on fresh indices (the source reuses its freed ones from here
+     * on): room in their archetype, so that the spawns below need no new chunk. */
+    CHECK_OK(tes_spawn(replica, &vel, 1, &mine[0]));
+    CHECK_OK(tes_spawn(replica, &vel, 1, &mine[1]));
+    /* The replica's queue lists them from the top index down: despawned from the top, the
+     * source's oldest freed index is the replica's head; from the bottom, its tail. */
+    for (uint32_t k = 0; k < N; k++)
+        CHECK_OK(tes_despawn(source, made[at_head ? N - 1 - k : k]));
+    send_to(rep, source, replica);
+    tes_entity_t placed;
+    CHECK_OK(tes_spawn(source, &body, 1, &placed));
+    CHECK_OK(tes_set_number(source, placed, body, 0, 0, 42));
+    send_to(rep, source, replica);
+    CHECK(tes_is_alive(replica, placed));
+    CHECK_OK(tes_despawn(replica, mine[0]));
+    for (uint32_t i = 2; i < N + 2; i++) {
+        CHECK_OK(tes_spawn(replica, &vel, 1, &mine[i]));
+        CHECK(index_of(mine[i]) != index_of(placed));
+        for (uint32_t k = 1; k < i; k++)
+            CHECK(index_of(mine[k]) != index_of(mine[i]));
+    }
+    double x = 0;
+    CHECK_OK(tes_get_number(replica, placed, body, 0, 0, &x));
+    CHECK_EQ(x, 42);
+    CHECK_OK(tes_world_validate(replica));
+    tes_replicator_destroy(rep);
+}
+
+TEST(the_replicas_own_entities_never_touch_an_index_a_delta_placed) {
+    check_own_entities_beside_a_placed_one(true);
+    check_own_entities_beside_a_placed_one(false);
+}
+
+/* A world with no sparse component or relation registered despawns, spawns and moves rows on
+ * its lean paths; each of them still stamps what a delta must carry. Random changes, a delta
+ * per tick; the replica holds exactly the source's entities, components and values. */
+TEST(a_world_without_sparse_storage_replicates_every_change) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        tes_world_t *worlds[2];
+        tes_component_t body = 0, vel = 0, tag = 0;
+        for (int k = 0; k < 2; k++) {
+            worlds[k] = fx_world(&(tes_world_desc_t){.chunk_bytes = 1024, .min_free_indices = 2});
+            body = fx_component(worlds[k], "Body", fx_body_fields, 4);
+            vel = fx_component(worlds[k], "Vel", fx_body_fields, 1);
+            tag = fx_tag(worlds[k], "Tag");
+        }
+        tes_world_t *source = worlds[0], *replica = worlds[1];
+        const tes_component_t kinds[] = {body, vel, tag};
+        tes_replicator_t *rep = NULL;
+        CHECK_OK(tes_replicator_create(source, &(tes_replicator_desc_t){0}, &rep));
+        fx_rng_t rng = {seed};
+        tes_entity_t live[200], dead[400];
+        uint32_t n = 0, gone = 0;
+        for (uint32_t tick = 0; tick < 80; tick++) {
+            for (uint32_t c = 0; c < 1 + fx_rng_below(&rng, 8); c++) {
+                uint32_t op = fx_rng_below(&rng, 5);
+                uint32_t i = n ? fx_rng_below(&rng, n) : 0;
+                if ((op == 0 || n < 4) && n < 200) {
+                    CHECK_OK(tes_spawn(source, kinds, 1 + fx_rng_below(&rng, 3), &live[n++]));
+                } else if (op == 1 && gone < 400) {
+                    CHECK_OK(tes_despawn(source, live[i]));
+                    dead[gone++] = live[i];
+                    live[i] = live[--n];
+                } else if (op == 2) {
+                    CHECK_OK(tes_add(source, live[i], kinds[1 + fx_rng_below(&rng, 2)]));
+                } else if (op == 3) {
+                    CHECK_OK(tes_remove(source, live[i], kinds[1 + fx_rng_below(&rng, 2)]));
+                } else {
+                    CHECK_OK(tes_set_number(source, live[i], body, 0, 0, tick * 10 + c));
+                }
+            }
+            send_to(rep, source, replica);
+            CHECK_EQ(fx_stats(replica).entity_count, n);
+            for (uint32_t k = 0; k < gone; k++)
+                CHECK(!tes_is_alive(replica, dead[k]));
+            for (uint32_t k = 0; k < n; k++) {
+                for (uint32_t m = 0; m < 3; m++)
+                    CHECK_EQ(fx_has(replica, live[k], kinds[m]), fx_has(source, live[k], kinds[m]));
+                double x = 0, y = 0;
+                CHECK_OK(tes_get_number(source, live[k], body, 0, 0, &x));
+                CHECK_OK(tes_get_number(replica, live[k], body, 0, 0, &y));
+                CHECK_EQ(x, y);
+            }
+            CHECK_OK(tes_world_validate(replica));
+        }
+        tes_replicator_destroy(rep);
+    }
+}
+
+/* A replicator of no component still replicates entities: a despawn stamps its index even
+ * where no removal is logged. */
+TEST(a_replicator_of_no_component_carries_spawns_and_despawns) {
+    tes_world_t *source = fx_world(NULL), *replica = fx_world(NULL);
+    tes_component_t body = fx_component(source, "Body", fx_body_fields, 4);
+    fx_component(replica, "Body", fx_body_fields, 4);
+    tes_replicator_t *rep = NULL;
+    tes_replicator_desc_t desc = {.components = &body, .component_count = 0};
+    CHECK_OK(tes_replicator_create(source, &desc, &rep));
+    tes_entity_t e[4];
+    for (uint32_t i = 0; i < 4; i++)
+        CHECK_OK(tes_spawn(source, &body, 1, &e[i]));
+    for (uint32_t step = 0; step < 3; step++) {
+        if (step == 1) CHECK_OK(tes_despawn(source, e[1]));
+        if (step == 2) CHECK_OK(tes_despawn(source, e[3]));
+        send_to(rep, source, replica);
+        for (uint32_t i = 0; i < 4; i++)
+            CHECK_EQ(tes_is_alive(replica, e[i]), tes_is_alive(source, e[i]));
+        CHECK_OK(tes_world_validate(replica));
+    }
+    tes_replicator_destroy(rep);
+}
+
 /* Forty random changes on the source, then its keyframe applied to the replica. */
 static void start_pair(tes_replicator_t *rep, world_t *source, const world_t *replica,
                        fx_rng_t *rng, live_t *live) {
