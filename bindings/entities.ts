@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { COMPONENT_FLAGS as FLAGS } from './abi.js';
+import { COMPONENT_FLAGS as FLAGS, WORLD } from './abi.js';
 import type { Field } from './access.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
@@ -176,6 +176,13 @@ export class SpawnPlan {
     private planned = false;
     /** The world's access epoch when the plan was made: ids and archetype hold while it does. */
     private epoch = -1;
+    /**
+     * A view of memory and the u32 index of the world's access epoch in it. Once memory grew the
+     * view is detached and reads undefined, which no epoch equals: the check costs no test of
+     * its own (a typed array's length, on a view of wasm memory, measured about 1 ns a test).
+     */
+    private u32: Uint32Array = new Uint32Array(0);
+    private epochAt = 0;
 
     /**
      * Spawns these items as planned: the entity; or, when a value read is not a number, the
@@ -184,7 +191,8 @@ export class SpawnPlan {
      * nothing was read).
      */
     spawn(world: World, items: readonly unknown[], operation: string): Entity | ItemList | undefined {
-        if (!this.planned || world.accessEpoch() !== this.epoch) return undefined;
+        if (!this.planned) return undefined;
+        if (this.u32[this.epochAt] !== this.epoch && !this.current(world)) return undefined;
         const definitions = this.definitions;
         if (items.length !== definitions.length) return undefined;
         const heap = world.heap;
@@ -193,8 +201,11 @@ export class SpawnPlan {
             const recorded = world.recorder.spawn(this.archetype, 0, this.valueIds, this.valueFields, this.numbers);
             if (recorded !== 0) return recorded;
             // A refusal (out of memory) goes down the general path, which says why.
-            if (heap.exports.tes_archetype_spawn(world.pointer, this.archetype, 1, heap.scratch) !== 0) return undefined;
-            return heap.u32At(heap.scratch);
+            const scratch = heap.scratch;
+            if (heap.exports.tes_archetype_spawn(world.pointer, this.archetype, 1, scratch) !== 0) return undefined;
+            // The spawn may have grown memory: a detached view reads undefined.
+            const entity = this.u32[scratch >>> 2];
+            return entity !== undefined ? entity : heap.u32At(scratch);
         }
         // The shape first, from keys alone (no value is read).
         for (let i = 0; i < items.length; i++) {
@@ -250,6 +261,13 @@ export class SpawnPlan {
             throw this.list.error(heap, result, this.fault, operation);
         }
         return heap.u32At(this.entities);
+    }
+
+    /** After an epoch that read otherwise: a fresh view, and whether the plan still holds. */
+    private current(world: World): boolean {
+        this.u32 = world.heap.u32;
+        this.epochAt = (world.pointer + WORLD.access_epoch) >>> 2;
+        return this.u32[this.epochAt] === this.epoch;
     }
 
     /** Frees the plan's block (its world is going). */

@@ -725,6 +725,35 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
         world.validate();
     });
 
+    test('without values: a spawn whose own call grows memory answers its handle', async () => {
+        const world = await newWorld();
+        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory; exports: Record<string, (...a: number[]) => number> } })
+            .heap;
+        const first = world.spawn(Position);
+        world.spawn(Position); // planned from the second on
+        const real = heap.exports;
+        let grown = 0;
+        heap.exports = {
+            ...real,
+            // An allocation of the spawn that grows memory: every view made before detaches.
+            tes_archetype_spawn: (...args: number[]) => {
+                const result = real.tes_archetype_spawn!(...args);
+                heap.memory.grow(1);
+                grown++;
+                return result;
+            },
+        };
+        const e = world.spawn(Position);
+        heap.exports = real;
+        expect(grown).toBe(1);
+        expect(world.isAlive(e)).toBe(true);
+        expect(e).not.toBe(first);
+        world.set(e, Position, 'x', 7);
+        expect(world.get(e, Position, 'x')).toBe(7);
+        expect(world.get(first, Position, 'x')).toBe(0);
+        world.validate();
+    });
+
     test("the plan's block in wasm memory is freed with its world", async () => {
         const world = await newWorld();
         const heap = (world as unknown as { heap: { exports: Record<string, (...a: number[]) => number> } }).heap;
