@@ -169,6 +169,7 @@ tesi_move_plan_t *tesi_move_plan_make(tes_world_t *world, const tesi_archetype_t
                 dc->offset, shared ? src->columns[s].offset : TESI_NEW_COLUMN, dc->bytes};
         }
     }
+    plan->wide = (plan->n8 | plan->other | plan->zero) != 0;
     return plan;
 }
 

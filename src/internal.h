@@ -349,6 +349,9 @@ typedef struct tesi_move_t {
  * against 26 for the per-column walk). One allocation: this header, then the moves. */
 typedef struct tesi_move_plan_t {
     uint16_t n4, n8, other, zero;
+    /* 1 when any cell is past the 4-byte group (n8, other or zero): one test for a row of
+     * 4-byte fields, the common one, where three loads and two ors were (4 instructions a row). */
+    uint16_t wide;
     tesi_move_t moves[];
 } tesi_move_plan_t;
 

@@ -16,7 +16,7 @@ static inline __attribute__((always_inline)) void tesi_move_cells(uint8_t *dst, 
     size_t d = (size_t)dst_row * 4, s = (size_t)src_row * 4;
     for (; m < end; m++)
         memcpy(dst + m->dst_offset + d, src + m->src_offset + s, 4);
-    if (!(plan->n8 | plan->other | plan->zero)) return; /* most rows: 4-byte fields only */
+    if (!plan->wide) return; /* most rows: 4-byte fields only */
     d *= 2;
     s *= 2;
     for (end += plan->n8; m < end; m++)
@@ -38,7 +38,7 @@ static inline __attribute__((always_inline)) void tesi_zero_row(tesi_chunk_t *ch
     size_t d = (size_t)row * 4;
     for (; m < end; m++)
         memset(data + m->dst_offset + d, 0, 4);
-    if (!(plan->n8 | plan->other)) return;
+    if (!plan->wide) return; /* an archetype's own plan zeroes nothing */
     d *= 2;
     for (end += plan->n8; m < end; m++)
         memset(data + m->dst_offset + d, 0, 8);
