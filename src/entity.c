@@ -555,7 +555,7 @@ static tes_result_t check_deferrable(const tes_world_t *world, tes_entity_t enti
 
 /* Every despawn but the lean one: deferred, or with pairs, sparse memberships, cascades, logs,
  * index stamps or checkpoints to keep. Out of line, so that the lean one does not pay for its
- * registers (their saves and restores were 20 of a despawn's instructions). */
+ * registers (measured: 6 fewer instructions a spawn + despawn). */
 static __attribute__((noinline)) tes_result_t despawn_general(tes_world_t *world,
                                                               tes_entity_t entity) {
     if (tesi_deferring(world)) {
