@@ -36,15 +36,6 @@ void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk) {
     tesi_free(world, chunk, sizeof *chunk);
 }
 
-static void chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
-    tesi_trackers_detach(world, chunk);
-    if (is_standard(world, chunk)) {
-        tesi_chunk_pool_put(world, chunk);
-    } else {
-        tesi_chunk_destroy(world, chunk);
-    }
-}
-
 bool tesi_chunk_add_pooled(tes_world_t *world, tesi_archetype_t *a) {
     /* A standard block of the pool, no tracker to attach, room in the chunk list: a pop and an
      * append (the per-entity moves of an add and a remove that empty and refill an archetype
@@ -81,10 +72,8 @@ tes_result_t tesi_chunks_grow(tes_world_t *world, tesi_archetype_t *a, uint32_t 
         }
         if (!chunk || tesi_trackers_attach(world, chunk) != TES_OK) {
             /* All or nothing: give back what this call took. */
-            while (a->chunk_count > first_new) {
-                chunk_release(world, a->chunks[--a->chunk_count]);
-                world->chunk_count--;
-            }
+            while (a->chunk_count > first_new)
+                tesi_chunk_drop_last(world, a);
             return TES_ERR_OUT_OF_MEMORY;
         }
     }
@@ -93,10 +82,8 @@ tes_result_t tesi_chunks_grow(tes_world_t *world, tesi_archetype_t *a, uint32_t 
 
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *a) {
     /* Called after tesi_remove_row or a whole-archetype move, which bumped world->layout. */
-    while (a->chunk_count && a->chunks[a->chunk_count - 1]->count == 0) {
-        chunk_release(world, a->chunks[--a->chunk_count]);
-        world->chunk_count--;
-    }
+    while (a->chunk_count && a->chunks[a->chunk_count - 1]->count == 0)
+        tesi_chunk_drop_last(world, a);
 }
 
 uint32_t tesi_chunk_take_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t want,

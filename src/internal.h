@@ -904,32 +904,48 @@ void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* One row's moves (tesi_move_row, tesi_remove_row) are inline: src/row.h. */
 /* Drops empty chunks at the end of the archetype's list (back to the pool). */
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
-/* Puts an emptied standard chunk without trackers in the world's pool (which has room for
- * every standard chunk). */
-static inline void tesi_chunk_pool_put(tes_world_t *world, tesi_chunk_t *chunk) {
+void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
+void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk);
+/* An emptied chunk out of its archetype: a standard block to the world's pool (which has room
+ * for every standard chunk), any other freed. In line: swap-remove gives one back whenever an
+ * archetype empties (an add and a remove on an entity alone in it, every time). */
+static inline void tesi_chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
+    if (chunk->trackers) tesi_trackers_detach(world, chunk);
+    if (chunk->block_bytes != world->chunk_bytes) {
+        tesi_chunk_destroy(world, chunk);
+        return;
+    }
     chunk->archetype = NULL;
     chunk->count = 0;
     world->pool[world->pool_count++] = chunk;
 }
-/* Swap-remove emptied the archetype's last chunk `last`: given back in line when it is a
- * standard block without trackers (an add and a remove that empty and refill an archetype do
- * this every time), else by tesi_chunks_trim. */
-static inline void tesi_chunk_drop_last(tes_world_t *world, tesi_archetype_t *archetype,
-                                        tesi_chunk_t *last) {
-    if (last->trackers || last->block_bytes != world->chunk_bytes) {
-        tesi_chunks_trim(world, archetype);
-        return;
-    }
+/* Drops the archetype's last chunk, which is empty. */
+static inline void tesi_chunk_drop_last(tes_world_t *world, tesi_archetype_t *archetype) {
     archetype->chunk_count--;
     world->chunk_count--;
-    tesi_chunk_pool_put(world, last);
+    tesi_chunk_release(world, archetype->chunks[archetype->chunk_count]);
 }
-void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
+/* Takes one row for a single entity between calls, where every chunk but the last is full:
+ * the last chunk's next row, or the first of a block from the pool (tesi_chunk_add_pooled).
+ * The chunk, its row in *out_row; NULL, nothing changed, when neither has room without an
+ * allocation (the caller's general path reserves). No division, unlike tesi_chunk_take_rows. */
+static inline tesi_chunk_t *tesi_row_take(tes_world_t *world, tesi_archetype_t *a,
+                                          uint32_t *out_row) {
+    tesi_chunk_t *chunk = a->chunk_count ? a->chunks[a->chunk_count - 1] : NULL;
+    if (!chunk || chunk->count == a->capacity) {
+        if (!tesi_chunk_add_pooled(world, a)) return NULL;
+        chunk = a->chunks[a->chunk_count - 1];
+    }
+    world->layout++;
+    *out_row = chunk->count++;
+    a->entity_count++;
+    return chunk;
+}
 
 /* ---- tracker.c: change tracking ---------------------------------------------------------- */
 
 tes_result_t tesi_trackers_attach(tes_world_t *world, tesi_chunk_t *chunk);
-void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk);
+/* tesi_trackers_detach: declared with tesi_chunk_release (chunks), which calls it. */
 /* New rows (spawn): added = now, changed = 0, listed when dirty-tracked. */
 void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* Rows copied from src: ticks and dirty bits of the components both have; components only dst

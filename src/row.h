@@ -83,7 +83,7 @@ tesi_remove_row_as(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, bool t
     if (a->tracked_count) tesi_trackers_clear_row(last, last_row);
     last->count--;
     a->entity_count--;
-    if (last->count == 0) tesi_chunk_drop_last(world, a, last);
+    if (last->count == 0) tesi_chunk_drop_last(world, a); /* the only one it empties */
 }
 
 static inline __attribute__((always_inline)) void
