@@ -8,8 +8,8 @@
  * store and nothing else. What a Field keeps between calls (the component's id, whether it is
  * tracked, the latest archetype's column) holds while the core's access epoch
  * (tes_world_t.access_epoch) does: the core bumps it on every registration, tracking level and
- * freed archetype, so a call checks one number where it would check each, and memory growth
- * (detached views read undefined) fails the same check. The core stays the owner of every rule
+ * freed archetype, so a call checks one number where it would check each; memory growth is
+ * the length of its detached view, 0 (see Heap's views). The core stays the owner of every rule
  * that changes state: a write to a tracked component is a store after one call that stamps the
  * change (tes_mark_changed), and everything JS does not address itself (sparse storage, array
  * fields, change by value) is one call. Whatever is not a placed, live entity with the component
@@ -19,10 +19,12 @@
  * there is safe.
  *
  * Measured (bench/results/latest.md, and one process at 100k entities, every 10th by handle):
- * the walk alone, written inline, costs 4-5 ns a write; a field handle's write 11 ns in a loop
- * of its own. The hot methods are kept small (one `cell` call site each, slow ways out of line)
- * so that V8 inlines them into the caller's loop and hoists the Field's own loads out of it;
- * a second call site of `cell` in `write` kept it out, and cost 2-5 ns a call.
+ * the walk alone, written inline, costs 4-5 ns a write; a field handle's write 10 ns in a loop
+ * of its own, 13 ns once any ArrayBuffer of the process was detached (as wasm memory growth
+ * does: V8 then checks every typed-array access for a detached buffer, in all code). The hot
+ * methods are kept small (one `cell` call site each, slow ways out of line) so that V8 inlines
+ * them into the caller's loop; a second call site of `cell` in `write` kept it out, and cost
+ * 2-5 ns a call.
  *
  * @module
  */
@@ -208,7 +210,7 @@ export class Field<V = number> {
     private readonly bytes: number;
     /**
      * Views of the whole memory, u32 and the field's own type. Once memory grew they are
-     * detached: every read gives undefined, which no epoch equals, so the next call learns.
+     * detached, of length 0: the next call learns.
      */
     private u32: Uint32Array;
     private view: TypedArrayOf[FieldType];
@@ -327,7 +329,7 @@ export class Field<V = number> {
     private cell(entity: number): number {
         const u32 = this.u32;
         const world = this.world;
-        if (u32[(world + WORLD_ACCESS_EPOCH) >>> 2] !== this.epoch) return STALE;
+        if (u32.length === 0 || u32[(world + WORLD_ACCESS_EPOCH) >>> 2] !== this.epoch) return STALE;
         if (!isHandle(entity)) return -1;
         const index = entity & INDEX_MASK;
         if (index >= u32[(world + WORLD_RECORD_COUNT) >>> 2]!) return -1;
@@ -413,7 +415,7 @@ class CoreField<V = number> extends Field<V> {
     private coreWorld: Pointer = 0;
     private coreId = -1;
     private known = -1;
-    /** A view of memory (detached once memory grew: it then reads undefined, no epoch). */
+    /** A view of memory (detached, of length 0, once memory grew). */
     private words: Uint32Array;
 
     constructor(owner: FieldOwner, component: Component<any>, meta: FieldMeta) {
@@ -446,7 +448,10 @@ class CoreField<V = number> extends Field<V> {
     /** True when the id is this epoch's: learned at the epoch the world has now, or again now. */
     private learned(): boolean {
         const world = this.coreWorld;
-        if (world !== 0 && world === this.host.pointer && this.words[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) return true;
+        const words = this.words;
+        if (world !== 0 && world === this.host.pointer && words.length !== 0 && words[(world + WORLD_ACCESS_EPOCH) >>> 2] === this.known) {
+            return true;
+        }
         const now = (this.coreWorld = this.host.pointer);
         this.words = this.host.heap.u32;
         // Unregistered until the checked path registers it (or claims it in a restored world).

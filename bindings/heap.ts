@@ -86,6 +86,11 @@ export class Heap {
      * The views, made again if memory grew. Growth detaches the old buffer, which leaves every
      * view over it with length 0 (a live memory is never empty): testing that is a field load,
      * where `memory.buffer` is a getter costing about 20 ns in V8, several times per chunk.
+     *
+     * Whatever keeps a view of its own tests its length the same way before reading it, and
+     * never reads a detached view: the read gives undefined, but V8 then compiles that read,
+     * wherever it is inlined, for out-of-bounds answers from then on (measured, after one
+     * growth: a field handle's write 12.8 -> 16.6 ns, `world.set` 16.5 -> 19.3 ns).
      */
     private get fresh() {
         if (this.views.typed.u8.length === 0) this.rebuild();

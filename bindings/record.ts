@@ -81,9 +81,8 @@ function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number, entity
 /** Appends deferred commands to one world's recorded list. @internal */
 export class Recorder {
     /**
-     * Views of the whole memory. Once memory grew both are detached and read undefined, which
-     * the first read (the run's depth) tests: no test of their length (about 1 ns a test on a
-     * view of wasm memory, measured).
+     * Views of the whole memory. Once memory grew both are detached, of length 0 (see Heap's
+     * views): the u32 view's length is tested first.
      */
     private u32: Uint32Array;
     private f64: Float64Array;
@@ -124,9 +123,8 @@ export class Recorder {
      */
     spawn(archetype: number, count: number, components: Uint32Array, fields: Uint32Array, values: Float64Array): number {
         let u32 = this.u32;
-        let depth = u32[this.deferAt];
-        if (depth === undefined) depth = (u32 = this.views())[this.deferAt]; // memory grew
-        if (depth === 0) return 0;
+        if (u32.length === 0) u32 = this.views(); // memory grew
+        if (u32[this.deferAt] === 0) return 0;
         const commands = u32[this.commandCountAt]!;
         if (commands + 1 + count > u32[this.commandSlotsAt]!) return 0;
         let next = u32[this.handoutNextAt]!;
@@ -189,9 +187,8 @@ export class Recorder {
 
     private record(kind: number, entity: number, component: number): boolean {
         let u32 = this.u32;
-        let depth = u32[this.deferAt];
-        if (depth === undefined) depth = (u32 = this.views())[this.deferAt]; // memory grew
-        if (depth === 0) return false;
+        if (u32.length === 0) u32 = this.views(); // memory grew
+        if (u32[this.deferAt] === 0) return false;
         if (placedRecord(u32, this.countAt, this.pagesAt, entity) < 0) return false;
         if (
             kind !== DESPAWN &&
