@@ -18,6 +18,11 @@ export const LIMITS = {
     no_fault: 4294967295,
 } as const;
 
+/** The module's memory (imported): the least it declares, in bytes. */
+export const MODULE_MEMORY = {
+    minimum: 16777216,
+} as const;
+
 /** Kinds of deferred commands JS records (tesi_command_t.kind). */
 export const COMMAND_KIND = {
     spawn: 0,

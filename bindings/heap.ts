@@ -63,9 +63,9 @@ export class Heap {
     private readonly decoder = new TextDecoder();
     private readonly encoder = new TextEncoder();
 
-    constructor(exports: TesseraExports) {
+    constructor(exports: TesseraExports, memory: WebAssembly.Memory) {
         this.exports = exports;
-        this.memory = exports.memory;
+        this.memory = memory;
         this.rebuild();
         this.scratch = this.malloc(SCRATCH_BYTES, 'load');
         const codes: ErrorCode[] = [];

@@ -13,7 +13,8 @@
  *
  * @module
  */
-import { LIMITS } from './abi.js';
+import { LIMITS, MODULE_MEMORY } from './abi.js';
+import { TesseraError, describeValue } from './errors.js';
 
 /** Address in the module's linear memory (byte offset). 0 is NULL. */
 export type Pointer = number;
@@ -46,8 +47,6 @@ export const TES_MAX_COMPONENTS = LIMITS.max_components;
  * order of the header's `TES_RESULTS` list.
  */
 export interface TesseraExports {
-    /** The module's linear memory. */
-    readonly memory: WasmMemory;
     /** Runs the C runtime's constructors. Called once by {@link loadTessera}. */
     _initialize(): void;
 
@@ -335,7 +334,7 @@ export interface TesseraExports {
 export interface Tessera {
     /** The raw `tes_*` exports. */
     readonly exports: TesseraExports;
-    /** The module's linear memory (the same object as `exports.memory`). */
+    /** The module's linear memory (made by {@link loadTessera}, imported by the module). */
     readonly memory: WasmMemory;
 }
 
@@ -349,6 +348,51 @@ export interface LoadOptions {
      * read from disk; anything else is fetched.
      */
     url?: string | URL;
+    /**
+     * Bytes of the module's memory at start, rounded up to whole 64 KiB pages: from the least
+     * the module declares (16 MiB) to 4 GiB. Default {@link DEFAULT_MEMORY_BYTES} (256 MiB), or
+     * that least where the platform will not give so much at once. Memory grows past it when
+     * the worlds need more, but size it so that it does not: once any `ArrayBuffer` of the page
+     * has been detached (a wasm memory's growth detaches its old buffer), V8 tests every
+     * typed-array access of all code, the game's own included, for a detached buffer, from then
+     * on (measured: loops over typed arrays 20-40% slower). Pages nobody writes cost no
+     * physical memory.
+     */
+    memory?: number;
+}
+
+/** The module's memory at start when {@link LoadOptions.memory} does not say: 256 MiB. */
+export const DEFAULT_MEMORY_BYTES = 256 * 1024 * 1024;
+
+/** Bytes of a wasm page, and the pages of the largest wasm32 memory (4 GiB). */
+const PAGE_BYTES = 64 * 1024;
+const MAX_PAGES = 65536;
+
+/**
+ * The module's memory, `bytes` long (rounded up to pages) or by default 256 MiB, falling back
+ * to the module's least where the platform refuses the default (a 32-bit browser): the default
+ * is for speed, not a need. A size asked for and refused is an error.
+ */
+function makeMemory(bytes: unknown): WebAssembly.Memory {
+    const most = MAX_PAGES * PAGE_BYTES;
+    if (bytes === undefined) {
+        try {
+            return new WebAssembly.Memory({ initial: DEFAULT_MEMORY_BYTES / PAGE_BYTES, maximum: MAX_PAGES });
+        } catch (error) {
+            if (!(error instanceof RangeError)) throw error;
+        }
+        return new WebAssembly.Memory({ initial: MODULE_MEMORY.minimum / PAGE_BYTES, maximum: MAX_PAGES });
+    }
+    if (typeof bytes !== 'number' || !(bytes >= MODULE_MEMORY.minimum && bytes <= most)) {
+        const expected = `a number of bytes from ${MODULE_MEMORY.minimum} (16 MiB) to ${most} (4 GiB)`;
+        throw new TesseraError('INVALID_ARGUMENT', 'init', `memory: expected ${expected}, got ${describeValue(bytes)}`);
+    }
+    try {
+        return new WebAssembly.Memory({ initial: Math.ceil(bytes / PAGE_BYTES), maximum: MAX_PAGES });
+    } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        throw new TesseraError('OUT_OF_MEMORY', 'init', `memory: the platform would not give ${bytes} bytes at once (${error.message})`);
+    }
 }
 
 /**
@@ -361,8 +405,10 @@ export interface LoadOptions {
  * exports.tes_world_create(0, worldSlot);
  */
 export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
+    const memory = makeMemory(options.memory);
     const imports: WebAssembly.Imports = {
         env: {
+            memory,
             // Memory growth needs no host action: views are re-derived by their users.
             emscripten_notify_memory_growth() {},
         },
@@ -375,11 +421,9 @@ export async function loadTessera(options: LoadOptions = {}): Promise<Tessera> {
         instance = await instantiateFrom(url, imports);
     }
     const exports = instance.exports as unknown as TesseraExports;
-    if (!(exports.memory instanceof WebAssembly.Memory) || typeof exports._initialize !== 'function') {
-        throw new Error('tessera: the module does not export memory and _initialize');
-    }
+    if (typeof exports._initialize !== 'function') throw new Error('tessera: the module does not export _initialize');
     exports._initialize();
-    return { exports, memory: exports.memory };
+    return { exports, memory };
 }
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';

@@ -39,9 +39,10 @@ let defaultModule: Promise<TesseraModule> | undefined;
 
 /**
  * Loads and instantiates `tessera.wasm`. Without options the module is loaded once and shared
- * (later calls return the same one); with `bytes` or `url` a new instance is made, and the
- * first such call also becomes the default used by `createWorld()`. A load that fails is not
- * kept: the next call loads again.
+ * (later calls return the same one); with `bytes`, `url` or `memory` a new instance is made,
+ * and the first such call also becomes the default used by `createWorld()`. A load that fails
+ * is not kept: the next call loads again. `memory` sizes the module's memory at start (default
+ * 256 MiB; see {@link LoadOptions.memory}): a game that knows it needs more says so here.
  *
  * @example
  * // Vite or a plain browser: the default finds the .wasm next to the package's JS.
@@ -55,7 +56,7 @@ export function init(options: LoadOptions = {}): Promise<TesseraModule> {
     if (typeof options !== 'object' || options === null) {
         return Promise.reject(new TesseraError('INVALID_ARGUMENT', 'init', `options: expected an object, got ${describeValue(options)}`));
     }
-    const explicit = options.bytes !== undefined || options.url !== undefined;
+    const explicit = options.bytes !== undefined || options.url !== undefined || options.memory !== undefined;
     if (!explicit && defaultModule !== undefined) return defaultModule;
     const loaded = load(options);
     if (defaultModule === undefined) {
@@ -93,8 +94,8 @@ export async function createWorld(options: CreateWorldOptions = {}): Promise<Wor
 
 async function load(options: LoadOptions): Promise<TesseraModule> {
     try {
-        const { exports } = await loadTessera(options);
-        return new TesseraModule(new Heap(exports));
+        const { exports, memory } = await loadTessera(options);
+        return new TesseraModule(new Heap(exports, memory));
     } catch (error) {
         if (error instanceof TesseraError) throw error;
         throw new TesseraError('LOAD_FAILED', 'init', error instanceof Error ? error.message : String(error), {});

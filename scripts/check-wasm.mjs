@@ -3,9 +3,10 @@
 //   node scripts/check-wasm.mjs <tessera.wasm> <tessera.exports.txt>
 //
 // tessera.exports.txt (written by CMake from the TES_API lines of src/tessera.h) lists the
-// functions that must be exported. The only import allowed is
-// env.emscripten_notify_memory_growth: anything else (WASI from stdio, emscripten JS library
-// calls) would break the loader in bindings/load.ts. Exits 1 with a message on any problem.
+// functions that must be exported. The imports allowed are the memory (env.memory, made by the
+// loader) and env.emscripten_notify_memory_growth: anything else (WASI from stdio, emscripten
+// JS library calls) would break the loader in bindings/load.ts. Exits 1 with a message on any
+// problem.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -20,17 +21,21 @@ const bytes = readFileSync(wasmPath);
 const module = new WebAssembly.Module(bytes);
 const problems = [];
 
+const allowed = new Map([
+    ['env.memory', 'memory'],
+    ['env.emscripten_notify_memory_growth', 'function'],
+]);
 const imports = WebAssembly.Module.imports(module).map((i) => `${i.module}.${i.name}`);
-for (const name of imports) {
-    if (name !== 'env.emscripten_notify_memory_growth') problems.push(`unexpected import ${name}`);
+for (const { module: from, name, kind } of WebAssembly.Module.imports(module)) {
+    if (allowed.get(`${from}.${name}`) !== kind) problems.push(`unexpected import ${from}.${name} (${kind})`);
 }
+if (!imports.includes('env.memory')) problems.push('the memory is not imported (env.memory)');
 
 const exported = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind]));
 const expected = readFileSync(exportsPath, 'utf8').split('\n').filter(Boolean);
 for (const name of [...expected, '_initialize']) {
     if (exported.get(name) !== 'function') problems.push(`missing function export ${name}`);
 }
-if (exported.get('memory') !== 'memory') problems.push('missing memory export');
 
 if (problems.length) {
     console.error(`tessera: ${wasmPath} is not shippable:\n  ${problems.join('\n  ')}`);

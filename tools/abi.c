@@ -350,6 +350,10 @@ static void constants(void) {
     value("no_fault", TES_NO_FAULT);
     end();
 
+    group("MODULE_MEMORY", "The module's memory (imported): the least it declares, in bytes.");
+    value("minimum", TES_WASM_MIN_MEMORY);
+    end();
+
     group("COMMAND_KIND", "Kinds of deferred commands JS records (tesi_command_t.kind).");
     value("spawn", TESI_CMD_SPAWN);
     value("init_number", TESI_CMD_INIT_NUMBER);

@@ -51,7 +51,7 @@ for (const contender of contenders) {
     });
     const { bytes, allocated } = JSON.parse(stdout);
     // A wasm memory grows in pages and never shrinks: what the process holds says little about
-    // tessera (its 16 MiB initial memory may hold all of it); what its world allocated does.
+    // tessera (its 256 MiB initial memory may hold all of it); what its world allocated does.
     const perEntity = (allocated ?? bytes) / ENTITIES;
     memory.push({ contender: contender.name, bytesPerEntity: perEntity, heldPerEntity: bytes / ENTITIES });
     console.log(`${contender.name.padEnd(9)} ${perEntity.toFixed(1)} bytes per entity`);
@@ -98,7 +98,7 @@ const lines = [
     `${FIELD_BYTES} bytes of fields each) in a fresh process per contender: V8 heap + array buffers (wasm memory`,
     'included) held after a full gc, minus before, per entity. For tessera, what its world allocated',
     '(`world.stats().bytesAllocated`: chunks, trackers, entity table, archetypes): its wasm memory grows in',
-    '64 KiB pages from a 16 MiB start and never shrinks, so the process-level figure mostly measures that.',
+    '64 KiB pages from a 256 MiB start (pages nobody wrote are not backed) and never shrinks, so the process-level figure mostly measures that.',
     '',
     '| contender | bytes per entity | fields (raw) | ratio to raw |',
     '|---|--:|--:|--:|',

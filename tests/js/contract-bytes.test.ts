@@ -30,6 +30,7 @@ import {
     type WorldOptions,
 } from '../../dist/index.js';
 import { expectError, rng, sorted } from './support.js';
+import { MODULE_MEMORY } from '../../dist/abi.js';
 
 // ---------------------------------------------------------------------------------------------
 // Definitions: every field type, arrays, tags, sparse data and tags, relations with and without
@@ -1192,8 +1193,11 @@ describe('memory and lifetime rules', () => {
         }
     });
 
-    test('a loop body that needs more than the run reserve gets OUT_OF_MEMORY and changes nothing; the next run has room', () => {
-        const world = mk();
+    test('a loop body that needs more than the run reserve gets OUT_OF_MEMORY and changes nothing; the next run has room', async () => {
+        // A module of its own, with the least memory: the heap holds no free room from other tests
+        // beyond the run's reserve.
+        const world = (await init({ memory: MODULE_MEMORY.minimum })).createWorld();
+        worlds.push(world);
         const seed = world.spawn(Small({ x: 1 }));
         const before = fingerprint(world);
         const n = 60_000; // 60,000 x 2 KiB of recorded values: more than the 64 MiB first reserve

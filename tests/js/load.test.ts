@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 
-import { loadTessera, type Tessera, type TesseraExports } from '../../dist/load.js';
+import { DEFAULT_MEMORY_BYTES, loadTessera, type Tessera, type TesseraExports } from '../../dist/load.js';
 
 const wasmUrl = new URL('../../dist/tessera.wasm', import.meta.url);
 const header = readFileSync(new URL('../../src/tessera.h', import.meta.url), 'utf8');
@@ -80,18 +80,22 @@ describe('tessera.wasm', () => {
     const bytes = readFileSync(wasmUrl);
     const module = new WebAssembly.Module(bytes);
 
-    test('imports only env.emscripten_notify_memory_growth', () => {
-        expect(WebAssembly.Module.imports(module)).toEqual([{ module: 'env', name: 'emscripten_notify_memory_growth', kind: 'function' }]);
+    test('imports only its memory (env.memory) and env.emscripten_notify_memory_growth', () => {
+        const imports = WebAssembly.Module.imports(module).sort((a, b) => a.name.localeCompare(b.name));
+        expect(imports).toEqual([
+            { module: 'env', name: 'emscripten_notify_memory_growth', kind: 'function' },
+            { module: 'env', name: 'memory', kind: 'memory' },
+        ]);
     });
 
-    test('exports every TES_API function of tessera.h, _initialize and memory', () => {
+    test('exports every TES_API function of tessera.h and _initialize, and no memory of its own', () => {
         expect(apiFunctions.length).toBeGreaterThanOrEqual(35);
         expect(apiFunctions).toContain('tes_chunk_column');
         const kinds = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind]));
         for (const name of [...apiFunctions, '_initialize']) {
             expect.soft(kinds.get(name), name).toBe('function');
         }
-        expect(kinds.get('memory')).toBe('memory');
+        expect(kinds.has('memory')).toBe(false);
     });
 
     test('the TesseraExports interface of bindings/load.ts declares every TES_API function', () => {
@@ -111,8 +115,8 @@ describe('loadTessera', () => {
             await loadTessera({ url: fileURLToPath(wasmUrl) }),
         ];
         for (const tessera of sources) {
-            expect(tessera.memory).toBe(tessera.exports.memory);
             expect(tessera.memory).toBeInstanceOf(WebAssembly.Memory);
+            expect(tessera.memory.buffer.byteLength).toBe(DEFAULT_MEMORY_BYTES);
             expect(tessera.exports.tes_type_size(TES_F32)).toBe(4);
         }
         // Independent instances: separate memories.

@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'vitest';
 
 import { component, init, tag } from '../../dist/index.js';
+import { MODULE_MEMORY } from '../../dist/abi.js';
 import { expectError, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -17,8 +18,10 @@ const Wide = component('Wide', { v: ['f64', 256] });
 
 describe('memory never grows while a loop is live: views hold for the whole run', () => {
     test('5,000 rows with 100 spawns each: all 5,000 column writes are kept', async () => {
-        const { memory } = await init();
-        const world = await newWorld();
+        // The least memory the module takes, so that the run and its flush must grow it.
+        const tessera = await init({ memory: MODULE_MEMORY.minimum });
+        const { memory } = tessera;
+        const world = tessera.createWorld();
         const handles = world.spawnMany(5_000, Position);
         const buffer = memory.buffer;
         let writes = 0;
@@ -37,6 +40,7 @@ describe('memory never grows while a loop is live: views hold for the whole run'
         for (const e of handles) expect(world.get(e, Position, 'x')).toBe(e);
         expect(world.stats().entityCount).toBe(5_000 + 500_000);
         world.validate();
+        world.destroy();
     });
 
     test('100k deferred spawns with values, adds and despawns while writing views: every write and spawn kept', async () => {
