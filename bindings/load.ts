@@ -384,7 +384,7 @@ function makeMemory(bytes: unknown): WebAssembly.Memory {
         return new WebAssembly.Memory({ initial: MODULE_MEMORY.minimum / PAGE_BYTES, maximum: MAX_PAGES });
     }
     if (typeof bytes !== 'number' || !(bytes >= MODULE_MEMORY.minimum && bytes <= most)) {
-        const expected = `a number of bytes from ${MODULE_MEMORY.minimum} (16 MiB) to ${most} (4 GiB)`;
+        const expected = `a number of bytes from ${MODULE_MEMORY.minimum} (${MODULE_MEMORY.minimum / 2 ** 20} MiB) to ${most} (4 GiB)`;
         throw new TesseraError('INVALID_ARGUMENT', 'init', `memory: expected ${expected}, got ${describeValue(bytes)}`);
     }
     try {
