@@ -86,6 +86,7 @@ const NOTES = [
     'koota 0.6: SoA traits (plain JS arrays), hot loops through query.useStores with entities[i].id() (its documented fast path), cached queries; world.spawn, entity.add / remove / destroy / set; Changed / Added / Removed query modifiers for observers. Values kept i32 with `| 0` (plain-number stores). koota extends Number.prototype; it is loaded in every case process.',
     'miniplex 2: object entities, world.with(...) queries walked backwards over query.entities, world.add / remove / addComponent / removeComponent; values mutated in place (`| 0` keeps them i32).',
     "Not timed: setup, and each row's check. No per-op allocation rule is imposed: every library does what its API needs (e.g. koota/miniplex allocate objects on spawn, tessera allocates the init object of world.spawn(B({ value }))). gc is not forced between runs (GC pauses of allocating libraries show in their max).",
+    "The contenders of a case share its process, and with it V8's state: once any ArrayBuffer of a process has been detached (a wasm memory's growth detaches its old buffer), V8 tests every typed-array access of all code for it, from then on. tessera's memory starts at 256 MiB and no case's rows grow it (checked case by case, each row's setup and 200 ops), so no contender runs with that test; up to 2026-11-27 tessera's memory grew at its first loop and every contender of every case ran with it.",
 ];
 
 function markdown(env, rows, missing) {
