@@ -24,8 +24,9 @@ export const SCRATCH_BYTES = 256;
 /**
  * The room the first run reserves (tes_run_reserve) for what its loop body allocates: a
  * recorded spawn takes about 100 bytes (a 40-byte command in an array that doubles, a pending
- * record), 250 with a value. Memory grows by it once, at the first run; pages nobody writes
- * are not backed by the system. A run refused memory makes the next reserve more.
+ * record), 250 with a value. The default memory (256 MiB) holds it without growing; a smaller
+ * one grows by it once, at the first run. Pages nobody writes are not backed by the system. A
+ * run refused memory makes the next reserve more.
  */
 const RUN_RESERVE_BYTES = 64 << 20;
 
