@@ -374,25 +374,26 @@ const MAX_PAGES = 65536;
  * is for speed, not a need. A size asked for and refused is an error.
  */
 function makeMemory(bytes: unknown): WebAssembly.Memory {
+    const least = MODULE_MEMORY.minimum;
     const most = MAX_PAGES * PAGE_BYTES;
-    if (bytes === undefined) {
-        try {
-            return new WebAssembly.Memory({ initial: DEFAULT_MEMORY_BYTES / PAGE_BYTES, maximum: MAX_PAGES });
-        } catch (error) {
-            if (!(error instanceof RangeError)) throw error;
-        }
-        return new WebAssembly.Memory({ initial: MODULE_MEMORY.minimum / PAGE_BYTES, maximum: MAX_PAGES });
-    }
-    if (typeof bytes !== 'number' || !(bytes >= MODULE_MEMORY.minimum && bytes <= most)) {
-        const expected = `a number of bytes from ${MODULE_MEMORY.minimum} (${MODULE_MEMORY.minimum / 2 ** 20} MiB) to ${most} (4 GiB)`;
+    if (bytes !== undefined && (typeof bytes !== 'number' || !(bytes >= least && bytes <= most))) {
+        const expected = `a number of bytes from ${least} (${least / 2 ** 20} MiB) to ${most} (4 GiB)`;
         throw new TesseraError('INVALID_ARGUMENT', 'init', `memory: expected ${expected}, got ${describeValue(bytes)}`);
     }
+    const memory = (size: number) => new WebAssembly.Memory({ initial: Math.ceil(size / PAGE_BYTES), maximum: MAX_PAGES });
     try {
-        return new WebAssembly.Memory({ initial: Math.ceil(bytes / PAGE_BYTES), maximum: MAX_PAGES });
+        return memory(bytes ?? DEFAULT_MEMORY_BYTES);
     } catch (error) {
         if (!(error instanceof RangeError)) throw error;
-        throw new TesseraError('OUT_OF_MEMORY', 'init', `memory: the platform would not give ${bytes} bytes at once (${error.message})`);
+        if (bytes !== undefined) {
+            throw new TesseraError(
+                'OUT_OF_MEMORY',
+                'init',
+                `memory: the platform would not give ${bytes} bytes at once (${error.message})`,
+            );
+        }
     }
+    return memory(least);
 }
 
 /**

@@ -5,10 +5,6 @@
 #include "internal.h"
 #include "row.h"
 
-static bool is_standard(const tes_world_t *world, const tesi_chunk_t *chunk) {
-    return chunk->block_bytes == world->chunk_bytes;
-}
-
 /* A chunk for the archetype: from the pool when its block is the standard size, else new. */
 static tesi_chunk_t *chunk_acquire(tes_world_t *world, const tesi_archetype_t *a) {
     bool standard = a->block_bytes == world->chunk_bytes;
@@ -31,7 +27,7 @@ static tesi_chunk_t *chunk_acquire(tes_world_t *world, const tesi_archetype_t *a
 
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk) {
     tesi_trackers_detach(world, chunk);
-    world->chunks_made -= is_standard(world, chunk);
+    world->chunks_made -= tesi_chunk_standard(world, chunk);
     tesi_free(world, chunk->data, chunk->block_bytes);
     tesi_free(world, chunk, sizeof *chunk);
 }

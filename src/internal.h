@@ -901,51 +901,16 @@ tesi_move_plan_t *tesi_move_plan_make(tes_world_t *world, const tesi_archetype_t
                                       const tesi_archetype_t *src);
 void tesi_move_plan_free(tes_world_t *world, tesi_move_plan_t *plan);
 void tesi_zero_rows(tesi_chunk_t *chunk, uint32_t row, uint32_t n);
-/* One row's moves (tesi_move_row, tesi_remove_row) are inline: src/row.h. */
+/* Inline in src/row.h: one row's moves (tesi_move_row, tesi_remove_row), one row taken
+ * (tesi_row_take), an emptied chunk given back (tesi_chunk_release, tesi_chunk_drop_last). */
 /* Drops empty chunks at the end of the archetype's list (back to the pool). */
 void tesi_chunks_trim(tes_world_t *world, tesi_archetype_t *archetype);
 void tesi_chunk_destroy(tes_world_t *world, tesi_chunk_t *chunk);
-void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk);
-/* An emptied chunk out of its archetype: a standard block to the world's pool (which has room
- * for every standard chunk), any other freed. In line: swap-remove gives one back whenever an
- * archetype empties (an add and a remove on an entity alone in it, every time). */
-static inline void tesi_chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
-    if (chunk->trackers) tesi_trackers_detach(world, chunk);
-    if (chunk->block_bytes != world->chunk_bytes) {
-        tesi_chunk_destroy(world, chunk);
-        return;
-    }
-    chunk->archetype = NULL;
-    chunk->count = 0;
-    world->pool[world->pool_count++] = chunk;
-}
-/* Drops the archetype's last chunk, which is empty. */
-static inline void tesi_chunk_drop_last(tes_world_t *world, tesi_archetype_t *archetype) {
-    archetype->chunk_count--;
-    world->chunk_count--;
-    tesi_chunk_release(world, archetype->chunks[archetype->chunk_count]);
-}
-/* Takes one row for a single entity between calls, where every chunk but the last is full:
- * the last chunk's next row, or the first of a block from the pool (tesi_chunk_add_pooled).
- * The chunk, its row in *out_row; NULL, nothing changed, when neither has room without an
- * allocation (the caller's general path reserves). No division, unlike tesi_chunk_take_rows. */
-static inline tesi_chunk_t *tesi_row_take(tes_world_t *world, tesi_archetype_t *a,
-                                          uint32_t *out_row) {
-    tesi_chunk_t *chunk = a->chunk_count ? a->chunks[a->chunk_count - 1] : NULL;
-    if (!chunk || chunk->count == a->capacity) {
-        if (!tesi_chunk_add_pooled(world, a)) return NULL;
-        chunk = a->chunks[a->chunk_count - 1];
-    }
-    world->layout++;
-    *out_row = chunk->count++;
-    a->entity_count++;
-    return chunk;
-}
 
 /* ---- tracker.c: change tracking ---------------------------------------------------------- */
 
 tes_result_t tesi_trackers_attach(tes_world_t *world, tesi_chunk_t *chunk);
-/* tesi_trackers_detach: declared with tesi_chunk_release (chunks), which calls it. */
+void tesi_trackers_detach(tes_world_t *world, tesi_chunk_t *chunk);
 /* New rows (spawn): added = now, changed = 0, listed when dirty-tracked. */
 void tesi_trackers_stamp_added(tes_world_t *world, tesi_chunk_t *chunk, uint32_t row, uint32_t n);
 /* Rows copied from src: ticks and dirty bits of the components both have; components only dst

@@ -1,11 +1,54 @@
 /* Moving one row: what every add, remove and despawn of one entity does, inline in its caller.
  * Out of line in chunk.c these were two calls per move whose prologues, epilogues and argument
  * shuffles were 110 of the 621 instructions of a tag's add + remove (callgrind, native -O3 +
- * LTO: 621 -> 512). */
+ * LTO: 621 -> 512). Also the chunk steps one row needs at the end of an archetype: a row taken
+ * without a division, an emptied chunk given back. */
 #ifndef TESSERA_ROW_H
 #define TESSERA_ROW_H
 
 #include "internal.h"
+
+/* ---- chunks at the end of an archetype: one row taken, an emptied one given back ---------- */
+
+/* True for a block of the world's standard size: the pool takes those back. */
+static inline bool tesi_chunk_standard(const tes_world_t *world, const tesi_chunk_t *chunk) {
+    return chunk->block_bytes == world->chunk_bytes;
+}
+/* An emptied chunk out of its archetype: a standard block to the world's pool (which has room
+ * for every standard chunk), any other freed. In line: swap-remove gives one back whenever an
+ * archetype empties (an add and a remove on an entity alone in it, every time). */
+static inline void tesi_chunk_release(tes_world_t *world, tesi_chunk_t *chunk) {
+    if (chunk->trackers) tesi_trackers_detach(world, chunk);
+    if (!tesi_chunk_standard(world, chunk)) {
+        tesi_chunk_destroy(world, chunk);
+        return;
+    }
+    chunk->archetype = NULL;
+    chunk->count = 0;
+    world->pool[world->pool_count++] = chunk;
+}
+/* Drops the archetype's last chunk, which is empty. */
+static inline void tesi_chunk_drop_last(tes_world_t *world, tesi_archetype_t *archetype) {
+    archetype->chunk_count--;
+    world->chunk_count--;
+    tesi_chunk_release(world, archetype->chunks[archetype->chunk_count]);
+}
+/* Takes one row for a single entity between calls, where every chunk but the last is full:
+ * the last chunk's next row, or the first of a block from the pool (tesi_chunk_add_pooled).
+ * The chunk, its row in *out_row; NULL, nothing changed, when neither has room without an
+ * allocation (the caller's general path reserves). No division, unlike tesi_chunk_take_rows. */
+static inline tesi_chunk_t *tesi_row_take(tes_world_t *world, tesi_archetype_t *a,
+                                          uint32_t *out_row) {
+    tesi_chunk_t *chunk = a->chunk_count ? a->chunks[a->chunk_count - 1] : NULL;
+    if (!chunk || chunk->count == a->capacity) {
+        if (!tesi_chunk_add_pooled(world, a)) return NULL;
+        chunk = a->chunks[a->chunk_count - 1];
+    }
+    world->layout++;
+    *out_row = chunk->count++;
+    a->entity_count++;
+    return chunk;
+}
 
 /* Copies one row's cells by the plan (the entity column apart). */
 static inline __attribute__((always_inline)) void tesi_move_cells(uint8_t *dst, uint32_t dst_row,
