@@ -60,15 +60,100 @@ const RECORD_GENERATION = RECORD.generation >>> 2;
 /** The largest finite float: a number beyond it would become infinity in an f32 (loss). */
 const F32_MAX = (2 - 2 ** -23) * 2 ** 127;
 
+/** `Object.prototype.hasOwnProperty`, held here: the values of a whole-component write are own keys only. */
+const hasOwnProperty = Object.prototype.hasOwnProperty;
+
 /** A component's Field objects in one world, in schema order. @internal */
 export class FieldSet {
     private readonly names: readonly string[];
+    /** True when JS addresses every field (scalars of chunk storage, changed by any write) and there is one. */
+    private readonly direct: boolean;
+    /**
+     * An object with every field, in schema order: a read copies it and overwrites each field
+     * (measured: 8 of 71 ns less than adding the fields one by one to an empty object).
+     */
+    private readonly template: Record<string, number>;
+    /** A whole-component write's keys and values as read, and the chosen fields' cells (reused). */
+    private readonly keys: string[] = [];
+    private readonly values: unknown[] = [];
+    private readonly chosen: Field<any>[] = [];
+    private readonly cells: number[] = [];
+    private readonly numbers: number[] = [];
 
     constructor(
         readonly component: Component<any>,
         readonly list: readonly Field<any>[],
     ) {
         this.names = list.map((access) => access.name);
+        this.direct = list.length !== 0 && list.every(addressed);
+        const template: Record<string, number> = {};
+        for (const name of this.names) template[name] = 0;
+        this.template = template;
+    }
+
+    /**
+     * `world.get(e, C)` found and read in JS: every field into a fresh object; undefined when the
+     * checked path must answer (a field JS does not address, or an entity it did not find
+     * placed and live with the component). A read changes nothing, so the checked path may
+     * read again.
+     */
+    read(entity: number): Record<string, number> | undefined {
+        if (!this.direct) return undefined;
+        const list = this.list;
+        const names = this.names;
+        const values = { ...this.template };
+        for (let i = 0; i < list.length; i++) {
+            const value = list[i]!.read(entity);
+            if (value === undefined) return undefined;
+            values[names[i]!] = value;
+        }
+        return values;
+    }
+
+    /**
+     * `world.set(e, C, values)` done in JS, all or nothing: true when written. Otherwise nothing
+     * was written, and the checked path must answer: with the caller's values when they were
+     * not read (undefined: not a handle, fields JS does not address), or with the returned
+     * object, the values as read (each own key's value is read once, as the checked path reads
+     * them, so a getter is not run twice). Every value must be a number its field takes and the
+     * entity placed and live with the component; a tracked component is stamped changed once
+     * (tes_mark_changed), before the stores.
+     */
+    write(entity: number, values: object): true | Record<string, unknown> | undefined {
+        if (!this.direct || !isHandle(entity)) return undefined;
+        const keys = this.keys;
+        const read = this.values;
+        let n = 0;
+        for (const key in values) {
+            if (!hasOwnProperty.call(values, key)) continue;
+            keys[n] = key;
+            read[n++] = (values as Record<string, unknown>)[key];
+        }
+        const chosen = this.chosen;
+        const cells = this.cells;
+        let m = 0;
+        for (let i = 0; i < n; i++) {
+            const value = read[i];
+            if (value === undefined) continue; // keeps its value
+            const field = this.named(keys[i]!);
+            if (field === undefined || typeof value !== 'number' || !field.accepts(value)) return this.asRead(n);
+            const cell = field.address(entity);
+            if (cell < 0) return this.asRead(n);
+            chosen[m] = field;
+            this.numbers[m] = value;
+            cells[m++] = cell;
+        }
+        // Nothing to write still checks the handle (the checked path's).
+        if (m === 0 || !chosen[0]!.stamp(entity)) return this.asRead(n);
+        for (let i = 0; i < m; i++) chosen[i]!.put(cells[i]!, this.numbers[i]!);
+        return true;
+    }
+
+    /** The first n values as read, by key, for the checked path. */
+    private asRead(n: number): Record<string, unknown> {
+        const values: Record<string, unknown> = {};
+        for (let i = 0; i < n; i++) values[this.keys[i]!] = this.values[i];
+        return values;
     }
 
     /**
@@ -285,6 +370,29 @@ export class Field<V = number> {
         return true;
     }
 
+    /**
+     * @internal For a write of several fields (FieldSet.write): the byte address of a placed,
+     * live entity's cell, learning a new epoch first when needed; negative when the checked
+     * path must answer.
+     */
+    address(entity: number): number {
+        const address = this.cell(entity);
+        return address === STALE && this.learn() ? this.cell(entity) : address;
+    }
+
+    /**
+     * @internal Stamps the entity's component changed when somebody tracks it (once for a
+     * write of several fields, whose cells `address` found); false: refused, nothing stamped.
+     */
+    stamp(entity: number): boolean {
+        return this.plain || this.exports.tes_mark_changed(this.world, entity, this.id) === 0;
+    }
+
+    /** @internal Stores a value `accepts` took at an address `address` gave, after `stamp`. */
+    put(address: number, value: number): void {
+        this.view[address >>> this.shift] = value;
+    }
+
     /*
      * The slow ways, out of line so that the fast ones stay small enough to inline into the
      * caller's loop (one cell each: measured, a second call site of cell kept it out).
@@ -375,16 +483,8 @@ export class Field<V = number> {
 
     /** Finds the field's column in an archetype (its layout never changes while it lives). */
     private column(archetype: Pointer): void {
-        const u32 = this.u32;
-        const u16 = this.owner.heap.typed('u16');
-        const id = this.id;
         this.archetype = archetype;
-        this.offset = -1;
-        if (id >= u32[(archetype + ARCHETYPE.lookup_length) >>> 2]!) return;
-        const type = u16[(u32[(archetype + ARCHETYPE.type_index) >>> 2]! >>> 1) + id]!;
-        if (type === LIMITS.no_type) return;
-        const column = u16[(u32[(archetype + ARCHETYPE.first_column) >>> 2]! >>> 1) + type]! + this.meta.index;
-        this.offset = u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
+        this.offset = columnOffset(this.u32, this.owner.heap.typed('u16'), archetype, this.id, this.meta.index);
     }
 
     /**
@@ -459,6 +559,23 @@ class CoreField<V = number> extends Field<V> {
         this.known = this.coreId >= 0 ? this.words[(now + WORLD_ACCESS_EPOCH) >>> 2]! : -1;
         return this.known !== -1;
     }
+}
+
+/**
+ * The byte offset in an archetype's chunks (a pointer to it) of field `index` of component
+ * `id`, as tesi_column_of finds it; -1 when the archetype lacks the component. @internal
+ */
+export function columnOffset(u32: Uint32Array, u16: Uint16Array, archetype: Pointer, id: number, index: number): number {
+    if (id >= u32[(archetype + ARCHETYPE.lookup_length) >>> 2]!) return -1;
+    const type = u16[(u32[(archetype + ARCHETYPE.type_index) >>> 2]! >>> 1) + id]!;
+    if (type === LIMITS.no_type) return -1;
+    const column = u16[(u32[(archetype + ARCHETYPE.first_column) >>> 2]! >>> 1) + type]! + index;
+    return u32[(u32[(archetype + ARCHETYPE.columns) >>> 2]! + column * COLUMN.size + COLUMN.offset) >>> 2]!;
+}
+
+/** True for a Field whose cells JS finds and writes itself (the others are the core's every time). @internal */
+export function addressed(field: Field<any>): boolean {
+    return !(field instanceof CoreField);
 }
 
 /**

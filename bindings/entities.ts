@@ -6,13 +6,14 @@
  *
  * @module
  */
-import { COMPONENT_FLAGS as FLAGS, WORLD } from './abi.js';
-import type { Field } from './access.js';
+import { CHUNK, COMPONENT_FLAGS as FLAGS, RECORD, WORLD } from './abi.js';
+import { addressed, columnOffset, type Field } from './access.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
 import { SCRATCH_BYTES, type Heap } from './heap.js';
 import type { Pointer } from './load.js';
-import type { Component, ComponentItem, Definition, Pair, Relation } from './schema.js';
+import { placedRecord } from './record.js';
+import type { Component, ComponentItem, Definition, FieldType, Pair, Relation, TypedArrayOf } from './schema.js';
 import type { Entity, World } from './world.js';
 
 /**
@@ -147,6 +148,12 @@ const hasOwnProperty = Object.prototype.hasOwnProperty;
  * read once: when a value read is not a number, the call goes on down the general path with
  * the values read.
  */
+/** The members of a record and a chunk a spawn outside a run reads, as u32 indices. */
+const RECORD_CHUNK = RECORD.chunk >>> 2;
+const RECORD_ROW = RECORD.row >>> 2;
+const CHUNK_ARCHETYPE = CHUNK.archetype >>> 2;
+const CHUNK_DATA = CHUNK.data >>> 2;
+
 export class SpawnPlan {
     /** Per item: its definition. */
     private readonly definitions: unknown[] = [];
@@ -173,6 +180,17 @@ export class SpawnPlan {
     private numbersAt = 0;
     private archetype = -1;
     private withValues = false;
+    /** True when JS addresses the cell of every value (access.ts): a spawn outside a run writes them. */
+    private direct = false;
+    /** Per value: its field's type, bytes and log2 of them, and its column's offset in the chunks of `placedIn`. */
+    private readonly types: FieldType[] = [];
+    private readonly sizes: number[] = [];
+    private readonly shifts: number[] = [];
+    private readonly offsets: number[] = [];
+    /** Per value, its type's array of the whole memory (empty until a spawn outside a run; detached once memory grew). */
+    private arrays: TypedArrayOf[FieldType][] = [];
+    /** The archetype (a pointer) whose column offsets `offsets` holds; 0: none yet. */
+    private placedIn: Pointer = 0;
     private planned = false;
     /** The world's access epoch when the plan was made: ids and archetype hold while it does. */
     private epoch = -1;
@@ -248,8 +266,12 @@ export class SpawnPlan {
         let accepted = true;
         for (let n = 0; n < v && accepted; n++) accepted = checks[n]!.accepts(numbers[n]!);
         if (accepted) {
-            const recorded = world.recorder.spawn(this.archetype, v, this.valueIds, this.valueFields, numbers);
-            if (recorded !== 0) return recorded;
+            // A refusal either way goes on to the core's call below, with the values as read.
+            const done =
+                this.direct && !world.recorder.deferring()
+                    ? this.spawnPlaced(world, v)
+                    : world.recorder.spawn(this.archetype, v, this.valueIds, this.valueFields, numbers);
+            if (done !== 0) return done;
         }
         const f64 = heap.f64;
         for (let n = 0; n < v; n++) f64[this.numbersAt + n] = numbers[n]!;
@@ -260,6 +282,75 @@ export class SpawnPlan {
             throw this.list.error(heap, result, this.fault, operation);
         }
         return heap.u32At(this.entities);
+    }
+
+    /**
+     * Outside a run, with values JS addresses: the core places the entity in the plan's
+     * archetype (one call), and JS writes its `count` initial values (each checked already)
+     * into the row, as tes_init_number would: part of the spawn, not a change. The row is new,
+     * so no consumer has seen it; the spawn stamped it added and told checkpoints and
+     * replicators of its index. The row is found once, each value's column from the plan
+     * (learned per archetype, whose layout never changes while it lives). A refusal (out of
+     * memory) is 0: nothing was spawned.
+     */
+    private spawnPlaced(world: World, count: number): Entity {
+        const heap = world.heap;
+        const scratch = heap.scratch;
+        if (heap.exports.tes_archetype_spawn(world.pointer, this.archetype, 1, scratch) !== 0) return 0;
+        const typed = heap.arrays; // after the call: it may have grown memory
+        const u32 = typed.u32;
+        const entity = u32[scratch >>> 2]!;
+        const pointer = world.pointer;
+        const record = placedRecord(u32, (pointer + WORLD.record_count) >>> 2, (pointer + WORLD.records_pages) >>> 2, entity);
+        if (record < 0) return this.initialize(world, entity, count); // not placed: never seen, but never a guess
+        const chunk = u32[record + RECORD_CHUNK]! >>> 2;
+        const archetype = u32[chunk + CHUNK_ARCHETYPE]!;
+        if (archetype !== this.placedIn && !this.columns(typed, archetype, count)) return this.initialize(world, entity, count);
+        const data = u32[chunk + CHUNK_DATA]!;
+        const row = u32[record + RECORD_ROW]!;
+        let arrays = this.arrays;
+        if (arrays.length === 0 || arrays[0]!.length === 0) arrays = this.arraysOf(typed, count);
+        const numbers = this.numbers;
+        for (let n = 0; n < count; n++) arrays[n]![(data + this.offsets[n]! + row * this.sizes[n]!) >>> this.shifts[n]!] = numbers[n]!;
+        return entity;
+    }
+
+    /**
+     * Each value's typed array of the whole memory, kept until memory grows (measured: looked
+     * up by type name per value, the store cost 5 ns more).
+     */
+    private arraysOf(typed: Heap['arrays'], count: number): TypedArrayOf[FieldType][] {
+        const arrays: TypedArrayOf[FieldType][] = [];
+        for (let n = 0; n < count; n++) arrays.push(typed[this.types[n]!]);
+        return (this.arrays = arrays);
+    }
+
+    /** The core writes each initial value (tes_init_number), as the recorded ones are applied. */
+    private initialize(world: World, entity: Entity, count: number): Entity {
+        for (let n = 0; n < count; n++) {
+            const field = this.valueFields[n]!;
+            world.check(
+                world.heap.exports.tes_init_number(world.pointer, entity, this.valueIds[n]!, field, 0, this.numbers[n]!),
+                'world.spawn',
+                entity,
+            );
+        }
+        return entity;
+    }
+
+    /**
+     * Each value's column offset in the archetype (a pointer) the plan's spawns are placed in;
+     * false when it lacks one (the plan's archetype never does: nothing is written by guess).
+     */
+    private columns(typed: Heap['arrays'], archetype: Pointer, count: number): boolean {
+        this.placedIn = 0;
+        for (let n = 0; n < count; n++) {
+            const offset = columnOffset(typed.u32, typed.u16, archetype, this.valueIds[n]!, this.valueFields[n]!);
+            if (offset < 0) return false;
+            this.offsets[n] = offset;
+        }
+        this.placedIn = archetype;
+        return true;
     }
 
     /** After an epoch that read otherwise: a fresh view, and whether the plan still holds. */
@@ -341,6 +432,15 @@ export class SpawnPlan {
             this.valueFields[v] = meta.index;
             this.checks.push(world.field(list.definitions[item] as Component<any>, meta.name as never) as Field);
         }
+        this.direct = this.checks.every(addressed);
+        this.types.length = this.sizes.length = this.shifts.length = this.offsets.length = 0;
+        for (const field of this.checks) {
+            this.types.push(field.meta.type);
+            this.sizes.push(field.meta.bytesPerElement);
+            this.shifts.push(Math.log2(field.meta.bytesPerElement));
+        }
+        this.placedIn = 0;
+        this.arrays = [];
         if (this.withValues) {
             const plan = this.list;
             plan.copyShape(list);

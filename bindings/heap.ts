@@ -98,6 +98,11 @@ export class Heap {
         return this.views;
     }
 
+    /** Every typed view of the whole memory, by field type (fresh: made again if memory grew). */
+    get arrays(): { readonly [T in FieldType]: TypedArrayOf[T] } {
+        return this.fresh.typed;
+    }
+
     /** The current `memory.buffer`. */
     get current(): ArrayBuffer {
         return this.fresh.typed.u8.buffer as ArrayBuffer;

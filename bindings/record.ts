@@ -64,11 +64,12 @@ const PENDING = ROW.pending;
 /**
  * The u32 index of a placed, live entity's record, as tesi_record_of finds it; -1 for
  * anything else (stale, pending, never spawned). `countAt` and `pagesAt` are the u32 indices
- * of the world's record count and page table; `entity` is a u32. access.ts's Field keeps its
- * own copy of this walk inline: calling this function from it measured 15-25% slower per
+ * of the world's record count and page table; `entity` is a u32. Also how a spawn outside a
+ * run finds the row it writes (entities.ts). access.ts's Field keeps its own copy of this walk
+ * inline: calling this function from it measured 15-25% slower per
  * field get and set (one process, interleaved), as V8 did not inline it there.
  */
-function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number, entity: number): number {
+export function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number, entity: number): number {
     const index = entity & INDEX_MASK;
     if (index >= u32[countAt]!) return -1;
     const page = u32[(u32[pagesAt]! >>> 2) + (index >>> PAGE_BITS)]!;
@@ -162,6 +163,13 @@ export class Recorder {
         }
         u32[this.commandCountAt] = commands + 1 + count;
         return entity;
+    }
+
+    /** True inside a run: structural calls are recorded (or deferred by the core). */
+    deferring(): boolean {
+        let u32 = this.u32;
+        if (u32.length === 0) u32 = this.views(); // memory grew
+        return u32[this.deferAt] !== 0;
     }
 
     /**

@@ -310,11 +310,8 @@ export class World extends WorldState {
     get<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K): FieldValue<S[K]>;
     get(entity: Entity, component: Component<any>, field?: string): unknown {
         // Found and read in JS (access.ts); the checked path for the rest and for errors.
-        if (field !== undefined) {
-            const value = this.fields.named(component, field)?.read(entity);
-            if (value !== undefined) return value;
-        }
-        return getChecked(this, entity, component, field, 'world.get');
+        const value = field !== undefined ? this.fields.named(component, field)?.read(entity) : this.fields.of(component)?.read(entity);
+        return value !== undefined ? value : getChecked(this, entity, component, field, 'world.get');
     }
 
     /**
@@ -346,7 +343,14 @@ export class World extends WorldState {
     set<S extends Schema, K extends FieldName<S>>(entity: Entity, component: Component<S>, field: K, value: FieldInput<S[K]>): void;
     set(entity: Entity, component: Component<any>, fieldOrValues: unknown, value?: unknown): void {
         // Found and written in JS, or one call (access.ts); the checked path for the rest and for errors.
-        if (typeof fieldOrValues === 'string' && this.fields.named(component, fieldOrValues)?.write(entity, value)) return;
+        if (typeof fieldOrValues === 'string') {
+            if (this.fields.named(component, fieldOrValues)?.write(entity, value)) return;
+        } else if (typeof fieldOrValues === 'object' && fieldOrValues !== null) {
+            const written = this.fields.of(component)?.write(entity, fieldOrValues);
+            if (written === true) return;
+            // Values read go on as read (a getter is not run twice).
+            if (written !== undefined) fieldOrValues = written;
+        }
         setChecked(this, entity, component, fieldOrValues, value, 'world.set');
     }
 

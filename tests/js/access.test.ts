@@ -105,6 +105,7 @@ describe('world.get / world.set by handle', () => {
         expectError(() => world.get(old, Health, 'value'), 'STALE_ENTITY', { operation: 'world.get', entity: old });
         expectError(() => world.set(old, Health, 'value', 99), 'STALE_ENTITY', { operation: 'world.set', entity: old });
         expectError(() => world.set(old, Health, { value: 99 }), 'STALE_ENTITY', { entity: old });
+        expectError(() => world.get(old, Health), 'STALE_ENTITY', { operation: 'world.get', entity: old });
         expectError(() => world.has(old, Health), 'STALE_ENTITY', { entity: old });
         expect(world.isAlive(old)).toBe(false);
         expect(world.get(reused!, Health, 'value')).toBe(7);
@@ -118,6 +119,7 @@ describe('world.get / world.set by handle', () => {
             pending = world.spawn(Health({ value: 1 }));
             expect(world.isAlive(pending)).toBe(true);
             expectError(() => world.get(pending, Health, 'value'), 'PENDING_ENTITY', { entity: pending });
+            expectError(() => world.get(pending, Health), 'PENDING_ENTITY', { entity: pending });
             expectError(() => world.has(pending, Health), 'PENDING_ENTITY', { entity: pending });
             world.set(pending, Health, 'value', 2);
             world.set(pending, Health, { value: 3 });
@@ -395,6 +397,32 @@ describe('world.field', () => {
             x.set(e, 10);
             expect(calls).toEqual(['tes_mark_changed']); // the core stamps, JS stores
             expect([...changes.drain().entities]).toEqual([e]);
+        } finally {
+            restore();
+        }
+    });
+
+    test('a whole-component get and set are found in JS: no call when untracked, one stamp for all fields when tracked', async () => {
+        const world = await newWorld();
+        const { calls, restore } = countCalls(world);
+        try {
+            const e = world.spawn(Position({ x: 1, y: 2 }), Velocity);
+            calls.length = 0;
+            world.set(e, Position, { x: 3, y: 4 });
+            world.set(e, Position, { y: 5, x: undefined }); // y alone, x kept
+            expect(world.get(e, Position)).toEqual({ x: 3, y: 5 });
+            expect(calls).toEqual([]);
+            const changes = world.subscribe({ changed: [Position] });
+            changes.drain();
+            calls.length = 0;
+            world.set(e, Position, { x: 6, y: 7 });
+            expect(calls).toEqual(['tes_mark_changed']);
+            expect([...changes.drain().entities]).toEqual([e]);
+            // Refused (y is beyond f32): nothing written, nothing stamped.
+            expectError(() => world.set(e, Position, { x: 8, y: 1e39 }), 'BAD_VALUE', { field: 'y' });
+            expect([...changes.drain().entities]).toEqual([]);
+            expect(world.get(e, Position)).toEqual({ x: 6, y: 7 });
+            expect(world.get(e, Velocity)).toEqual({ x: 0, y: 0 });
         } finally {
             restore();
         }

@@ -609,8 +609,9 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
             expect(world.has(inLoop[1]!, Frozen)).toBe(true);
             expect(world.has(inLoop[0]!, Frozen)).toBe(false);
             calls.length = 0;
+            // Outside the loop: the core places the row, JS writes the values into it.
             const e = world.spawn(Position({ x: 7, y: 8 }), Health({ value: 9 }), Frozen);
-            expect(calls).toEqual(['tes_spawn_items']);
+            expect(calls).toEqual(['tes_archetype_spawn']);
             expect(world.get(e, Position)).toEqual({ x: 7, y: 8 });
             expect(world.get(e, Health, 'value')).toBe(9);
         } finally {
@@ -722,6 +723,101 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
             expect(world.get(e, Position)).toEqual(position);
             if (health) expect(world.get(e, Health, 'value')).toBe(health);
         }
+        world.validate();
+    });
+
+    test('with values outside a loop: consumers, checkpoints and snapshots see what the general path gives', async () => {
+        // `planned` spawns one shape over and over (the plan: JS writes the row); `general`
+        // alternates the key order, so that no spawn matches the latest shape.
+        const run = async (planned: boolean) => {
+            const world = await newWorld();
+            const added = world.subscribe({ added: [Position] });
+            const changed = world.subscribe({ changed: [Position] });
+            const spawn = (i: number) =>
+                world.spawn(Position(planned || i % 2 ? { x: i, y: -i } : ({ y: -i, x: i } as never)), Health({ value: i }));
+            const first = [0, 1, 2, 3, 4].map(spawn);
+            added.drain();
+            changed.drain();
+            const base = world.checkpoint();
+            const atBase = world.snapshot();
+            const later = [5, 6, 7].map(spawn);
+            world.set(first[0]!, Position, 'x', 50);
+            // Initial values are part of the spawn: added, not changed.
+            const seen = { added: [...added.drain().entities], changed: [...changed.drain().entities] };
+            const next = world.checkpoint();
+            const atNext = world.snapshot();
+            world.set(later[1]!, Health, 'value', 60);
+            world.despawn(later[2]!);
+            world.rewind(next);
+            expect(world.snapshot()).toEqual(atNext);
+            world.rewind(base);
+            expect(world.snapshot()).toEqual(atBase);
+            world.validate();
+            return { seen, atBase, atNext, first, later };
+        };
+        const viaPlan = await run(true);
+        const general = await run(false);
+        expect(viaPlan.seen).toEqual({ added: viaPlan.later, changed: [viaPlan.first[0]] });
+        expect(viaPlan.seen).toEqual(general.seen);
+        expect(viaPlan.atBase).toEqual(general.atBase);
+        expect(viaPlan.atNext).toEqual(general.atNext);
+    });
+
+    test('with values: a spawn whose own call grows memory writes its values through fresh views', async () => {
+        const world = await newWorld();
+        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory; exports: Record<string, (...a: number[]) => number> } })
+            .heap;
+        world.spawn(Position({ x: 1, y: 2 }));
+        world.spawn(Position({ x: 1, y: 2 })); // planned from the second on
+        const real = heap.exports;
+        let grown = 0;
+        heap.exports = {
+            ...real,
+            tes_archetype_spawn: (...args: number[]) => {
+                const result = real.tes_archetype_spawn!(...args);
+                heap.memory.grow(1);
+                grown++;
+                return result;
+            },
+        };
+        const e = world.spawn(Position({ x: 3, y: 4 }));
+        heap.exports = real;
+        expect(grown).toBe(1);
+        expect(world.get(e, Position)).toEqual({ x: 3, y: 4 });
+        expect(world.stats().entityCount).toBe(3); // one spawn, made once
+        world.validate();
+    });
+
+    test('with values: a placement the core refuses goes on to its general call, each value still read once', async () => {
+        const world = await newWorld();
+        const heap = (
+            world as unknown as { heap: { exports: Record<string, (...a: number[]) => number>; results: Record<string, number> } }
+        ).heap;
+        world.spawn(Position({ x: 1, y: 2 }));
+        world.spawn(Position({ x: 1, y: 2 })); // planned from the second on
+        const real = heap.exports;
+        let refused = 0;
+        heap.exports = {
+            ...real,
+            tes_archetype_spawn: () => {
+                refused++;
+                return heap.results.OUT_OF_MEMORY!;
+            },
+        };
+        let reads = 0;
+        const values = {
+            get x() {
+                reads++;
+                return 3;
+            },
+            y: 4,
+        };
+        const e = world.spawn(Position(values));
+        heap.exports = real;
+        expect(refused).toBe(1);
+        expect(reads).toBe(1);
+        expect(world.get(e, Position)).toEqual({ x: 3, y: 4 });
+        expect(world.stats().entityCount).toBe(3);
         world.validate();
     });
 
