@@ -20,6 +20,7 @@
  */
 #define BENCH_PROGRAM "bench_core"
 #include "bench.h"
+#include "internal.h" /* recorded_cycle writes commands as bindings/record.ts does */
 
 enum {
     SMALL_POPULATION = 1024,   /* entities already in the archetype of the single-entity cases */
@@ -174,6 +175,44 @@ static void loop_deferred_cycle(bench_state *s, uint64_t iters) {
             tes_fault_t fault;
             CHECK(tes_spawn_items(w, &items, 1, &s->batch[k], &fault));
         }
+        CHECK(tes_defer_end(w));
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++)
+            CHECK(tes_despawn(w, s->batch[k]));
+        CHECK(tes_defer_end(w));
+    }
+}
+
+/* The same cycle as JS records it (bindings/record.ts): each spawn takes its index from the
+ * world's handouts, makes its record pending and appends a SPAWN and an INIT_NUMBER command in
+ * place, without a call; the despawns are tes_despawn's (JS appends the same command). */
+static tes_entity_t record_spawn(tes_world_t *w, tes_archetype_t archetype, tes_component_t c,
+                                 double value) {
+    if (w->handout_next == w->handout_count) {
+        uint32_t n;
+        CHECK(tes_defer_handouts(w, &n));
+        EXPECT(n > 0);
+    }
+    if (w->command_count + 2 > w->command_slots) CHECK(tesi_commands_reserve(w, 2, 0));
+    uint32_t index = w->handouts[w->handout_next++];
+    tesi_record_t *record = tesi_record_at(w, index);
+    record->row = TESI_ROW_PENDING | archetype;
+    tes_entity_t e = tesi_make_handle(index, record->generation);
+    tesi_command_t *cmd = &w->commands[w->command_count];
+    cmd[0] = (tesi_command_t){.kind = TESI_CMD_SPAWN, .entity = e, .a = archetype};
+    cmd[1] = (tesi_command_t){.kind = TESI_CMD_INIT_NUMBER, .entity = e, .a = c, .value = value};
+    w->command_count += 2;
+    return e;
+}
+
+static void loop_recorded_cycle(bench_state *s, uint64_t iters) {
+    tes_world_t *w = s->world;
+    tes_archetype_t archetype;
+    CHECK(tes_archetype_find(w, &s->health, 1, &archetype));
+    for (uint64_t i = 0; i < iters; i++) {
+        CHECK(tes_defer_begin(w));
+        for (uint32_t k = 0; k < CYCLE; k++)
+            s->batch[k] = record_spawn(w, archetype, s->health, k);
         CHECK(tes_defer_end(w));
         CHECK(tes_defer_begin(w));
         for (uint32_t k = 0; k < CYCLE; k++)
@@ -516,6 +555,8 @@ static const bench_case cases[] = {
      "spawn+despawn", 0, setup_spawn_despawn, loop_archetype_spawn_despawn, check_population},
     {"deferred_cycle", "1k recorded spawns with a value, then 1k recorded despawns",
      "spawn+despawn", 0, setup_deferred_cycle, loop_deferred_cycle, check_population},
+    {"recorded_cycle", "1k spawns with a value recorded as JS does, then 1k recorded despawns",
+     "spawn+despawn", 0, setup_deferred_cycle, loop_recorded_cycle, check_population},
     {"deferred_add_remove", "1k recorded tag adds, then 1k recorded removes", "add+remove", 0,
      setup_deferred_add_remove, loop_deferred_add_remove, check_add_remove},
     {"add_remove_tag", "add + remove tag on a 3-component entity", "add+remove", 0,
