@@ -271,6 +271,8 @@ describe('random sequences against a model', () => {
                 for (const c of comps) {
                     expectError(() => fields.get(c)!.get(e), 'STALE_ENTITY');
                     expectError(() => fields.get(c)!.set(e, 1), 'STALE_ENTITY');
+                    expectError(() => world.get(e, c), 'STALE_ENTITY');
+                    expectError(() => world.set(e, c, { [fieldName.get(c)!]: 1 } as never), 'STALE_ENTITY');
                 }
             }
         };
@@ -297,6 +299,13 @@ describe('random sequences against a model', () => {
                     const e = world.spawn(...(items as never[]));
                     model.set(e, m);
                     trace.push(`spawn ${e}`);
+                    if (r() < 0.5) {
+                        // The same shape again: the spawn plan's (outside a loop, placed by the
+                        // core and written by JS when every value is addressable).
+                        const again = world.spawn(...(items as never[]));
+                        model.set(again, new Map(m));
+                        trace.push(`spawn again ${again}`);
+                    }
                 } else for (const e of world.spawnMany(n, ...(items as never[]))) model.set(e, new Map(m));
             } else if (op < 0.3) {
                 const es = alive();
@@ -317,8 +326,10 @@ describe('random sequences against a model', () => {
                     expectError(() => fields.get(c)!.set(e, v), 'MISSING_COMPONENT');
                     continue;
                 }
-                if (r() < 0.5) fields.get(c)!.set(e, v);
-                else world.set(e, c, fieldName.get(c) as never, v as never);
+                const way = r();
+                if (way < 0.33) fields.get(c)!.set(e, v);
+                else if (way < 0.66) world.set(e, c, fieldName.get(c) as never, v as never);
+                else world.set(e, c, { [fieldName.get(c)!]: v } as never);
                 m.set(c, v);
                 trace.push(`set ${e} ${c.name} ${v}`);
             } else if (op < 0.65) {
