@@ -1,7 +1,7 @@
 // Entities: spawn, despawn, isAlive, add/remove/has, get/set, the batch forms, stale handles.
 import { describe, expect, test } from 'vitest';
 
-import { component, tag, type ErrorCode } from '../../dist/index.js';
+import { component, tag, type ErrorCode, type World } from '../../dist/index.js';
 import { countCalls, expectError, snapshot, sorted, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
@@ -536,6 +536,32 @@ describe('stale handles', () => {
     });
 });
 
+/**
+ * Runs `body` with the world's tes_archetype_spawn growing memory by a page after each call, as
+ * an allocation of the spawn that finds memory full does (every view made before detaches);
+ * returns how many calls grew it.
+ */
+function spawnsGrowingMemory(world: World, body: () => void): number {
+    const heap = (world as unknown as { heap: { memory: WebAssembly.Memory; exports: Record<string, (...a: number[]) => number> } }).heap;
+    const real = heap.exports;
+    let grown = 0;
+    heap.exports = {
+        ...real,
+        tes_archetype_spawn: (...args: number[]) => {
+            const result = real.tes_archetype_spawn!(...args);
+            heap.memory.grow(1);
+            grown++;
+            return result;
+        },
+    };
+    try {
+        body();
+    } finally {
+        heap.exports = real;
+    }
+    return grown;
+}
+
 describe('spawn plans (the latest argument shape, resolved once)', () => {
     const Marked = tag('PlanMarked', { storage: 'sparse' });
     /** The components an entity has, by asking for each of a list. */
@@ -765,24 +791,10 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
 
     test('with values: a spawn whose own call grows memory writes its values through fresh views', async () => {
         const world = await newWorld();
-        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory; exports: Record<string, (...a: number[]) => number> } })
-            .heap;
         world.spawn(Position({ x: 1, y: 2 }));
         world.spawn(Position({ x: 1, y: 2 })); // planned from the second on
-        const real = heap.exports;
-        let grown = 0;
-        heap.exports = {
-            ...real,
-            tes_archetype_spawn: (...args: number[]) => {
-                const result = real.tes_archetype_spawn!(...args);
-                heap.memory.grow(1);
-                grown++;
-                return result;
-            },
-        };
-        const e = world.spawn(Position({ x: 3, y: 4 }));
-        heap.exports = real;
-        expect(grown).toBe(1);
+        let e = 0;
+        expect(spawnsGrowingMemory(world, () => (e = world.spawn(Position({ x: 3, y: 4 }))))).toBe(1);
         expect(world.get(e, Position)).toEqual({ x: 3, y: 4 });
         expect(world.stats().entityCount).toBe(3); // one spawn, made once
         world.validate();
@@ -823,25 +835,10 @@ describe('spawn plans (the latest argument shape, resolved once)', () => {
 
     test('without values: a spawn whose own call grows memory answers its handle', async () => {
         const world = await newWorld();
-        const heap = (world as unknown as { heap: { memory: WebAssembly.Memory; exports: Record<string, (...a: number[]) => number> } })
-            .heap;
         const first = world.spawn(Position);
         world.spawn(Position); // planned from the second on
-        const real = heap.exports;
-        let grown = 0;
-        heap.exports = {
-            ...real,
-            // An allocation of the spawn that grows memory: every view made before detaches.
-            tes_archetype_spawn: (...args: number[]) => {
-                const result = real.tes_archetype_spawn!(...args);
-                heap.memory.grow(1);
-                grown++;
-                return result;
-            },
-        };
-        const e = world.spawn(Position);
-        heap.exports = real;
-        expect(grown).toBe(1);
+        let e = 0;
+        expect(spawnsGrowingMemory(world, () => (e = world.spawn(Position)))).toBe(1);
         expect(world.isAlive(e)).toBe(true);
         expect(e).not.toBe(first);
         world.set(e, Position, 'x', 7);
