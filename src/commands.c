@@ -325,6 +325,101 @@ static uint32_t apply_initial(tes_world_t *world, uint32_t i) {
     return k - i - 1;
 }
 
+/* Most initial values a spawn of a run writes by the fields resolved once (more: one by one). */
+#define RUN_VALUES 16u
+
+/* The initial values of a run of n spawns placed by apply_spawns (`step` commands a spawn: the
+ * SPAWN, then its INIT_NUMBERs). One shape: each value's field is resolved once, from the
+ * first spawn's commands, with apply_initial's checks, and a spawn whose commands name other
+ * fields goes through apply_initial. A value its field cannot hold, and any value of a field
+ * that failed the checks, is applied alone (tes_init_number says why), as the main loop would. */
+static void write_initial(tes_world_t *world, uint32_t i, uint32_t n, uint32_t step) {
+    const tesi_command_t *commands = world->commands;
+    uint32_t values = step - 1;
+    const tesi_archetype_t *a = world->archetypes[commands[i].a];
+    const tesi_column_t *columns[RUN_VALUES];
+    tes_type_t types[RUN_VALUES];
+    uint32_t sizes[RUN_VALUES];
+    for (uint32_t v = 0; v < values && v < RUN_VALUES; v++) {
+        const tesi_command_t *cmd = &commands[i + 1 + v];
+        columns[v] = NULL;
+        if (cmd->a >= world->component_count) continue;
+        const tesi_component_t *c = &world->components[cmd->a];
+        uint32_t type = tesi_type_index(a, cmd->a);
+        if (cmd->b >= c->field_count || type == TESI_NO_TYPE ||
+            cmd->c >= c->fields[cmd->b].length) {
+            continue;
+        }
+        columns[v] = tesi_column_of(a, type, cmd->b);
+        types[v] = c->fields[cmd->b].type;
+        sizes[v] = tes_type_size(types[v]);
+    }
+    for (uint32_t k = 0, at = i; k < n; k++, at += step) {
+        bool same = values <= RUN_VALUES;
+        for (uint32_t v = 1; v < step && same; v++) {
+            const tesi_command_t *cmd = &commands[at + v], *model = &commands[i + v];
+            same = cmd->a == model->a && cmd->b == model->b && cmd->c == model->c;
+        }
+        if (!same) {
+            for (uint32_t v = at + 1 + apply_initial(world, at); v < at + step; v++) {
+                if (apply(world, &commands[v]) != TES_OK) world->commands_skipped++;
+            }
+            continue;
+        }
+        const tesi_record_t *record = tesi_record_at(world, commands[at].entity & TESI_INDEX_MASK);
+        for (uint32_t v = 0; v < values; v++) {
+            const tesi_command_t *cmd = &commands[at + 1 + v];
+            uint8_t *cell = columns[v] ? tesi_cell(record->chunk, columns[v], record->row) : NULL;
+            if (cell &&
+                tesi_encode_number(types[v], cmd->value, cell + (size_t)cmd->c * sizes[v])) {
+                continue;
+            }
+            if (apply(world, cmd) != TES_OK) world->commands_skipped++;
+        }
+    }
+}
+
+/* A run of recorded spawns into one archetype, each followed by the same number of initial
+ * values (INIT_NUMBER commands of its entity): what a loop that spawns one shape records
+ * (bindings/record.ts). Placed as one batch (tesi_spawn_pending: the rows reserved once, zeroed
+ * and stamped a chunk run at a time), then each spawn's values written (apply_initial; any it
+ * does not take are applied one by one, as the main loop would). Rows and handles end where
+ * the spawns one by one would put them. Returns the commands applied; 0, with nothing done and
+ * *checked the commands it looked at, when `i` starts no run of two spawns or more or the rows
+ * cannot be had (then the spawns go one by one, which says what each one meets). */
+static uint32_t apply_spawns(tes_world_t *world, uint32_t i, uint32_t *checked) {
+    const tesi_command_t *commands = world->commands, *first = &commands[i];
+    uint32_t count = world->command_count, values = 0;
+    while (i + 1 + values < count && commands[i + 1 + values].kind == TESI_CMD_INIT_NUMBER &&
+           commands[i + 1 + values].entity == first->entity) {
+        values++;
+    }
+    uint32_t step = values + 1, n = 0;
+    for (uint32_t at = i; at + step <= count; at += step, n++) {
+        const tesi_command_t *cmd = &commands[at];
+        if (cmd->kind != TESI_CMD_SPAWN || cmd->a != first->a || cmd->data_size ||
+            !tesi_pending_record(world, cmd->entity)) {
+            break;
+        }
+        uint32_t v = 1;
+        while (v < step && commands[at + v].kind == TESI_CMD_INIT_NUMBER &&
+               commands[at + v].entity == cmd->entity) {
+            v++;
+        }
+        /* Another shape (fewer values, or more of them after) ends the run. */
+        bool more = at + step < count && commands[at + step].kind == TESI_CMD_INIT_NUMBER &&
+                    commands[at + step].entity == cmd->entity;
+        if (v < step || more) break;
+    }
+    *checked = n * step;
+    if (n < 2 || tesi_spawn_pending(world, world->archetypes[first->a], n, &first->entity,
+                                    step * sizeof *first) != TES_OK) {
+        return 0;
+    }
+    write_initial(world, i, n, step);
+    return n * step;
+}
+
 void tesi_flush(tes_world_t *world) {
     /* Commands applied here may not defer again (no iteration is live), but a command's effect
      * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
@@ -338,6 +433,14 @@ void tesi_flush(tes_world_t *world) {
             uint32_t checked, whole = apply_whole(world, i, &checked);
             if (whole) {
                 i += whole - 1;
+                continue;
+            }
+            retry = i + checked;
+        }
+        if (i >= retry && cmd->kind == TESI_CMD_SPAWN && !cmd->data_size) {
+            uint32_t checked, placed = apply_spawns(world, i, &checked);
+            if (placed) {
+                i += placed - 1;
                 continue;
             }
             retry = i + checked;

@@ -301,13 +301,15 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n
     return spawn_into(world, a, n, out_entities);
 }
 
-/* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
-static __attribute__((noinline)) tes_result_t spawn_rows(tes_world_t *world, tesi_archetype_t *a,
-                                                         uint32_t n, tes_entity_t *out_entities) {
-    if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
-    tes_result_t result = table_has_room(world, n) ? TES_OK : tesi_entities_reserve(world, n);
-    if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
-    if (result != TES_OK) return result;
+/* Places n entities in an archetype whose chunks have room for them (tesi_chunks_reserve), a
+ * chunk run at a time: rows zeroed and stamped added, records and entity column written. Their
+ * indices are taken from the allocator (given NULL), or are those of reserved handles: the
+ * first at `given`, the next every `stride` bytes on (a recorded run's commands). Inline, so
+ * that each caller's loop is its own. */
+static inline __attribute__((always_inline)) void
+place_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n, const tes_entity_t *given,
+           size_t stride, tes_entity_t *out_entities) {
+    const uint8_t *next = (const uint8_t *)given;
     for (uint32_t done = 0; done < n;) {
         tesi_chunk_t *chunk;
         uint32_t row;
@@ -320,7 +322,14 @@ static __attribute__((noinline)) tes_result_t spawn_rows(tes_world_t *world, tes
         if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, run);
         for (uint32_t k = 0; k < run; k++) {
             tesi_record_t *record;
-            uint32_t index = tesi_take_index(world, &record);
+            uint32_t index;
+            if (given) {
+                index = *(const tes_entity_t *)(const void *)next & TESI_INDEX_MASK;
+                next += stride;
+                record = tesi_record_at(world, index);
+            } else {
+                index = tesi_take_index(world, &record);
+            }
             tesi_index_stamp(world, index);
             record->chunk = chunk;
             record->row = row + k;
@@ -331,7 +340,24 @@ static __attribute__((noinline)) tes_result_t spawn_rows(tes_world_t *world, tes
         done += run;
     }
     world->entity_count += n;
+}
+
+/* Spawns n zeroed entities into an archetype, filling its chunks a run at a time. */
+static __attribute__((noinline)) tes_result_t spawn_rows(tes_world_t *world, tesi_archetype_t *a,
+                                                         uint32_t n, tes_entity_t *out_entities) {
+    if (tesi_deferring(world)) return tesi_defer_spawn(world, a, n, out_entities);
+    tes_result_t result = table_has_room(world, n) ? TES_OK : tesi_entities_reserve(world, n);
+    if (result == TES_OK) result = tesi_chunks_reserve(world, a, n);
+    if (result != TES_OK) return result;
+    place_rows(world, a, n, NULL, 0, out_entities);
     return TES_OK;
+}
+
+tes_result_t tesi_spawn_pending(tes_world_t *world, tesi_archetype_t *a, uint32_t n,
+                                const tes_entity_t *first, size_t stride) {
+    tes_result_t result = tesi_chunks_reserve(world, a, n);
+    if (result == TES_OK) place_rows(world, a, n, first, stride, NULL);
+    return result;
 }
 
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *a) {

@@ -1035,6 +1035,12 @@ tes_result_t tesi_spawn_rows(tes_world_t *world, tesi_archetype_t *archetype, ui
                              tes_entity_t *out_entities);
 /* Places a reserved entity (flush). */
 tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archetype_t *archetype);
+/* Places n pending entities in an archetype as one batch (flush): their handles at `first` and
+ * every `stride` bytes on, each pending there (tesi_pending_record). Rows and handles end as n
+ * tesi_spawn_reserved calls in that order would place them; all or nothing (OUT_OF_MEMORY
+ * when the archetype's chunks cannot grow to hold them). */
+tes_result_t tesi_spawn_pending(tes_world_t *world, tesi_archetype_t *archetype, uint32_t n,
+                                const tes_entity_t *first, size_t stride);
 /* Takes the index for a new entity (and gives its record), as tesi_entities_reserve planned. */
 uint32_t tesi_take_index(tes_world_t *world, tesi_record_t **out_record);
 /* Removes a live entity's row and frees its index (its pairs and sparse memberships are gone

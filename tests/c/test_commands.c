@@ -879,6 +879,86 @@ TEST(initial_values_recorded_after_a_spawn_land_whatever_their_storage) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A recorded run of spawns is placed as one batch                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One world in which 300 spawns of {A, B} with two initial values each are recorded inside a
+ * run, every 50th with one value only (another shape, which ends a run), and every 7th value of
+ * B's `n` given as A's `v` (other fields than the run's). With `broken`, a command that changes
+ * nothing (removing a tag the anchor lacks) follows each spawn, so that no two spawns are
+ * consecutive and each is placed alone. With `starved`, every allocation fails from the flush
+ * on. Handles go to out[0..300). */
+static scene_t recorded_spawns(bool broken, bool starved, fx_alloc_t *alloc, tes_entity_t *out) {
+    tes_allocator_t allocator = fx_allocator(alloc);
+    scene_t s = make_scene(&(tes_world_desc_t){.chunk_bytes = 1024, .allocator = allocator});
+    tes_entity_t anchor = fx_spawn(s.world, FX_IDS(s.a));
+    for (int i = 0; i < 5; i++) /* a last chunk with room: a starved flush places some */
+        fx_spawn(s.world, FX_IDS(s.a, s.b));
+    fx_query(s.world, &(tes_query_desc_t){.changed = FX_IDS(s.b)});
+    fx_query(s.world, &(tes_query_desc_t){.added = FX_IDS(s.a)});
+    tes_tick(s.world);
+    CHECK_OK(tes_defer_begin(s.world));
+    for (uint32_t i = 0; i < 300; i++) {
+        CHECK_OK(tes_spawn(s.world, FX_IDS(s.a, s.b), &out[i]));
+        CHECK_OK(tes_init_number(s.world, out[i], s.a, 0, 0, i + 0.5));
+        if (i % 50 != 49) {
+            bool other = i % 7 == 3;
+            CHECK_OK(
+                tes_init_number(s.world, out[i], other ? s.a : s.b, other ? 0 : 1, 0, -(double)i));
+        }
+        if (broken) CHECK_OK(tes_remove(s.world, anchor, s.tag));
+    }
+    if (starved) alloc->fail_after = (int64_t)alloc->allocs;
+    CHECK_OK(tes_defer_end(s.world));
+    alloc->fail_after = -1;
+    CHECK_OK(tes_world_validate(s.world));
+    return s;
+}
+
+TEST(a_recorded_run_of_spawns_ends_as_the_spawns_placed_one_by_one) {
+    /* Rows, their order and chunks, values, added ticks, handles and skipped commands: the
+     * same whether the spawns are placed as runs or each alone; and when the chunks cannot
+     * grow, the same spawns are placed and the same ones skipped. */
+    for (int starved = 0; starved <= 1; starved++) {
+        fx_alloc_t *allocs[2] = {fx_alloc_new(), fx_alloc_new()};
+        tes_entity_t(*handles)[300] = fx_malloc(2 * sizeof *handles);
+        scene_t runs = recorded_spawns(false, starved, allocs[0], handles[0]);
+        scene_t alone = recorded_spawns(true, starved, allocs[1], handles[1]);
+        fx_snapshot_t *a = fx_snapshot_of(runs.world), *b = fx_snapshot_of(alone.world);
+        char message[256];
+        if (!fx_snapshot_equal(a, b, message, sizeof message)) {
+            harness_fail(__FILE__, __LINE__, "the two worlds differ: %s", message);
+        }
+        CHECK_EQ(skipped(&runs), skipped(&alone));
+        CHECK_EQ(live_count(&runs), live_count(&alone));
+        uint32_t placed = 0;
+        for (uint32_t i = 0; i < 300; i++) {
+            CHECK_EQ(handles[0][i], handles[1][i]);
+            bool alive = tes_is_alive(runs.world, handles[0][i]);
+            CHECK_EQ(alive, tes_is_alive(alone.world, handles[1][i]));
+            if (!alive) continue;
+            placed++;
+            CHECK_NUM_EQ(fx_get_number(runs.world, handles[0][i], runs.a, 0, 0),
+                         i % 7 == 3 && i % 50 != 49 ? -(double)i : i + 0.5);
+            if (i % 50 != 49 && i % 7 != 3) {
+                CHECK_NUM_EQ(fx_get_number(runs.world, handles[0][i], runs.b, 1, 0), -(double)i);
+            }
+            uint64_t added[2], changed[2];
+            CHECK_OK(tes_ticks(runs.world, handles[0][i], runs.b, &added[0], &changed[0]));
+            CHECK_OK(tes_ticks(alone.world, handles[1][i], alone.b, &added[1], &changed[1]));
+            CHECK_EQ(added[0], added[1]);
+            CHECK_EQ(changed[0], 0); /* initial values are no change */
+        }
+        if (starved) {
+            CHECK(placed < 300); /* some spawns found no row: the fallback ran */
+            CHECK(placed > 0);   /* the last chunk's room was used */
+        } else {
+            CHECK_EQ(placed, 300);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Handouts: indices waiting for spawns the host records itself (bindings/record.ts)         */
 /* ---------------------------------------------------------------------------------------- */
 
