@@ -133,6 +133,12 @@ function culprit(world: World, entities: ArrayLike<Entity>): Entity | undefined 
  */
 const hasOwnProperty = Object.prototype.hasOwnProperty;
 
+/** The members of a record and a chunk a spawn outside a run reads, as u32 indices. */
+const RECORD_CHUNK = RECORD.chunk >>> 2;
+const RECORD_ROW = RECORD.row >>> 2;
+const CHUNK_ARCHETYPE = CHUNK.archetype >>> 2;
+const CHUNK_DATA = CHUNK.data >>> 2;
+
 /**
  * The plan of the latest spawn's argument shape, so that the same shape again costs one call
  * and no list building: `spawn(Bullet, Position, Velocity)` or `spawn(B({ value: v }))` in a
@@ -142,18 +148,15 @@ const hasOwnProperty = Object.prototype.hasOwnProperty;
  * while the core's access epoch does (a registration given or taken back, or a freed archetype,
  * moves it: the ids and the archetype it was made with may name others). Inside a run, a
  * planned spawn whose values its fields accept (Field.accepts) is recorded by JS with no call
- * (record.ts). Otherwise bare components spawn through `tes_archetype_spawn`; with values, through `tes_spawn_items` with the plan's own item list, written once
- * into a block of wasm memory the plan keeps: a call writes only its numbers there (measured:
- * writing the whole list per call was a sixth of a spawn's time inside a loop). Each value is
+ * (record.ts). Otherwise bare components spawn through `tes_archetype_spawn`; so do values
+ * JS addresses (scalars of chunk storage changed by any write), which JS then writes into the
+ * new row (spawnPlaced); other values go through `tes_spawn_items` with the plan's own item
+ * list, written once into a block of wasm memory the plan keeps: a call writes only its numbers
+ * there (measured: writing the whole list per call was a sixth of a spawn's time inside a
+ * loop). Each value is
  * read once: when a value read is not a number, the call goes on down the general path with
  * the values read.
  */
-/** The members of a record and a chunk a spawn outside a run reads, as u32 indices. */
-const RECORD_CHUNK = RECORD.chunk >>> 2;
-const RECORD_ROW = RECORD.row >>> 2;
-const CHUNK_ARCHETYPE = CHUNK.archetype >>> 2;
-const CHUNK_DATA = CHUNK.data >>> 2;
-
 export class SpawnPlan {
     /** Per item: its definition. */
     private readonly definitions: unknown[] = [];
