@@ -155,7 +155,7 @@ const CHUNK_DATA = CHUNK.data >>> 2;
  * there (measured: writing the whole list per call was a sixth of a spawn's time inside a
  * loop). Each value is
  * read once: when a value read is not a number, the call goes on down the general path with
- * the values read.
+ * the values read. @internal
  */
 export class SpawnPlan {
     /** Per item: its definition. */

@@ -67,7 +67,7 @@ const PENDING = ROW.pending;
  * of the world's record count and page table; `entity` is a u32. Also how a spawn outside a
  * run finds the row it writes (entities.ts). access.ts's Field keeps its own copy of this walk
  * inline: calling this function from it measured 15-25% slower per
- * field get and set (one process, interleaved), as V8 did not inline it there.
+ * field get and set (one process, interleaved), as V8 did not inline it there. @internal
  */
 export function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number, entity: number): number {
     const index = entity & INDEX_MASK;
