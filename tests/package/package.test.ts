@@ -74,7 +74,7 @@ describe('the tarball', () => {
         // world-state.ts split from world.ts, the registration take-back: about 4.7 KB), 260.1 KB
         // with the core-owned access epoch and rollback's value images (the wasm 289.6 -> 294.5 KB,
         // 106.0 -> 107.8 KB gzipped: value images, the moved bitmap, the rewind's sort by index),
-        // 264.6 KB with the imported memory, 267.7 KB with whole-component get and set and
+        // 264.7 KB with the imported memory, 267.7 KB with whole-component get and set and
         // placed spawns in JS and recorded spawns placed as a batch (access.ts and entities.ts
         // +2.7 KB gzipped, the wasm +1.1 KB; SpawnPlan's declaration marked internal, -1.5 KB).
         expect(install.size).toBeLessThan(270_000);
