@@ -345,7 +345,8 @@ export class World extends WorldState {
         // Found and written in JS, or one call (access.ts); the checked path for the rest and for errors.
         if (typeof fieldOrValues === 'string') {
             if (this.fields.named(component, fieldOrValues)?.write(entity, value)) return;
-        } else if (typeof fieldOrValues === 'object' && fieldOrValues !== null) {
+        } else if (typeof fieldOrValues === 'object' && fieldOrValues !== null && this.pointer !== 0) {
+            // (A destroyed world throws before any value is read, as the checked path does.)
             const written = this.fields.of(component)?.write(entity, fieldOrValues);
             if (written === true) return;
             // Values read go on as read (a getter is not run twice).

@@ -320,6 +320,18 @@ describe('world.field', () => {
         expectError(() => hp.get(e), 'DESTROYED', { operation: 'field.get' });
         expectError(() => hp.set(e, 5), 'DESTROYED', { operation: 'field.set' });
         expectError(() => world.get(e, Health, 'value'), 'DESTROYED');
+        expectError(() => world.get(e, Health), 'DESTROYED');
+        // A whole-component write to a destroyed world reads nothing of its values.
+        let reads = 0;
+        const values = {
+            get value() {
+                reads++;
+                return 5;
+            },
+        };
+        expectError(() => world.set(e, Health, values), 'DESTROYED', { operation: 'world.set' });
+        expect(reads).toBe(0);
+        expect(next.get(e, Health, 'value')).toBe(99);
     });
 
     test('refuses what has no field: unknown names, tags, relations, non-components', async () => {
