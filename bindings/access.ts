@@ -388,7 +388,11 @@ export class Field<V = number> {
         return this.plain || this.exports.tes_mark_changed(this.world, entity, this.id) === 0;
     }
 
-    /** @internal Stores a value `accepts` took at an address `address` gave, after `stamp`. */
+    /**
+     * @internal Stores a value `accepts` took at an address `address` gave, after `stamp`.
+     * (`store` keeps its own two lines: calling these two from it measured the field write of
+     * set_heavy 0.12-0.13 -> 0.17 ms a tick, twice, A/B in one session.)
+     */
     put(address: number, value: number): void {
         this.view[address >>> this.shift] = value;
     }

@@ -185,9 +185,7 @@ export class SpawnPlan {
     private withValues = false;
     /** True when JS addresses the cell of every value (access.ts): a spawn outside a run writes them. */
     private direct = false;
-    /** Per value: its field's type, bytes and log2 of them, and its column's offset in the chunks of `placedIn`. */
-    private readonly types: FieldType[] = [];
-    private readonly sizes: number[] = [];
+    /** Per value: log2 of its field's element bytes, and its column's offset in the chunks of `placedIn`. */
     private readonly shifts: number[] = [];
     private readonly offsets: number[] = [];
     /** Per value, its type's array of the whole memory (empty until a spawn outside a run; detached once memory grew). */
@@ -314,7 +312,7 @@ export class SpawnPlan {
         let arrays = this.arrays;
         if (arrays.length === 0 || arrays[0]!.length === 0) arrays = this.arraysOf(typed, count);
         const numbers = this.numbers;
-        for (let n = 0; n < count; n++) arrays[n]![(data + this.offsets[n]! + row * this.sizes[n]!) >>> this.shifts[n]!] = numbers[n]!;
+        for (let n = 0; n < count; n++) arrays[n]![((data + this.offsets[n]!) >>> this.shifts[n]!) + row] = numbers[n]!;
         return entity;
     }
 
@@ -324,7 +322,7 @@ export class SpawnPlan {
      */
     private arraysOf(typed: Heap['arrays'], count: number): TypedArrayOf[FieldType][] {
         const arrays: TypedArrayOf[FieldType][] = [];
-        for (let n = 0; n < count; n++) arrays.push(typed[this.types[n]!]);
+        for (let n = 0; n < count; n++) arrays.push(typed[this.checks[n]!.meta.type]);
         return (this.arrays = arrays);
     }
 
@@ -436,12 +434,8 @@ export class SpawnPlan {
             this.checks.push(world.field(list.definitions[item] as Component<any>, meta.name as never) as Field);
         }
         this.direct = this.checks.every(addressed);
-        this.types.length = this.sizes.length = this.shifts.length = this.offsets.length = 0;
-        for (const field of this.checks) {
-            this.types.push(field.meta.type);
-            this.sizes.push(field.meta.bytesPerElement);
-            this.shifts.push(Math.log2(field.meta.bytesPerElement));
-        }
+        this.shifts.length = this.offsets.length = 0;
+        for (const field of this.checks) this.shifts.push(Math.log2(field.meta.bytesPerElement));
         this.placedIn = 0;
         this.arrays = [];
         if (this.withValues) {

@@ -296,6 +296,22 @@ static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
     return result == TES_OK ? n : 0;
 }
 
+/* Where an INIT_NUMBER's value goes in a row of archetype `a`: its column, and the field's
+ * type in *out_type; NULL when the command names no element of a field of a chunk component
+ * the archetype has (tes_init_number, applied alone, says why). */
+static inline __attribute__((always_inline)) const tesi_column_t *
+init_column(const tes_world_t *world, const tesi_archetype_t *a, const tesi_command_t *cmd,
+            tes_type_t *out_type) {
+    if (cmd->a >= world->component_count) return NULL;
+    const tesi_component_t *c = &world->components[cmd->a];
+    if (cmd->b >= c->field_count) return NULL;
+    uint32_t type = tesi_type_index(a, cmd->a);
+    const tesi_field_t *f = &c->fields[cmd->b];
+    if (type == TESI_NO_TYPE || cmd->c >= f->length) return NULL;
+    *out_type = f->type;
+    return tesi_column_of(a, type, cmd->b);
+}
+
 /* The initial values recorded right after a spawn (INIT_NUMBER commands of its entity, as
  * bindings/record.ts appends them), written into the row just placed with tes_init_number's
  * checks, without finding the row again. Returns how many it wrote; the first one it cannot
@@ -313,15 +329,11 @@ static inline __attribute__((always_inline)) uint32_t apply_initial(tes_world_t 
     for (; k < world->command_count; k++) {
         const tesi_command_t *cmd = &world->commands[k];
         if (cmd->kind != TESI_CMD_INIT_NUMBER || cmd->entity != entity) break;
-        if (cmd->a >= world->component_count) break;
-        const tesi_component_t *c = &world->components[cmd->a];
-        if (cmd->b >= c->field_count) break;
-        uint32_t type = tesi_type_index(a, cmd->a);
-        const tesi_field_t *f = &c->fields[cmd->b];
-        if (type == TESI_NO_TYPE || cmd->c >= f->length) break;
-        uint8_t *cell = tesi_cell(chunk, tesi_column_of(a, type, cmd->b), record->row);
-        if (!tesi_encode_number(f->type, cmd->value,
-                                cell + (size_t)cmd->c * tes_type_size(f->type))) {
+        tes_type_t type;
+        const tesi_column_t *column = init_column(world, a, cmd, &type);
+        if (!column) break;
+        uint8_t *cell = tesi_cell(chunk, column, record->row);
+        if (!tesi_encode_number(type, cmd->value, cell + (size_t)cmd->c * tes_type_size(type))) {
             break;
         }
     }
@@ -352,18 +364,8 @@ static void write_initial(tes_world_t *world, uint32_t i, uint32_t n, uint32_t s
     tes_type_t types[RUN_VALUES];
     uint32_t sizes[RUN_VALUES];
     for (uint32_t v = 0; v < values && v < RUN_VALUES; v++) {
-        const tesi_command_t *cmd = &commands[i + 1 + v];
-        columns[v] = NULL;
-        if (cmd->a >= world->component_count) continue;
-        const tesi_component_t *c = &world->components[cmd->a];
-        uint32_t type = tesi_type_index(a, cmd->a);
-        if (cmd->b >= c->field_count || type == TESI_NO_TYPE ||
-            cmd->c >= c->fields[cmd->b].length) {
-            continue;
-        }
-        columns[v] = tesi_column_of(a, type, cmd->b);
-        types[v] = c->fields[cmd->b].type;
-        sizes[v] = tes_type_size(types[v]);
+        columns[v] = init_column(world, a, &commands[i + 1 + v], &types[v]);
+        if (columns[v]) sizes[v] = tes_type_size(types[v]);
     }
     for (uint32_t k = 0, at = i; k < n; k++, at += step) {
         bool same = values <= RUN_VALUES;
