@@ -19,12 +19,13 @@
  * there is safe.
  *
  * Measured (bench/results/latest.md, and one process at 100k entities, every 10th by handle):
- * the walk alone, written inline, costs 4-5 ns a write; a field handle's write 10 ns in a loop
- * of its own, 13 ns once any ArrayBuffer of the process was detached (as wasm memory growth
+ * the walk alone, written inline, costs 5-7 ns a write; a field handle's write 8.4 ns in
+ * set_heavy, more once any ArrayBuffer of the process was detached (as wasm memory growth
  * does: V8 then checks every typed-array access for a detached buffer, in all code). The hot
  * methods are kept small (one `cell` call site each, slow ways out of line) so that V8 inlines
  * them into the caller's loop; a second call site of `cell` in `write` kept it out, and cost
- * 2-5 ns a call.
+ * 2-5 ns a call. What a Field keeps is stored once where it can be (see `learnId`): V8 then
+ * compiles it as a constant into code that holds the Field in a `const`.
  *
  * @module
  */
@@ -275,7 +276,7 @@ export class Field<V = number> {
      */
     private epoch = -1;
     /** The world's `tes_world_t *` at that epoch. */
-    private world: Pointer = 0;
+    private world: Pointer;
     /** The component's id in the world. */
     private id = -1;
     /** True when a write is a store alone: nobody tracks the component. */
@@ -319,6 +320,7 @@ export class Field<V = number> {
         this.shift = Math.log2(meta.bytesPerElement);
         this.u32 = owner.heap.u32;
         this.view = owner.heap.typed(meta.type);
+        this.world = owner.pointer;
         this.exports = owner.heap.exports;
     }
 
@@ -471,12 +473,23 @@ export class Field<V = number> {
         return true;
     }
 
-    /** Fresh views, the world and the component's id; false when there is none. */
+    /**
+     * Fresh views, the world and the component's id; false when there is none. The views and
+     * the world are stored only when they differ: V8 compiles a property stored once, and never
+     * again (not even with the same value), as a constant into code that knows the object, such
+     * as a handle a game holds in a `const`; one more store makes it an ordinary property of
+     * every Field from then on. Measured (bench/js, one process each, A/B): a field handle's
+     * write 11.4 -> 8.4 ns and read 9.6 -> 6.8 ns in set_heavy / get_heavy, with this and
+     * tsconfig's useDefineForClassFields: false (docs/architecture.md, "What V8 folds").
+     */
     private learnId(): boolean {
         const heap = this.owner.heap;
-        this.u32 = heap.u32;
-        this.view = heap.typed(this.meta.type);
-        const world = (this.world = this.owner.pointer);
+        const u32 = heap.u32;
+        if (this.u32 !== u32) this.u32 = u32;
+        const view = heap.typed(this.meta.type);
+        if (this.view !== view) this.view = view;
+        const world = this.owner.pointer;
+        if (this.world !== world) this.world = world;
         this.epoch = -1;
         this.archetype = 0;
         this.offset = -1;
