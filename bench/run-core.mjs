@@ -61,7 +61,9 @@ const PROGRAMS = {
             'values written). "no systems" rows do the same writes without observers. The tax rows ' +
             'run the consumer (a system, in tes_tick) every 1024 writes outside the timing, so each ' +
             'write is a first write since the last run. The filtered rows time one query run plus ' +
-            'the tes_tick that prunes; the writes before each run are outside the timing.',
+            'the tes_tick that prunes; the writes before each run are outside the timing. The rollback ' +
+            'rows are bench/js/rollback.mjs in C: one tes_checkpoint after a tick, one tes_rewind by 1 ' +
+            'or 8 checkpoints (the ticks around them untimed).',
         callgrind: [
             ['observers_10k', 4000],
             ['observers_100k', 4000],
@@ -83,6 +85,9 @@ const PROGRAMS = {
             ['filtered_10000', 100],
             ['filtered_100_of_10k', 4000],
             ['filtered_100_of_1m', 4000],
+            ['checkpoint', 20],
+            ['rewind_1', 20],
+            ['rewind_8', 10],
         ],
         notes: changesNotes,
     },

@@ -23,6 +23,12 @@
  *                 visited entity (per run for 0). The writes are outside the timing.
  *                 filtered_100_of_10k / _1m: 100 changed in 10k / 1M, for the part of a run
  *                 that follows N (the chunks walked) rather than what changed.
+ *   checkpoint,   rollback, which reuses change tracking (bench/js/rollback.mjs natively): 100k
+ *   rewind_*      (Position, Velocity), a sparse marker on 1%; a tick reads every entity, moves
+ *                 1,000 random ones (Position.x), despawns and spawns 10 and moves 10 markers.
+ *                 checkpoint: one tes_checkpoint after a tick (the tick untimed). rewind_k: one
+ *                 tes_rewind by k checkpoints; the k ticks are then simulated again untimed, each
+ *                 with its checkpoint, so the ring (17) is as deep for the next.
  *
  * Every case checks its work while it runs (each observer visits exactly what changed, with
  * the values written; each consumer sees each window's distinct writes) and after (values,
@@ -44,6 +50,8 @@ enum {
     RANDOM_COUNT = 1 << 16,    /* random handles cycled by the tax cases */
     ITERATE_POPULATION = 1000000,
     ITERATE_MARKED = 1000, /* iterate_filters_exist: dirty Position entries left in place */
+    ROLLBACK_MOVED = 1000, /* rollback: entities moved per tick (1% of WORLD_POPULATION) */
+    ROLLBACK_CHURN = 10,   /* rollback: despawns, spawns and marker moves per tick */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -586,6 +594,137 @@ static void check_filtered(bench_state *s) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* 5. rollback: a checkpoint, and rewinds by 1 and 8 checkpoints, as bench/js/rollback.mjs     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One tick of bench/js/rollback.mjs: a read pass over every entity (x * vx summed), then
+ * ROLLBACK_MOVED random entities moved (Position.x), ROLLBACK_CHURN despawned and spawned with
+ * values, as many markers moved. */
+static void rollback_tick(bench_state *s) {
+    tes_world_t *w = s->world;
+    tes_entity_t *live = s->entities;
+    const uint32_t n = s->entity_count;
+    tes_iter_t it;
+    double sum = 0;
+    CHECK(tes_query_iter(w, s->query, &it));
+    while (tes_iter_next(&it)) {
+        void *px, *vx;
+        CHECK(tes_iter_column(&it, s->position, 0, &px));
+        CHECK(tes_iter_column(&it, s->velocity, 0, &vx));
+        for (uint32_t j = 0; j < it.count; j++)
+            sum += (double)((const float *)px)[j] * ((const float *)vx)[j];
+    }
+    sink_number = sum;
+    for (uint32_t k = 0; k < ROLLBACK_MOVED; k++) {
+        tes_entity_t e = live[rng_next() % n];
+        double x;
+        CHECK(tes_get_number(w, e, s->position, 0, 0, &x));
+        CHECK(tes_set_number(w, e, s->position, 0, 0, x + 0.5));
+    }
+    tes_component_t set[2] = {s->position, s->velocity};
+    for (uint32_t k = 0; k < ROLLBACK_CHURN; k++) {
+        uint32_t at = rng_next() % n;
+        CHECK(tes_despawn(w, live[at]));
+        CHECK(tes_spawn(w, set, 2, &live[at]));
+        CHECK(tes_set_number(w, live[at], s->position, 0, 0, k));
+        CHECK(tes_set_number(w, live[at], s->velocity, 1, 0, k));
+        tes_entity_t m = live[rng_next() % n];
+        bool has;
+        CHECK(tes_has(w, m, s->tag_x, &has));
+        CHECK(has ? tes_remove(w, m, s->tag_x) : tes_add(w, m, s->tag_x));
+    }
+}
+
+static void rollback_tick_untimed(void *arg) {
+    rollback_tick(arg);
+}
+
+static void rollback_step(void *arg) {
+    bench_state *s = arg;
+    rollback_tick(s);
+    uint32_t number;
+    CHECK(tes_checkpoint(s->world, &number));
+}
+
+/* The live list again after a rewind: the handles the world has, by Position's query. */
+static void rollback_relist(void *arg) {
+    bench_state *s = arg;
+    tes_iter_t it;
+    uint32_t k = 0;
+    CHECK(tes_query_iter(s->world, s->query, &it));
+    while (tes_iter_next(&it)) {
+        for (uint32_t j = 0; j < it.count; j++)
+            s->entities[k++] = it.entities[j];
+    }
+    EXPECT(k == s->entity_count);
+}
+
+/* 100k entities of (Position, Velocity), a sparse marker (tag_x) on 1%, the first checkpoint
+ * and 20 ticks with theirs: the ring is full and warm. */
+static void setup_rollback(bench_state *s) {
+    tes_world_desc_t desc = {.chunk_bytes = s->chunk_bytes, .checkpoints = 17};
+    CHECK(tes_world_create(&desc, &s->world));
+    bench_register(s->world, "Position", bench_xy_fields, 2, &s->position);
+    bench_register(s->world, "Velocity", bench_xy_fields, 2, &s->velocity);
+    CHECK(tes_component_register(
+        s->world, &(tes_component_desc_t){"Marked", NULL, 0, TES_COMPONENT_SPARSE}, &s->tag_x));
+    s->entity_count = s->population;
+    s->entities = malloc((size_t)s->population * sizeof *s->entities);
+    EXPECT(s->entities != NULL);
+    tes_component_t set[2] = {s->position, s->velocity};
+    CHECK(tes_spawn_batch(s->world, set, 2, s->population, s->entities));
+    for (uint32_t k = 0; k < s->population; k += 100)
+        CHECK(tes_add(s->world, s->entities[k], s->tag_x));
+    CHECK(tes_query_create(s->world, &(tes_query_desc_t){.all = set, .all_count = 2}, &s->query));
+    uint32_t number;
+    CHECK(tes_checkpoint(s->world, &number));
+    for (int i = 0; i < 20; i++)
+        rollback_step(s);
+    s->ops_per_iter = 1;
+}
+
+/* One op: a checkpoint after a tick (the tick untimed). */
+static void loop_checkpoint(bench_state *s, uint64_t iters) {
+    for (uint64_t i = 0; i < iters; i++) {
+        bench_untimed(rollback_tick_untimed, s);
+        uint32_t number;
+        CHECK(tes_checkpoint(s->world, &number));
+        s->checked++;
+    }
+}
+
+/* One op: a rewind by `param` checkpoints; then (untimed) the handles relisted and as many
+ * ticks simulated again, each with its checkpoint, so the ring is as deep for the next. */
+static void simulate_again(void *arg) {
+    bench_state *s = arg;
+    rollback_relist(s);
+    for (uint32_t i = 0; i < s->param; i++)
+        rollback_step(s);
+}
+
+static void loop_rewind(bench_state *s, uint64_t iters) {
+    for (uint64_t i = 0; i < iters; i++) {
+        uint32_t oldest, newest;
+        CHECK(tes_checkpoints(s->world, &oldest, &newest));
+        CHECK(tes_rewind(s->world, newest - s->param));
+        s->checked++;
+        bench_untimed(simulate_again, s);
+    }
+}
+
+static void check_rollback(bench_state *s) {
+    EXPECT(s->checked > 0);
+    uint32_t oldest, newest;
+    CHECK(tes_checkpoints(s->world, &oldest, &newest));
+    EXPECT(newest - oldest == 16);
+    uint64_t before, after;
+    CHECK(tes_world_hash(s->world, &before));
+    CHECK(tes_rewind(s->world, newest)); /* nothing changed since: the same state */
+    CHECK(tes_world_hash(s->world, &after));
+    EXPECT(before == after);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Cases and driver                                                                          */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -642,6 +781,12 @@ static const bench_case cases[] = {
      0, setup_filtered, loop_filtered, check_filtered},
     {"filtered_100_of_1m", "changed:[Health] run + tick, 100 of 1M changed", "entity", 1000000, 100,
      0, setup_filtered, loop_filtered, check_filtered},
+    {"checkpoint", "tes_checkpoint after a tick of 1% moved, 100k", "checkpoint", WORLD_POPULATION,
+     0, 0, setup_rollback, loop_checkpoint, check_rollback},
+    {"rewind_1", "tes_rewind by 1 checkpoint, 100k, 1% moved a tick", "rewind", WORLD_POPULATION, 1,
+     0, setup_rollback, loop_rewind, check_rollback},
+    {"rewind_8", "tes_rewind by 8 checkpoints, 100k, 1% moved a tick", "rewind", WORLD_POPULATION,
+     8, 0, setup_rollback, loop_rewind, check_rollback},
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 
