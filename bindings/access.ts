@@ -281,7 +281,7 @@ export class Field<V = number> {
     private id = -1;
     /** True when a write is a store alone: nobody tracks the component. */
     private plain = false;
-    /** The latest archetype met and the field's column offset in its chunks (-1: lacks it). */
+    /** The latest archetype met that has the component, and the field's column offset in its chunks (0 and -1: none yet). */
     private archetype = 0;
     private offset = -1;
     /** False for array fields: they go down the checked path (a number each is no answer). */
@@ -453,8 +453,7 @@ export class Field<V = number> {
         const chunk = u32[record + RECORD_CHUNK]!;
         if (chunk === 0 || u32[record + RECORD_GENERATION] !== entity >>> INDEX_BITS) return -1;
         const archetype = u32[(chunk >>> 2) + CHUNK_ARCHETYPE]!;
-        if (archetype !== this.archetype) this.column(archetype);
-        if (this.offset < 0) return -1;
+        if (archetype !== this.archetype && !this.column(archetype)) return -1;
         return u32[(chunk >>> 2) + CHUNK_DATA]! + this.offset + u32[record + RECORD_ROW]! * this.bytes;
     }
 
@@ -498,10 +497,17 @@ export class Field<V = number> {
         return this.id >= 0;
     }
 
-    /** Finds the field's column in an archetype (its layout never changes while it lives). */
-    private column(archetype: Pointer): void {
+    /**
+     * Finds the field's column in an archetype (its layout never changes while it lives) and
+     * keeps it; false, keeping nothing, when the archetype lacks the component (so the hot path
+     * tests the archetype alone).
+     */
+    private column(archetype: Pointer): boolean {
+        const offset = columnOffset(this.u32, this.owner.heap.typed('u16'), archetype, this.id, this.meta.index);
+        if (offset < 0) return false;
         this.archetype = archetype;
-        this.offset = columnOffset(this.u32, this.owner.heap.typed('u16'), archetype, this.id, this.meta.index);
+        this.offset = offset;
+        return true;
     }
 
     /**

@@ -283,6 +283,41 @@ describe('change tracking', () => {
 });
 
 describe('world.field', () => {
+    test('a handle moving between archetypes with and without the component finds each cell and refuses the others', async () => {
+        const world = await newWorld();
+        const hp = world.field(Health, 'value');
+        // Three archetypes with Health at different column offsets, and one without it.
+        const a = world.spawn(Health({ value: 1 }));
+        const b = world.spawn(Position, Health({ value: 2 }));
+        const c = world.spawn(Position, Velocity, Health({ value: 3 }));
+        const none = world.spawn(Position({ x: 7, y: 8 }));
+        for (let round = 0; round < 3; round++) {
+            for (const [e, want] of [
+                [a, 1],
+                [none, undefined],
+                [b, 2],
+                [none, undefined],
+                [none, undefined],
+                [c, 3],
+                [a, 1],
+            ] as const) {
+                if (want === undefined) {
+                    expectError(() => hp.get(e), 'MISSING_COMPONENT', { entity: e, component: 'Health' });
+                    expectError(() => hp.set(e, 5), 'MISSING_COMPONENT', { entity: e, component: 'Health' });
+                } else {
+                    expect(hp.get(e)).toBe(want + round);
+                    hp.set(e, want + round + 1);
+                    expect(world.get(e, Health, 'value')).toBe(want + round + 1);
+                    hp.set(e, want + round);
+                }
+            }
+            for (const e of [a, b, c]) hp.set(e, hp.get(e) + 1);
+        }
+        // The entity without Health kept its own values.
+        expect(world.get(none, Position)).toEqual({ x: 7, y: 8 });
+        expect([a, b, c].map((e) => world.get(e, Health, 'value'))).toEqual([4, 5, 6]);
+    });
+
     test('get and set are world.get and world.set for that field, errors included', async () => {
         const world = await newWorld();
         const hp = world.field(Health, 'value');
