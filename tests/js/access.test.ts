@@ -449,6 +449,38 @@ describe('world.field', () => {
         }
     });
 
+    test('a tracked write whose stamp the core refuses leaves the old value', async () => {
+        const world = await newWorld();
+        // The core refuses the stamp and the checked write after it, once `refusing` is set (it
+        // does neither for a live entity, so the refusal is staged); Fields keep the exports
+        // they were made with, so the stand-ins go in first.
+        const heap = (world as unknown as { heap: { exports: Record<string, unknown>; results: Record<string, number> } }).heap;
+        const real = heap.exports as Record<string, (...args: unknown[]) => number>;
+        const refused = heap.results.INVALID_ARGUMENT!;
+        let refusing = false;
+        heap.exports = {
+            ...real,
+            tes_mark_changed: (...args: unknown[]) => (refusing ? refused : real.tes_mark_changed!(...args)),
+            tes_set_number: (...args: unknown[]) => (refusing ? refused : real.tes_set_number!(...args)),
+        };
+        try {
+            const e = world.spawn(Position({ x: 8 }), Velocity);
+            const x = world.field(Position, 'x');
+            const changes = world.subscribe({ changed: [Position] });
+            changes.drain();
+            x.set(e, 9); // learned, stamped and stored
+            expect([...changes.drain().entities]).toEqual([e]);
+            refusing = true;
+            expectError(() => x.set(e, 3), 'INVALID_ARGUMENT');
+            expectError(() => world.set(e, Position, 'x', 4), 'INVALID_ARGUMENT');
+            refusing = false;
+            expect(world.get(e, Position, 'x')).toBe(9);
+            expect([...changes.drain().entities]).toEqual([]);
+        } finally {
+            heap.exports = real;
+        }
+    });
+
     test('a whole-component get and set are found in JS: no call when untracked, one stamp for all fields when tracked', async () => {
         const world = await newWorld();
         const { calls, restore } = countCalls(world);
