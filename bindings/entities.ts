@@ -153,9 +153,8 @@ const CHUNK_DATA = CHUNK.data >>> 2;
  * new row (spawnPlaced); other values go through `tes_spawn_items` with the plan's own item
  * list, written once into a block of wasm memory the plan keeps: a call writes only its numbers
  * there (measured: writing the whole list per call was a sixth of a spawn's time inside a
- * loop). Each value is
- * read once: when a value read is not a number, the call goes on down the general path with
- * the values read. @internal
+ * loop). Each value is read once: when a value read is not a number, the call goes on down the
+ * general path with the values read. @internal
  */
 export class SpawnPlan {
     /** Per item: its definition. */
