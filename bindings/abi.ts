@@ -32,6 +32,12 @@ export const COMMAND_KIND = {
     remove: 3,
 } as const;
 
+/** A placed entity's note of its first command recorded in the live run: the high bits of its record's generation word. */
+export const RECORDED = {
+    shift: 9,
+    max: 8388607,
+} as const;
+
 /** Flags on an entity table record's row. */
 export const ROW = {
     pending: 1073741824,
@@ -419,7 +425,7 @@ export const QUANTUM = {
 
 /** `tes_world_t`: the parts of a world that JS reads. */
 export const WORLD = {
-    size: 744,
+    size: 760,
     records_pages: 88,
     records_page_slots: 92,
     record_count: 100,
@@ -433,9 +439,11 @@ export const WORLD = {
     commands: 356,
     command_count: 360,
     command_slots: 364,
-    handouts: 384,
-    handout_count: 648,
-    handout_next: 652,
+    noted: 372,
+    noted_records: 368,
+    handouts: 396,
+    handout_count: 664,
+    handout_next: 668,
 } as const;
 
 /** `tesi_command_t`: a deferred command (JS records spawns, initial values, adds, removes, despawns). */

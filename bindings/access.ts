@@ -441,7 +441,8 @@ export class Field<V = number> {
      * record's chunk and row, the archetype's column. STALE when the epoch moved on, memory
      * grew, or the field is one JS does not address (its epoch is never learned); -1 when the
      * checked path must answer (not a handle, stale, pending, never spawned, lacking the
-     * component).
+     * component, or an entity the live run recorded commands for: its generation word carries
+     * their note, TESI_RECORDED_SHIFT, and the core decides whether the write follows them).
      */
     private cell(entity: number): number {
         const u32 = this.u32;

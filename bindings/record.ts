@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { COMMAND, COMMAND_KIND, COMPONENT, COMPONENT_FLAGS, LIMITS, RECORD, ROW, WORLD } from './abi.js';
+import { COMMAND, COMMAND_KIND, COMPONENT, COMPONENT_FLAGS, LIMITS, RECORD, RECORDED, ROW, WORLD } from './abi.js';
 import type { Heap } from './heap.js';
 import type { Pointer } from './load.js';
 
@@ -34,6 +34,8 @@ const INDEX_MASK = (1 << LIMITS.index_bits) - 1;
 const PAGE_MASK = (1 << LIMITS.page_bits) - 1;
 const PAGE_BITS = LIMITS.page_bits;
 const INDEX_BITS = LIMITS.index_bits;
+/** The generation's bits of a record's generation word (a run notes commands above them). */
+const GENERATION_MASK = (1 << LIMITS.generation_bits) - 1;
 /** A record's size and members in u32 words (its members are u32s). */
 const RECORD_WORDS = RECORD.size >>> 2;
 const RECORD_CHUNK = RECORD.chunk >>> 2;
@@ -60,6 +62,10 @@ const COMPONENT_FLAGS_AT = COMPONENT.flags;
 /** Relations: their adds need a target and their removals apply at once (relation.c). */
 const RELATION = COMPONENT_FLAGS.relation;
 const PENDING = ROW.pending;
+/** A placed entity's note of its first recorded add in the live run, above its generation bits. */
+const RECORDED_SHIFT = RECORDED.shift;
+const RECORDED_MAX = RECORDED.max;
+const UNNOTED = 1 << RECORDED_SHIFT;
 
 /**
  * The u32 index of a placed, live entity's record, as tesi_record_of finds it; -1 for
@@ -75,7 +81,7 @@ export function placedRecord(u32: Uint32Array, countAt: number, pagesAt: number,
     const page = u32[(u32[pagesAt]! >>> 2) + (index >>> PAGE_BITS)]!;
     if (page === 0) return -1;
     const record = (page >>> 2) + (index & PAGE_MASK) * RECORD_WORDS;
-    if (u32[record + RECORD_CHUNK] === 0 || u32[record + RECORD_GENERATION] !== entity >>> INDEX_BITS) return -1;
+    if (u32[record + RECORD_CHUNK] === 0 || (u32[record + RECORD_GENERATION]! & GENERATION_MASK) !== entity >>> INDEX_BITS) return -1;
     return record;
 }
 
@@ -94,6 +100,8 @@ export class Recorder {
     private readonly commandsAt: number;
     private readonly commandCountAt: number;
     private readonly commandSlotsAt: number;
+    private readonly notedAt: number;
+    private readonly notedRecordsAt: number;
     private readonly handoutsAt: number;
     private readonly handoutCountAt: number;
     private readonly handoutNextAt: number;
@@ -111,6 +119,8 @@ export class Recorder {
         this.commandsAt = (world + WORLD.commands) >>> 2;
         this.commandCountAt = (world + WORLD.command_count) >>> 2;
         this.commandSlotsAt = (world + WORLD.command_slots) >>> 2;
+        this.notedAt = (world + WORLD.noted) >>> 2;
+        this.notedRecordsAt = (world + WORLD.noted_records) >>> 2;
         this.handoutsAt = (world + WORLD.handouts) >>> 2;
         this.handoutCountAt = (world + WORLD.handout_count) >>> 2;
         this.handoutNextAt = (world + WORLD.handout_next) >>> 2;
@@ -178,13 +188,20 @@ export class Recorder {
      * written). The world is live.
      */
     despawn(entity: number): boolean {
-        return this.record(DESPAWN, entity, 0);
+        return this.record(DESPAWN, entity, 0) >= 0;
     }
     add(entity: number, component: number): boolean {
-        return this.record(ADD, entity, component);
+        const record = this.record(ADD, entity, component);
+        if (record < 0) return false;
+        // An add's note, as tesi_note_add_record makes it: where this entity's adds start
+        // (internal.h). A generation word below UNNOTED is the generation alone: no note yet.
+        // (Here, not in `record`: that grew past what V8 inlines, and every recorded call
+        // measured 4-5 ns slower.)
+        if (this.u32[record + RECORD_GENERATION]! < UNNOTED) this.note(record, entity);
+        return true;
     }
     remove(entity: number, component: number): boolean {
-        return this.record(REMOVE, entity, component);
+        return this.record(REMOVE, entity, component) >= 0;
     }
 
     /** The views of memory after it grew (the old ones detached). */
@@ -193,19 +210,21 @@ export class Recorder {
         return (this.u32 = this.heap.u32);
     }
 
-    private record(kind: number, entity: number, component: number): boolean {
+    /** The command appended, and the entity's record (a u32 index); -1: the core's call. */
+    private record(kind: number, entity: number, component: number): number {
         let u32 = this.u32;
         if (u32.length === 0) u32 = this.views(); // memory grew
-        if (u32[this.deferAt] === 0) return false;
-        if (placedRecord(u32, this.countAt, this.pagesAt, entity) < 0) return false;
+        if (u32[this.deferAt] === 0) return -1;
+        const record = placedRecord(u32, this.countAt, this.pagesAt, entity);
+        if (record < 0) return -1;
         if (
             kind !== DESPAWN &&
             (u32[(u32[this.componentsAt]! + component * COMPONENT_SIZE + COMPONENT_FLAGS_AT) >>> 2]! & RELATION) !== 0
         ) {
-            return false;
+            return -1;
         }
         const count = u32[this.commandCountAt]!;
-        if (count >= u32[this.commandSlotsAt]!) return false;
+        if (count >= u32[this.commandSlotsAt]!) return -1;
         const at = (u32[this.commandsAt]! >>> 2) + count * COMMAND_WORDS;
         // The three members these kinds have (the kind's word zeroes its padding); the core
         // reads no other member of a despawn, add or remove (commands.c).
@@ -213,6 +232,20 @@ export class Recorder {
         u32[at + COMMAND_ENTITY] = entity;
         u32[at + COMMAND_A] = component;
         u32[this.commandCountAt] = count + 1;
-        return true;
+        return record;
+    }
+
+    /**
+     * Notes the command just recorded, an add, on the record (a u32 index) of a placed entity
+     * that has no note yet, and lists the record for the flush to clear (tesi_note_add_record:
+     * the list has room for a record per command slot).
+     */
+    private note(record: number, entity: number): void {
+        const u32 = this.u32;
+        const first = u32[this.commandCountAt]!; // the add's index + 1
+        u32[record + RECORD_GENERATION] = (entity >>> INDEX_BITS) | ((first < RECORDED_MAX ? first : RECORDED_MAX) << RECORDED_SHIFT);
+        const noted = u32[this.notedAt]!;
+        u32[(u32[this.notedRecordsAt]! >>> 2) + noted] = record << 2;
+        u32[this.notedAt] = noted + 1;
     }
 }

@@ -336,7 +336,9 @@ export class World extends WorldState {
     /**
      * Writes some fields of an entity's component and marks it changed. Every value is checked
      * first (integers must be integral and in range): a bad one throws `BAD_VALUE` and nothing
-     * is written. Fields left out, or given as undefined, keep their value.
+     * is written. Fields left out, or given as undefined, keep their value. Inside a loop it
+     * writes at once, unless the entity is pending or a call recorded in the loop adds this
+     * component to it (again): then it is recorded after that add, so it lands last.
      */
     set<S extends Schema>(entity: Entity, component: Component<S>, values: ValuesInput<S>): void;
     /** Writes one field of an entity's component and marks it changed. */

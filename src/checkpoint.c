@@ -73,10 +73,10 @@ tesi_state_t tesi_state_now(const tes_world_t *world, uint32_t index) {
     if (index >= world->record_count) return (tesi_state_t){0};
     const tesi_record_t *r = tesi_record_find(world, index);
     if (!r) return (tesi_state_t){.row = TESI_ROW_SKIPPED};
-    if (!r->chunk) return (tesi_state_t){0, r->row, r->generation};
+    if (!r->chunk) return (tesi_state_t){0, r->row, tesi_generation(r)};
     const tesi_chunk_t *chunk = r->chunk;
     const tesi_archetype_t *a = chunk->archetype;
-    return (tesi_state_t){a->id + 1, chunk->index * a->capacity + r->row, r->generation};
+    return (tesi_state_t){a->id + 1, chunk->index * a->capacity + r->row, tesi_generation(r)};
 }
 
 tesi_scalars_t tesi_scalars_now(const tes_world_t *world) {

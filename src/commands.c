@@ -20,7 +20,7 @@ tesi_record_t *tesi_pending_record(const tes_world_t *world, tes_entity_t entity
     tesi_record_t *record = tesi_record_find(world, index);
     /* The duplicate mark tes_despawn_batch may have set on the row does not matter here. */
     if (!record || record->chunk || !(record->row & TESI_ROW_PENDING) ||
-        record->row == TESI_ROW_HANDOUT || record->generation != (entity >> TES_INDEX_BITS)) {
+        record->row == TESI_ROW_HANDOUT || tesi_generation(record) != (entity >> TES_INDEX_BITS)) {
         return NULL;
     }
     return record;
@@ -40,7 +40,14 @@ static bool items_name(const tes_items_t *x, tes_component_t component, tes_enti
 
 int tesi_recorded(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
                   tes_entity_t target) {
-    for (uint32_t i = world->command_count; i-- > 0;) {
+    uint32_t first = 0;
+    const tesi_record_t *placed = tesi_record_of(world, entity);
+    if (placed) {
+        first = placed->generation >> TESI_RECORDED_SHIFT;
+        if (!first) return -1; /* nothing recorded for it */
+        first--;
+    }
+    for (uint32_t i = world->command_count; i-- > first;) {
         const tesi_command_t *cmd = &world->commands[i];
         if (cmd->entity != entity) continue;
         switch (cmd->kind) {
@@ -71,14 +78,20 @@ int tesi_recorded(const tes_world_t *world, tes_entity_t entity, tes_component_t
     return -1;
 }
 
-tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n, uint32_t data) {
+__attribute__((noinline)) tes_result_t tesi_commands_reserve(tes_world_t *world, uint32_t n,
+                                                             uint32_t data) {
     /* Counts from callers' lists: the sums must not wrap. */
     if ((uint64_t)world->command_count + n > UINT32_MAX / 2 ||
         (uint64_t)world->command_data_size + data > UINT32_MAX / 2) {
         return TES_ERR_OUT_OF_MEMORY;
     }
-    tes_result_t result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
-                                       world->command_count + n, sizeof *world->commands, 64);
+    /* The noted records' room first, grown as the commands' will be: it never falls behind. */
+    tes_result_t result = tesi_reserve(world, (void **)&world->noted_records, &world->noted_slots,
+                                       world->command_count + n, sizeof *world->noted_records, 64);
+    if (result == TES_OK) {
+        result = tesi_reserve(world, (void **)&world->commands, &world->command_slots,
+                              world->command_count + n, sizeof *world->commands, 64);
+    }
     if (result == TES_OK && data) {
         result = tesi_reserve(world, (void **)&world->command_data, &world->command_data_slots,
                               world->command_data_size + data, 1, 256);
@@ -111,7 +124,7 @@ tes_result_t tesi_defer_spawn(tes_world_t *world, tesi_archetype_t *archetype, u
         uint32_t index = tesi_take_index(world, &record);
         record->chunk = NULL;
         record->row = TESI_ROW_PENDING | archetype->id;
-        tes_entity_t e = tesi_make_handle(index, record->generation);
+        tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
         world->commands[world->command_count++] =
             (tesi_command_t){.kind = TESI_CMD_SPAWN, .entity = e, .a = archetype->id};
         if (out_entities) out_entities[i] = e;
@@ -296,6 +309,30 @@ static uint32_t apply_whole(tes_world_t *world, uint32_t i, uint32_t *checked) {
     return result == TES_OK ? n : 0;
 }
 
+/* A run of recorded adds (or removes) of one sparse component, at `i`: applied together, the
+ * room for all of them reserved once (tesi_sparse_apply_run), in the order and with the
+ * outcome each would have alone. Returns the commands applied (0: not such a run of two or
+ * more, or no room for it: the caller applies one by one). */
+static uint32_t apply_sparse_run(tes_world_t *world, uint32_t i) {
+    const tesi_command_t *cmd = &world->commands[i];
+    tes_component_t component = cmd->a;
+    if (component >= world->component_count) return 0;
+    const tesi_component_t *c = &world->components[component];
+    if (!tesi_is_sparse(c) || tesi_is_relation(c)) return 0;
+    uint32_t n = 1;
+    while (i + n < world->command_count && world->commands[i + n].kind == cmd->kind &&
+           world->commands[i + n].a == component) {
+        n++;
+    }
+    uint32_t failed;
+    if (n < 2 ||
+        !tesi_sparse_apply_run(world, component, cmd->kind == TESI_CMD_REMOVE, cmd, n, &failed)) {
+        return 0;
+    }
+    world->commands_skipped += failed;
+    return n;
+}
+
 /* Where an INIT_NUMBER's value goes in a row of archetype `a`: its column, and the field's
  * type in *out_type; NULL when the command names no element of a field of a chunk component
  * the archetype has (tes_init_number, applied alone, says why). */
@@ -437,6 +474,12 @@ void tesi_flush(tes_world_t *world) {
     /* Commands applied here may not defer again (no iteration is live), but a command's effect
      * can be an error: an entity despawned by an earlier command, say. Those are skipped. */
     tesi_reserve_lift(true);
+    /* The notes of recorded adds to placed entities go first (an add and the item calls are
+     * the commands that leave one): they would send the host's own lookups to the core after
+     * the run. */
+    for (uint32_t i = 0; i < world->noted; i++)
+        world->noted_records[i]->generation &= TESI_GENERATION_MASK;
+    world->noted = 0;
     return_handouts(world); /* before any command frees or takes an index */
     uint32_t retry = 0;     /* a run compared and found partial is not compared again */
     for (uint32_t i = 0; i < world->command_count; i++) {
@@ -449,6 +492,11 @@ void tesi_flush(tes_world_t *world) {
                 continue;
             }
             retry = i + checked;
+            uint32_t run = cmd->kind != TESI_CMD_DESPAWN ? apply_sparse_run(world, i) : 0;
+            if (run) {
+                i += run - 1;
+                continue;
+            }
         }
         if (i >= retry && cmd->kind == TESI_CMD_SPAWN && !cmd->data_size) {
             uint32_t checked, placed = apply_spawns(world, i, &checked);
@@ -475,5 +523,6 @@ void tesi_flush(tes_world_t *world) {
 
 void tesi_commands_fini(tes_world_t *world) {
     tesi_free(world, world->commands, world->command_slots * sizeof *world->commands);
+    tesi_free(world, world->noted_records, world->noted_slots * sizeof *world->noted_records);
     tesi_free(world, world->command_data, world->command_data_slots);
 }

@@ -105,7 +105,7 @@ static tes_result_t settle_touched(tes_replicator_t *rep) {
         uint32_t index = rep->touched[i];
         const tesi_record_t *record = tesi_record_find(world, index);
         if (!record || !record->chunk) continue;
-        tes_entity_t e = tesi_make_handle(index, record->generation);
+        tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
         if (rep->peer && !tesi_peer_visible(rep->peer, e)) continue;
         bool present;
         tes_result_t result = tesi_in_scope(rep, e, &present);
@@ -177,7 +177,7 @@ tes_result_t tesi_choose(tes_replicator_t *rep, uint64_t baseline, bool keyframe
         uint32_t index = rep->touched[i];
         uint8_t mark = rep->marks[index];
         if (!(mark & PRESENT)) continue;
-        tes_entity_t e = tesi_make_handle(index, tesi_record_at(world, index)->generation);
+        tes_entity_t e = tesi_make_handle(index, tesi_generation(tesi_record_at(world, index)));
         aside.size = 0;
         tesi_bits_t bits = {&aside, 0, 0};
         tesi_put_record(&bits, rep, &plan, e, baseline, keyframe || (mark & (WHOLE | OWED)),

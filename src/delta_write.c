@@ -265,7 +265,7 @@ tes_result_t tesi_plan_records(tes_replicator_t *rep, uint64_t baseline, bool ke
         uint32_t index = rep->touched[i];
         if (!goes_record(rep, index)) continue;
         const tesi_record_t *record = tesi_record_at(world, index);
-        tes_entity_t e = tesi_make_handle(index, record->generation);
+        tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
         bool whole = keyframe || (rep->marks[index] & (WHOLE | OWED));
         result = record_pattern(rep, e, record, baseline, whole, pattern, plan->pattern_bytes);
         if (result != TES_OK) return result;
@@ -481,7 +481,8 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
              (rep->scope || rep->peer) && i < rep->touched_count && result == TES_OK; i++) {
             uint32_t index = rep->touched[i];
             if (!brings_pairs(rep, rep->marks[index])) continue;
-            tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
+            tes_entity_t e =
+                tesi_make_handle(index, tesi_generation(tesi_record_at(rep->world, index)));
             for (int side = TESI_OUT; side <= TESI_IN; side++) {
                 for (uint32_t id = tesi_list_of(r, side, e)->first; id && result == TES_OK;
                      id = r->pairs[id - 1].next[side]) {
@@ -547,7 +548,8 @@ static tes_result_t put_records(tesi_writer_t *w, tes_replicator_t *rep, uint64_
         uint32_t index = rep->touched[i];
         if (!goes_record(rep, index)) continue;
         uint8_t mark = rep->marks[index];
-        tes_entity_t e = tesi_make_handle(index, tesi_record_at(rep->world, index)->generation);
+        tes_entity_t e =
+            tesi_make_handle(index, tesi_generation(tesi_record_at(rep->world, index)));
         tesi_put_record(&b, rep, &plan, e, baseline, keyframe || (mark & (WHOLE | OWED)),
                         &previous);
     }

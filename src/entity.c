@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) void
 release_record_as(tes_world_t *world, tesi_record_t *record, uint32_t index, bool plain) {
     uint32_t tail = world->free_tail;
     record->chunk = NULL;
-    record->generation = (record->generation + 1) & TESI_GENERATION_MASK;
+    record->generation = (tesi_generation(record) + 1) & TESI_GENERATION_MASK;
     record->row = 0;
     if (!plain) tesi_index_stamp(world, index);
     /* A stale queue is relinked from the records before its next use: no link to keep now. */
@@ -279,7 +279,7 @@ static inline __attribute__((always_inline)) bool spawn_one(tes_world_t *world, 
     if (a->tracked_count) tesi_trackers_stamp_added(world, chunk, row, 1);
     record->chunk = chunk;
     record->row = row;
-    tes_entity_t e = tesi_make_handle(index, record->generation);
+    tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
     tesi_chunk_entities(chunk)[row] = e;
     if (out) *out = e;
     return true;
@@ -333,7 +333,7 @@ place_rows(tes_world_t *world, tesi_archetype_t *a, uint32_t n, const tes_entity
             tesi_index_stamp(world, index);
             record->chunk = chunk;
             record->row = row + k;
-            tes_entity_t e = tesi_make_handle(index, record->generation);
+            tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
             tesi_chunk_entities(chunk)[row + k] = e;
             if (out_entities) out_entities[done + k] = e;
         }
@@ -376,7 +376,7 @@ tes_result_t tesi_spawn_reserved(tes_world_t *world, uint32_t index, tesi_archet
     record->chunk = chunk;
     record->row = row;
     tesi_index_stamp(world, index);
-    tesi_chunk_entities(chunk)[row] = tesi_make_handle(index, record->generation);
+    tesi_chunk_entities(chunk)[row] = tesi_make_handle(index, tesi_generation(record));
     world->entity_count++;
     return TES_OK;
 }
@@ -694,12 +694,13 @@ step_general(tes_world_t *world, tes_entity_t entity, tes_component_t component,
         return tesi_sparse_step(world, entity, component, removing);
     }
     if (tesi_deferring(world)) {
-        tes_result_t result = check_deferrable(world, entity);
+        tesi_record_t *placed = tesi_record_of(world, entity);
+        tesi_record_t *pending = placed ? NULL : tesi_pending_record(world, entity);
+        tes_result_t result = placed || pending ? TES_OK : TES_ERR_STALE_ENTITY;
         if (result == TES_OK && component >= world->component_count) {
             result = TES_ERR_UNKNOWN_COMPONENT;
         }
-        tesi_record_t *pending = result == TES_OK ? tesi_pending_record(world, entity) : NULL;
-        if (pending) {
+        if (result == TES_OK && pending) {
             /* The pending entity's target archetype follows its recorded adds and removes, so
              * later writes to it are checked against what it will have. */
             tesi_archetype_t *from = tesi_pending_archetype(world, pending), *to = from;
@@ -710,8 +711,11 @@ step_general(tes_world_t *world, tes_entity_t entity, tes_component_t component,
             if (result == TES_OK) pending->row = TESI_ROW_PENDING | to->id;
         }
         uint8_t kind = removing ? TESI_CMD_REMOVE : TESI_CMD_ADD;
-        return result != TES_OK ? result
-                                : tesi_defer(world, kind, entity, component, 0, 0, 0, NULL, 0);
+        if (result == TES_OK) result = tesi_defer(world, kind, entity, component, 0, 0, 0, NULL, 0);
+        if (result == TES_OK && placed && !removing) {
+            tesi_note_add_record(world, placed, world->command_count - 1);
+        }
+        return result;
     }
     tesi_record_t *record = tesi_record_of(world, entity);
     if (!record) return TES_ERR_STALE_ENTITY;

@@ -120,6 +120,12 @@ static tes_result_t plan_write(const tes_world_t *world, tes_entity_t entity,
         *deferred = true;
         return tesi_field_of(&world->components[component], field, &ref->field);
     }
+    /* Present now, but added again by a command recorded since the run began (an add with
+     * values of the component it holds, or a remove and an add): the write follows that add,
+     * whose values would otherwise land over a write made after it. */
+    if (result == TES_OK && !init && tesi_recorded(world, entity, component, 0) == 1) {
+        *deferred = true;
+    }
     return result;
 }
 

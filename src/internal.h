@@ -435,8 +435,24 @@ struct tesi_archetype_t {
 typedef struct tesi_record_t {
     tesi_chunk_t *chunk; /* NULL while the index is free */
     uint32_t row;        /* while free: the next index in the free queue (0 = none) */
+    /* The low TES_GENERATION_BITS; above them, while a run is live, the first command it
+     * recorded that adds to this placed entity (TESI_RECORDED_SHIFT). Read through
+     * tesi_generation. */
     uint32_t generation;
 } tesi_record_t;
+
+/* While a run is live, a placed entity's record notes in the high bits of its generation word
+ * the first command the run recorded that adds a component to it: its index + 1, or
+ * TESI_RECORDED_MAX when that is at or past TESI_RECORDED_MAX - 1 (still a bound: commands only
+ * append). A write to the entity then knows whether recorded commands may touch what it writes, and
+ * where they start, without scanning the whole buffer (tesi_recorded); and a host that reads the
+ * entity table directly, comparing the whole word with a handle's generation, misses such an entity
+ * and asks the core. tesi_flush clears the notes before it applies anything. */
+#define TESI_RECORDED_SHIFT TES_GENERATION_BITS
+#define TESI_RECORDED_MAX   ((1u << (32u - TESI_RECORDED_SHIFT)) - 1u)
+static inline uint32_t tesi_generation(const tesi_record_t *record) {
+    return record->generation & TESI_GENERATION_MASK;
+}
 
 /* ---- archetype graph (graph.c) --------------------------------------------------------- */
 
@@ -608,6 +624,12 @@ struct tes_world_t {
     struct tesi_command_t *commands;
     uint32_t command_count;
     uint32_t command_slots;
+    /* The records the live run noted an add on (TESI_RECORDED_SHIFT), for the flush to clear:
+     * noted_slots >= command_slots, as each is noted at a command of its own, so a host that
+     * records an add within command_slots has room to list its record. */
+    tesi_record_t **noted_records;
+    uint32_t noted;
+    uint32_t noted_slots;
     uint8_t *command_data; /* raw values of deferred tes_set calls */
     uint32_t command_data_size;
     uint32_t command_data_slots;
@@ -739,8 +761,26 @@ static inline tesi_record_t *tesi_record_of(const tes_world_t *world, tes_entity
     uint8_t *page = world->records.pages[index >> TESI_PAGE_BITS];
     if (!page) return NULL;
     tesi_record_t *record = (tesi_record_t *)(void *)page + (index & TESI_PAGE_MASK);
-    if (!record->chunk || record->generation != (entity >> TES_INDEX_BITS)) return NULL;
+    if (!record->chunk || tesi_generation(record) != (entity >> TES_INDEX_BITS)) return NULL;
     return record;
+}
+/* Notes that the live run recorded command `i`, which adds a component, for `entity` when it is
+ * placed (TESI_RECORDED_SHIFT); the first such command is the bound. Adds alone:
+ * a write must follow the last add of its component, and a remove or despawn recorded after
+ * that add is after the bound too. */
+static inline void tesi_note_add_record(tes_world_t *world, tesi_record_t *record, uint32_t i) {
+    if (record->generation >> TESI_RECORDED_SHIFT) return;
+    uint32_t first = i < TESI_RECORDED_MAX - 1 ? i + 1 : TESI_RECORDED_MAX;
+    record->generation |= first << TESI_RECORDED_SHIFT;
+    world->noted_records[world->noted++] = record;
+}
+static inline void tesi_note_add_at(tes_world_t *world, tes_entity_t entity, uint32_t i) {
+    tesi_record_t *record = entity ? tesi_record_of(world, entity) : NULL;
+    if (record) tesi_note_add_record(world, record, i);
+}
+/* The same for the command just recorded (none: entity 0). */
+static inline void tesi_note_add(tes_world_t *world, tes_entity_t entity) {
+    if (entity) tesi_note_add_at(world, entity, world->command_count - 1);
 }
 /* Whether an index below record_count is skipped (see skipped_count). */
 static inline bool tesi_index_skipped(const tes_world_t *world, uint32_t index) {
@@ -1014,8 +1054,9 @@ static inline tes_result_t tesi_not_alive(const tes_world_t *world, tes_entity_t
     return tesi_pending_record(world, entity) ? TES_ERR_PENDING_ENTITY : TES_ERR_STALE_ENTITY;
 }
 /* What the recorded commands do to an entity's component or pair (target 0: the component, or
- * any pair of a relation): 1 when the last of them adds it, 0 when it removes it, -1 when none
- * names it. A scan of the buffer: for the rare writes that depend on a recorded add. */
+ * any pair of a relation): 1 when the last of them adds it, 0 when it removes it (or despawns
+ * the entity), -1 when none names it. A scan of the buffer, from a placed entity's first recorded
+ * add (TESI_RECORDED_SHIFT; none noted: -1 at once). */
 int tesi_recorded(const tes_world_t *world, tes_entity_t entity, tes_component_t component,
                   tes_entity_t target);
 /* Whether a pending entity will have a sparse component once its recorded commands apply. */
@@ -1113,6 +1154,11 @@ static inline uint32_t tesi_sparse_slot(const tesi_sparse_t *s, uint32_t index) 
     const uint32_t *slot = tesi_paged_find(&s->slot_of, index, sizeof *slot);
     return slot ? *slot & TESI_SLOT_MASK : 0;
 }
+/* Applies `n` recorded adds (or removes) of one sparse component that is not a relation, in
+ * order, the room reserved once; the commands that failed (dead entities) in *out_failed. False:
+ * no room, nothing applied. */
+bool tesi_sparse_apply_run(tes_world_t *world, tes_component_t component, bool removing,
+                           const tesi_command_t *commands, uint32_t n, uint32_t *out_failed);
 /* Room for `n` more members whose indices are in [first, end). */
 tes_result_t tesi_sparse_reserve(tes_world_t *world, tes_component_t component, uint32_t n,
                                  uint32_t first, uint32_t end);

@@ -459,7 +459,9 @@ static tes_result_t record_call(const call_t *call, const tes_entity_t *entities
     if (result != TES_OK) return result;
     plan_pending(call, entities, n, true);
     uint32_t offset = store_blob(world, call->x, (uint32_t)bytes);
+    bool adds = tesi_items_effect(call->kind) == 1;
     for (uint32_t i = 0; i < n; i++) {
+        if (adds) tesi_note_add_at(world, entities[i], world->command_count);
         world->commands[world->command_count++] = (tesi_command_t){
             .kind = TESI_CMD_ITEMS,
             .entity = entities[i],

@@ -273,11 +273,16 @@ tes_result_t tesi_items_check_placed(call_t *call, const tes_entity_t *entities,
                 const tes_item_t *it = &x->items[item];
                 if (record ? tesi_items_has(world, record, entity, it, &pair)
                            : pending_has_item(world, pending, entity, it)) {
+                    /* Present now, but added again by a recorded command: the write follows
+                     * that add (as tes_set's does, field.c). */
+                    if (record && call->deferring &&
+                        tesi_recorded(world, entity, it->component, it->target) == 1) {
+                        call->record = true;
+                    }
                     continue;
-                }
-                /* Missing now, but brought by a recorded add: the write follows it. */
-                if (record && call->deferring &&
-                    tesi_recorded(world, entity, it->component, it->target) == 1) {
+                } else if (record && call->deferring &&
+                           tesi_recorded(world, entity, it->component, it->target) == 1) {
+                    /* Missing now, but brought by a recorded add: the write follows it. */
                     call->record = true;
                     continue;
                 }

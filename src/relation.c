@@ -717,7 +717,7 @@ tes_result_t tesi_despawn_all(tes_world_t *world, const tes_entity_t *entities, 
     /* Back to front, as tes_despawn_batch does: a list in spawn order empties from the end. */
     for (uint32_t k = count; k-- > 0;) {
         tesi_record_t *record = tesi_record_at(world, world->doomed[k]);
-        detach(world, tesi_make_handle(world->doomed[k], record->generation));
+        detach(world, tesi_make_handle(world->doomed[k], tesi_generation(record)));
     }
     for (uint32_t k = count; k-- > 0;)
         tesi_despawn_record(world, tesi_record_at(world, world->doomed[k]));
@@ -781,7 +781,7 @@ tes_result_t tesi_relation_validate(const tes_world_t *world, tes_component_t re
         const tesi_record_t *record =
             index < world->record_count ? tesi_record_find(world, index) : NULL;
         CHECK(record && record->chunk != NULL);
-        tes_entity_t e = tesi_make_handle(index, record->generation);
+        tes_entity_t e = tesi_make_handle(index, tesi_generation(record));
         if (check_list(r, TESI_OUT, e) != TES_OK || check_list(r, TESI_IN, e) != TES_OK) {
             return TES_ERR_CORRUPT;
         }

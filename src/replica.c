@@ -22,7 +22,7 @@ typedef struct applier_t {
 static tes_entity_t live_at(const tes_world_t *world, uint32_t index) {
     const tesi_record_t *record =
         index < world->record_count ? tesi_record_find(world, index) : NULL;
-    return record && record->chunk ? tesi_make_handle(index, record->generation) : 0;
+    return record && record->chunk ? tesi_make_handle(index, tesi_generation(record)) : 0;
 }
 
 static void doom(applier_t *ap, tes_entity_t e) {
@@ -507,13 +507,7 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     tes_world_t *w = ap->world;
     /* The delta lists every despawn itself: no cascade here. */
     ap->result = tesi_despawn_all(w, ap->doomed, ap->doomed_count, false);
-    /* A keyframe brings every pair again. */
-    for (uint32_t i = 0; d->keyframe && i < d->count && ap->result == TES_OK; i++) {
-        tes_component_t id = d->comps[i].local;
-        tesi_component_t *c = &w->components[id];
-        while (tesi_is_relation(c) && c->sparse.count && ap->result == TES_OK)
-            ap->result = tesi_pairs_clear(w, c->sparse.entities[c->sparse.count - 1], id);
-    }
+    /* A keyframe's pairs are set relation by relation, over the replica's (keyframe_pairs). */
     d->bit = first; /* the plan read above still holds: only the records are read again */
     previous = 0;
     for (uint32_t i = 0; i < records && ap->result == TES_OK; i++) {
@@ -522,8 +516,126 @@ static void read_entities(tesi_reader_t *r, const tes_world_t *world, delta_t *d
     }
 }
 
+/* One pair event as the bytes carry it; its row (the pair's data, fields packed) or NULL. */
+typedef struct pair_event_t {
+    uint32_t kind, age;
+    tes_entity_t source, target;
+    const uint8_t *row;
+} pair_event_t;
+
+/* Reads and checks one event of relation `c`: false once the bytes are bad. */
+static __attribute__((noinline)) bool read_event(tesi_reader_t *r, const delta_t *d,
+                                                 const replicated_t *c, pair_event_t *e) {
+    uint32_t word = tesi_get_varint(r);
+    e->source = tesi_get_varint(r);
+    e->target = tesi_get_varint(r);
+    e->kind = word & ~DATA;
+    e->age = tesi_get_varint(r);
+    bool data = word & DATA;
+    bool writes = e->kind == TES_PAIR_ADDED || e->kind == TES_PAIR_CHANGED;
+    bool ok = e->kind >= TES_PAIR_ADDED && e->kind <= TES_PAIR_MOVED && well_formed(e->source) &&
+              well_formed(e->target) && (!data || (writes && c->field_count)) &&
+              (d->keyframe ? e->age == 0 : e->age < d->to - d->from);
+    if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
+    e->row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
+    return r->result == TES_OK;
+}
+
+/* Whether pair `id`'s data is the packed row (its fields one after another). */
+static bool pair_row_is(const tesi_component_t *c, uint32_t id, const uint8_t *packed) {
+    const uint8_t *row = tesi_row_at(c->relation.data, id - 1, c->stride);
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        if (memcmp(row + c->fields[f].offset, packed, c->fields[f].bytes) != 0) return false;
+        packed += c->fields[f].bytes;
+    }
+    return true;
+}
+
+static bool marked(const uint64_t *bits, uint32_t id) {
+    return (bits[(id - 1) >> 6] >> ((id - 1) & 63u)) & 1u;
+}
+
+/* Applies a keyframe's `count` events of one relation, which list every pair it has (added,
+ * a source's targets in their order, source after source) and then the order of every target
+ * with several sources (moved), over the pairs the replica has, judged by state as its values
+ * are: the pairs the keyframe lacks are removed first (what is left is part of the keyframe's
+ * pairs, so no step can close a cycle), new ones added, data written where it differs, and a
+ * source's targets or a target's sources put in order only from where their order differs. A
+ * keyframe sent again over a replica that has it all so changes nothing and reports nothing.
+ * False when the marks' memory could not be had: nothing was read or changed. */
+static bool keyframe_pairs(tesi_reader_t *r, const delta_t *d, const replicated_t *rc,
+                           applier_t *ap, uint32_t count) {
+    tes_world_t *w = ap->world;
+    tes_component_t relation = rc->local;
+    tesi_component_t *c = &w->components[relation];
+    tesi_relation_t *rel = &c->relation;
+    size_t bytes = ((size_t)rel->pair_used / 64 + 1) * sizeof(uint64_t);
+    uint64_t *kept = tesi_alloc(w, bytes); /* by pair id - 1: the keyframe has it */
+    if (!kept) return false;
+    memset(kept, 0, bytes);
+    uint32_t start = r->at;
+    pair_event_t e;
+    for (uint32_t i = 0; i < count && read_event(r, d, rc, &e); i++) {
+        bool both = tesi_record_of(w, e.source) && tesi_record_of(w, e.target);
+        uint32_t id = both ? tesi_pair_find(w, relation, e.source, e.target) : 0;
+        if (e.kind == TES_PAIR_ADDED && id) kept[(id - 1) >> 6] |= 1ull << ((id - 1) & 63u);
+    }
+    for (uint32_t id = 1; id <= rel->pair_used && ap->result == TES_OK; id++) {
+        const tesi_pair_t *p = &rel->pairs[id - 1];
+        if (p->source && !marked(kept, id)) {
+            ap->result = tes_pair_remove(w, p->source, relation, p->target);
+        }
+    }
+    tesi_free(w, kept, bytes);
+    r->at = start;
+    tes_entity_t out_of = 0, in_of = 0; /* the source (target) whose list is being walked */
+    uint32_t out_at = 0, in_at = 0;     /* its pair the next event should name, 0: the end */
+    for (uint32_t i = 0; i < count && read_event(r, d, rc, &e); i++) {
+        if (ap->result != TES_OK) continue;
+        if (!tesi_record_of(w, e.source) || !tesi_record_of(w, e.target)) continue;
+        uint32_t id = tesi_pair_find(w, relation, e.source, e.target);
+        if (e.kind == TES_PAIR_MOVED) {
+            if (!id) continue;
+            if (e.target != in_of) {
+                in_of = e.target;
+                in_at = tesi_list_of(rel, TESI_IN, e.target)->first;
+            }
+            if (id == in_at) {
+                in_at = rel->pairs[id - 1].next[TESI_IN];
+            } else {
+                tes_entity_t before = in_at ? rel->pairs[in_at - 1].source : 0;
+                ap->result = tes_pair_place(w, e.source, relation, e.target, before);
+            }
+            continue;
+        }
+        if (e.source != out_of) {
+            out_of = e.source;
+            out_at = tesi_list_of(rel, TESI_OUT, e.source)->first;
+        }
+        if (id && id == out_at) { /* in its place: its data where it differs */
+            out_at = rel->pairs[id - 1].next[TESI_OUT];
+            if (e.row && !pair_row_is(c, id, e.row)) {
+                ap->result = tesi_pair_write(w, relation, id, e.row, false);
+            }
+            continue;
+        }
+        /* Out of order from here: the source's pairs from here on go, and come back in order
+         * (this one, if it is there, is among them: those before it matched). */
+        while (out_at && ap->result == TES_OK) {
+            const tesi_pair_t *p = &rel->pairs[out_at - 1];
+            uint32_t next = p->next[TESI_OUT];
+            ap->result = tes_pair_remove(w, p->source, relation, p->target);
+            out_at = next;
+        }
+        if (ap->result == TES_OK) ap->result = tes_pair_add(w, e.source, relation, e.target);
+        id = ap->result == TES_OK ? tesi_pair_find(w, relation, e.source, e.target) : 0;
+        if (id && e.row) ap->result = tesi_pair_write(w, relation, id, e.row, true);
+    }
+    return true;
+}
+
 /* One relation's events: checked, and replayed when `ap` is not NULL (those newer than the
- * replica's tick, between entities it has). */
+ * replica's tick, between entities it has; a keyframe's over the pairs it has). */
 static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t *c,
                           applier_t *ap) {
     uint32_t count = tesi_get_u32(r);
@@ -544,36 +656,37 @@ static void read_relation(tesi_reader_t *r, const delta_t *d, const replicated_t
         memset(a->keys, 0, 2 * (size_t)a->slots * sizeof *a->keys);
         a->parents = a->keys + a->slots;
     }
-    for (uint32_t i = 0; i < count && r->result == TES_OK; i++) {
-        uint32_t word = tesi_get_varint(r);
-        tes_entity_t source = tesi_get_varint(r), target = tesi_get_varint(r);
-        uint32_t kind = word & ~DATA, age = tesi_get_varint(r);
-        bool data = word & DATA;
-        bool writes = kind == TES_PAIR_ADDED || kind == TES_PAIR_CHANGED;
-        bool ok = kind >= TES_PAIR_ADDED && kind <= TES_PAIR_MOVED && well_formed(source) &&
-                  well_formed(target) && (!data || (writes && c->field_count)) &&
-                  (d->keyframe ? age == 0 : age < d->to - d->from);
-        if (!ok) tesi_fail(r, TES_ERR_BAD_DELTA);
-        const uint8_t *row = data ? tesi_span(r, 1, c->row_bytes) : NULL;
-        if (a && r->result == TES_OK && !replay_parent(a, kind, source, target, d->to - age)) {
+    if (ap && d->keyframe && r->result == TES_OK && ap->result == TES_OK) {
+        if (keyframe_pairs(r, d, c, ap, count)) return;
+        /* No memory for its marks: the relation's pairs go, and the keyframe's come again. */
+        tesi_component_t *rel = &ap->world->components[c->local];
+        while (rel->sparse.count && ap->result == TES_OK) {
+            ap->result =
+                tesi_pairs_clear(ap->world, rel->sparse.entities[rel->sparse.count - 1], c->local);
+        }
+    }
+    pair_event_t e;
+    for (uint32_t i = 0; i < count && read_event(r, d, c, &e); i++) {
+        if (a && !replay_parent(a, e.kind, e.source, e.target, d->to - e.age)) {
             tesi_fail(r, TES_ERR_BAD_DELTA);
         }
         if (!ap || r->result != TES_OK || ap->result != TES_OK) continue;
         tes_world_t *w = ap->world;
         tes_component_t relation = c->local;
-        if (!d->keyframe && d->to - age <= ap->old_tick) continue; /* the replica has it */
-        if (!tesi_record_of(w, source) || !tesi_record_of(w, target)) continue; /* gone since */
-        uint32_t id = tesi_pair_find(w, relation, source, target);
-        if (kind == TES_PAIR_ADDED && !id) {
-            ap->result = tes_pair_add(w, source, relation, target);
-            id = ap->result == TES_OK ? tesi_pair_find(w, relation, source, target) : 0;
-            if (id && row) ap->result = tesi_pair_write(w, relation, id, row, true);
-        } else if (kind == TES_PAIR_REMOVED && id) {
-            ap->result = tes_pair_remove(w, source, relation, target);
-        } else if (writes && id && row) {
-            ap->result = tesi_pair_write(w, relation, id, row, false);
-        } else if (kind == TES_PAIR_MOVED && id) {
-            ap->result = tes_pair_place(w, source, relation, target, 0);
+        if (!d->keyframe && d->to - e.age <= ap->old_tick) continue; /* the replica has it */
+        if (!tesi_record_of(w, e.source) || !tesi_record_of(w, e.target)) continue; /* gone */
+        uint32_t id = tesi_pair_find(w, relation, e.source, e.target);
+        bool writes = e.kind == TES_PAIR_ADDED || e.kind == TES_PAIR_CHANGED;
+        if (e.kind == TES_PAIR_ADDED && !id) {
+            ap->result = tes_pair_add(w, e.source, relation, e.target);
+            id = ap->result == TES_OK ? tesi_pair_find(w, relation, e.source, e.target) : 0;
+            if (id && e.row) ap->result = tesi_pair_write(w, relation, id, e.row, true);
+        } else if (e.kind == TES_PAIR_REMOVED && id) {
+            ap->result = tes_pair_remove(w, e.source, relation, e.target);
+        } else if (writes && id && e.row) {
+            ap->result = tesi_pair_write(w, relation, id, e.row, false);
+        } else if (e.kind == TES_PAIR_MOVED && id) {
+            ap->result = tes_pair_place(w, e.source, relation, e.target, 0);
         }
     }
     if (a) tesi_free(a->world, a->keys, 2 * (size_t)a->slots * sizeof *a->keys);

@@ -131,7 +131,7 @@ static void write_components(tesi_writer_t *w) {
 static uint32_t record_state(const tesi_record_t *record, uint32_t *out_generation) {
     *out_generation = 0;
     if (!record || (record->row & TESI_ROW_SKIPPED)) return INDEX_SKIPPED;
-    *out_generation = record->generation;
+    *out_generation = tesi_generation(record);
     return record->chunk ? INDEX_LIVE : INDEX_FREE;
 }
 
@@ -569,7 +569,7 @@ static void place(tesi_reader_t *r, tes_world_t *world, tesi_archetype_t *a, con
                 index && index < world->record_count ? tesi_record_find(world, index) : NULL;
             /* Live, not placed yet, and the generation the table gave it. */
             if (!record || record->row != LIVE_BIT || record->chunk ||
-                record->generation != (e >> TES_INDEX_BITS) || e >= (1u << 30)) {
+                tesi_generation(record) != (e >> TES_INDEX_BITS) || e >= (1u << 30)) {
                 tesi_fail(r,
                           TES_ERR_BAD_SNAPSHOT); /* the world is torn down: rows need not add up */
                 return;

@@ -161,8 +161,10 @@ tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_compo
         if (!tesi_record_of(world, entity) && !tesi_pending_record(world, entity)) {
             return TES_ERR_STALE_ENTITY;
         }
-        return tesi_defer(world, removing ? TESI_CMD_REMOVE : TESI_CMD_ADD, entity, component, 0, 0,
-                          0, NULL, 0);
+        tes_result_t result = tesi_defer(world, removing ? TESI_CMD_REMOVE : TESI_CMD_ADD, entity,
+                                         component, 0, 0, 0, NULL, 0);
+        tesi_note_add(world, result == TES_OK && !removing ? entity : 0);
+        return result;
     }
     if (!tesi_record_of(world, entity)) return TES_ERR_STALE_ENTITY;
     if (tesi_is_relation(c)) return tesi_pairs_clear(world, entity, component);
@@ -179,6 +181,36 @@ tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_compo
     if (result != TES_OK) return result;
     tesi_sparse_insert(world, component, entity);
     return TES_OK;
+}
+
+/* A run of recorded adds (or removes) of one sparse component, applied as tesi_sparse_step
+ * would apply each (a dead entity's command fails, a member's add and a non-member's remove do
+ * nothing), with the room for the whole run reserved once instead of per command. False when
+ * that room cannot be had: nothing was applied, and the caller applies them one by one. */
+bool tesi_sparse_apply_run(tes_world_t *world, tes_component_t component, bool removing,
+                           const tesi_command_t *commands, uint32_t n, uint32_t *out_failed) {
+    tesi_sparse_t *s = &world->components[component].sparse;
+    tes_result_t result = removing ? tesi_log_reserve(world, component, n)
+                                   : tesi_sparse_reserve(world, component, n, 0, 0);
+    if (result != TES_OK) return false;
+    uint32_t failed = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        tes_entity_t entity = commands[k].entity;
+        uint32_t index = entity & TESI_INDEX_MASK;
+        if (!tesi_record_of(world, entity)) {
+            failed++;
+        } else if ((tesi_sparse_slot(s, index) != 0) != removing) {
+            continue; /* already as asked */
+        } else if (removing) {
+            tesi_sparse_erase(world, component, entity);
+        } else if (grow_index(world, s, index, index + 1) == TES_OK) {
+            tesi_sparse_insert(world, component, entity);
+        } else {
+            failed++; /* out of memory for this one's page, as tesi_sparse_step fails it */
+        }
+    }
+    *out_failed = failed;
+    return true;
 }
 
 /* ---- tracking ---------------------------------------------------------------------------- */

@@ -811,8 +811,11 @@ typedef struct tes_iter_t {
  * tes_set_number, tes_init*) on such a pending entity are recorded like any other command, and
  * checked when recorded against the components the entity will have (the sparse ones included:
  * its spawn's and its recorded adds and removes). A write to a placed entity happens at once
- * when the entity has the component now; when it lacks it but a recorded command adds it, the
- * write is recorded after that command (tes_set* as a change, tes_init* see there). A command
+ * when the entity has the component now, unless the last recorded command that adds or removes
+ * it adds it (an add with values of the component it holds, a remove and an add): then, as
+ * when it lacks the component but a recorded command adds it, the write is recorded after that
+ * command (tes_set* as a change, tes_init* see there), so the add's values never land over a
+ * later write. A command
  * whose entity is gone by then (or that runs out of memory) is skipped and counted in
  * commands_skipped. A recorded call makes the archetype it needs when it is recorded, not when
  * it is applied: archetype ids (and a snapshot's archetype order) follow the calls as they are

@@ -317,6 +317,7 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
     /* Entity table: every index is live (counted above), pending, waiting in the free queue or
      * skipped (in a page never allocated, or marked). */
     uint32_t live = 0, pending = 0, skipped = 0; /* pending: reserved by a deferred spawn */
+    uint32_t noted = 0;                          /* records with a note of a recorded add */
     for (uint32_t i = 1; i < world->record_count; i++) {
         const tesi_record_t *record = tesi_record_find(world, i);
         if (!record) {
@@ -328,9 +329,23 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         live += record->chunk != NULL;
         pending += !record->chunk && (record->row & TESI_ROW_PENDING);
         skipped += !record->chunk && (record->row & TESI_ROW_SKIPPED);
-        CHECK(!(record->row & TESI_ROW_SKIPPED) || (!record->chunk && !record->generation));
+        CHECK(!(record->row & TESI_ROW_SKIPPED) || (!record->chunk && !tesi_generation(record)));
+        /* Notes of recorded adds: on placed entities, at one of their adds, in a live run. */
+        uint32_t note = record->generation >> TESI_RECORDED_SHIFT;
+        if (note) {
+            CHECK(tesi_deferring(world) && record->chunk && note - 1 < world->command_count);
+            noted++;
+            const tesi_command_t *noted = &world->commands[note - 1];
+            CHECK(note == TESI_RECORDED_MAX ||
+                  ((noted->entity & TESI_INDEX_MASK) == i &&
+                   (noted->kind == TESI_CMD_ADD || noted->kind == TESI_CMD_ITEMS)));
+        }
     }
     CHECK(skipped == world->skipped_count);
+    CHECK(noted == world->noted && world->noted <= world->command_count &&
+          world->noted_slots >= world->command_slots);
+    for (uint32_t i = 0; i < world->noted; i++)
+        CHECK(world->noted_records[i]->generation >> TESI_RECORDED_SHIFT);
     CHECK(((world->record_count - 1) >> TESI_PAGE_BITS) < world->records.page_slots);
     CHECK(live == world->entity_count);
     uint32_t logged = 0, sparse = 0, relations = 0;

@@ -271,6 +271,8 @@ static void internal_structures(void) {
     MEMBER(tes_world_t, commands);
     MEMBER(tes_world_t, command_count);
     MEMBER(tes_world_t, command_slots);
+    MEMBER(tes_world_t, noted);
+    MEMBER(tes_world_t, noted_records);
     MEMBER(tes_world_t, handouts);
     MEMBER(tes_world_t, handout_count);
     MEMBER(tes_world_t, handout_next);
@@ -360,6 +362,12 @@ static void constants(void) {
     value("despawn", TESI_CMD_DESPAWN);
     value("add", TESI_CMD_ADD);
     value("remove", TESI_CMD_REMOVE);
+    end();
+
+    group("RECORDED", "A placed entity's note of its first command recorded in the live run: the "
+                      "high bits of its record's generation word.");
+    value("shift", TESI_RECORDED_SHIFT);
+    value("max", TESI_RECORDED_MAX);
     end();
 
     group("ROW", "Flags on an entity table record's row.");

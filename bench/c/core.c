@@ -244,6 +244,13 @@ static void loop_deferred_add_remove(bench_state *s, uint64_t iters) {
     }
 }
 
+/* The same with a sparse tag: each recorded add or remove is a sparse-set insert or erase. */
+static void setup_deferred_sparse(bench_state *s) {
+    setup_deferred_add_remove(s);
+    CHECK(tes_component_register(
+        s->world, &(tes_component_desc_t){"Selected", NULL, 0, TES_COMPONENT_SPARSE}, &s->moved));
+}
+
 static void check_population(bench_state *s) {
     expect_population_intact(s);
 }
@@ -559,6 +566,8 @@ static const bench_case cases[] = {
      "spawn+despawn", 0, setup_deferred_cycle, loop_recorded_cycle, check_population},
     {"deferred_add_remove", "1k recorded tag adds, then 1k recorded removes", "add+remove", 0,
      setup_deferred_add_remove, loop_deferred_add_remove, check_add_remove},
+    {"deferred_sparse", "1k recorded sparse tag adds, then 1k recorded removes", "add+remove", 0,
+     setup_deferred_sparse, loop_deferred_add_remove, check_add_remove},
     {"add_remove_tag", "add + remove tag on a 3-component entity", "add+remove", 0,
      setup_add_remove_tag, loop_add_remove, check_add_remove},
     {"add_remove_component", "add + remove Velocity on a 3-component entity", "add+remove", 0,

@@ -240,6 +240,44 @@ TEST(writes_to_live_entities_during_iteration_happen_at_once) {
     CHECK_EQ(skipped(&s), 0);
 }
 
+/* A write made after a recorded add of a component the entity holds (with values, or again
+ * after a recorded remove) is recorded after that add: the add's values, written when the run
+ * ends, must not land over it. Writes to entities whose recorded commands name other components,
+ * or whose last one removes the component, happen at once as before. The notes that find those
+ * commands are gone when the run ends (tes_world_validate checks both states). */
+TEST(a_write_after_a_recorded_add_of_a_held_component_lands_after_it) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t held = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t again = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t other = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_entity_t gone = fx_spawn(s.world, FX_IDS(s.a, s.b));
+    tes_iter_t it;
+    enter_run(&s, s.a, &it);
+    fx_list_t *five = fx_list_value1(fx_list_item(fx_list_new(), s.b, 0), 0, 5);
+    CHECK_OK(tes_add_items(s.world, &held, 1, &five->x, NULL));
+    double v = 7;
+    CHECK_OK(tes_set(s.world, held, s.b, 0, &v, sizeof v));
+    CHECK_NUM_EQ(fx_get_number(s.world, held, s.b, 0, 0), 0); /* recorded, not written */
+    CHECK_OK(tes_remove(s.world, again, s.b));
+    CHECK_OK(tes_add_items(s.world, &again, 1, &five->x, NULL));
+    CHECK_OK(tes_set_number(s.world, again, s.b, 0, 0, 8));
+    CHECK_OK(tes_add(s.world, other, s.tag)); /* another component: writes stay at once */
+    CHECK_OK(tes_set_number(s.world, other, s.b, 0, 0, 9));
+    CHECK_NUM_EQ(fx_get_number(s.world, other, s.b, 0, 0), 9);
+    CHECK_OK(tes_add(s.world, gone, s.b)); /* held: a no-op add, but an add */
+    CHECK_OK(tes_remove(s.world, gone, s.b));
+    CHECK_OK(tes_set_number(s.world, gone, s.b, 0, 0, 4)); /* the last one removes: at once */
+    CHECK_NUM_EQ(fx_get_number(s.world, gone, s.b, 0, 0), 4);
+    CHECK_OK(tes_world_validate(s.world)); /* the notes, while the run is live */
+    CHECK(!tes_iter_next(&it));
+    CHECK_NUM_EQ(fx_get_number(s.world, held, s.b, 0, 0), 7);
+    CHECK_NUM_EQ(fx_get_number(s.world, again, s.b, 0, 0), 8);
+    CHECK_NUM_EQ(fx_get_number(s.world, other, s.b, 0, 0), 9);
+    CHECK(fx_has(s.world, other, s.tag) && !fx_has(s.world, gone, s.b));
+    CHECK_EQ(skipped(&s), 0);
+    CHECK_OK(tes_world_validate(s.world)); /* no note left */
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Skipped commands                                                                          */
 /* ---------------------------------------------------------------------------------------- */

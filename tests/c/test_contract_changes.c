@@ -509,7 +509,7 @@ typedef struct mk_t {
 } mk_t;
 
 typedef struct mcmd_t {
-    int kind; /* 0 spawn, 1 despawn, 2 add, 3 remove, 4 add B with value */
+    int kind; /* 0 spawn, 1 despawn, 2 add, 3 remove, 4 add B with value, 5 set (c, v) */
     tes_entity_t e;
     uint32_t c, mask;
     int32_t v;
@@ -849,6 +849,37 @@ static void mm_apply_remove(mm_t *m, me_t *e, uint32_t c) {
     mm_lose(m, e, c);
 }
 
+/* A write of component c (MA, MB by value, MS): its value and its change. */
+static void mm_apply_set(mm_t *m, me_t *e, uint32_t c, int32_t v) {
+    if (c == MB && e->bval == v) return;
+    if (c == MA) e->aval = v;
+    if (c == MB) e->bval = v;
+    mm_change(m, e, c);
+}
+
+/* "A write to a placed entity happens at once when the entity has the component now, unless
+ * the last recorded command that adds or removes it adds it": then it is recorded after it. */
+static bool mm_readded(const mm_t *m, tes_entity_t h, uint32_t c) {
+    for (uint32_t i = m->ncmd; i-- > 0;) {
+        const mcmd_t *cmd = &m->cmds[i];
+        if (cmd->e != h) continue;
+        if (cmd->kind == 1) return false;
+        if ((cmd->kind == 2 || cmd->kind == 3) && cmd->c == c) return cmd->kind == 2;
+        if (cmd->kind == 4 && c == MB) return true;
+    }
+    return false;
+}
+
+/* A set of component c to v: at once, or after the recorded add it follows. */
+static void mm_set(mm_t *m, me_t *e, uint32_t c, int32_t v) {
+    CHECK_OK(tes_set_number(m->world, e->h, m->id[c], 0, 0, v));
+    if (m->deferring && mm_readded(m, e->h, c)) {
+        mm_record(m, (mcmd_t){.kind = 5, .e = e->h, .c = c, .v = v});
+    } else {
+        mm_apply_set(m, e, c, v);
+    }
+}
+
 static void mm_flush(mm_t *m) {
     for (uint32_t i = 0; i < m->ncmd; i++) {
         mcmd_t *cmd = &m->cmds[i];
@@ -867,6 +898,7 @@ static void mm_flush(mm_t *m) {
         if (cmd->kind == 2) mm_apply_add(m, e, cmd->c);
         if (cmd->kind == 3) mm_apply_remove(m, e, cmd->c);
         if (cmd->kind == 4) mm_apply_add_b(m, e, cmd->v);
+        if (cmd->kind == 5) mm_apply_set(m, e, cmd->c, cmd->v);
     }
     m->ncmd = 0;
 }
@@ -941,18 +973,13 @@ static void mm_write(mm_t *m, const tes_entity_t *protect, uint32_t nprotect) {
     int32_t v = (int32_t)fx_rng_below(&m->rng, 3);
     if (roll < 2 && (e->mask & BIT(MA))) {
         m->op = "set A";
-        CHECK_OK(tes_set_number(m->world, e->h, m->id[MA], 0, 0, v));
-        e->aval = v;
-        mm_change(m, e, MA);
+        mm_set(m, e, MA, v);
     } else if (roll < 4 && (e->mask & BIT(MB))) {
         m->op = "set B by value";
-        CHECK_OK(tes_set_number(m->world, e->h, m->id[MB], 0, 0, v));
-        if (e->bval != v) mm_change(m, e, MB);
-        e->bval = v;
+        mm_set(m, e, MB, v);
     } else if (roll < 5 && (e->mask & BIT(MS))) {
         m->op = "set S";
-        CHECK_OK(tes_set_number(m->world, e->h, m->id[MS], 0, 0, v));
-        mm_change(m, e, MS);
+        mm_set(m, e, MS, v);
     } else if (roll < 6) {
         uint32_t c = (uint32_t[]){MA, MB, MS}[fx_rng_below(&m->rng, 3)];
         if (!(e->mask & BIT(c))) return;

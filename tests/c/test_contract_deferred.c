@@ -75,6 +75,9 @@ typedef struct dent_t {
     bool pending;   /* spawned during the current deferral */
     bool fut_alive; /* alive once the recorded commands apply */
     uint32_t fut;   /* components (local bits) once they apply */
+    /* Components the last recorded add or remove of which, in the current deferral and after
+     * the entity's last recorded despawn, adds them: a write to one it has now follows that add. */
+    uint32_t readd;
 } dent_t;
 
 #define DMAX_ENT 600
@@ -178,6 +181,11 @@ static bool dfut_has(dctx_t *x, tes_entity_t h, tes_component_t c) {
     int l = dlocal(x, c);
     return d && d->fut_alive && l >= 0 && (d->fut & (1u << l));
 }
+static bool dreadded(dctx_t *x, tes_entity_t h, tes_component_t c) {
+    dent_t *d = dfind(x, h);
+    int l = dlocal(x, c);
+    return d && x->deferring && l >= 0 && (d->readd & (1u << l));
+}
 static bool ddoomed(dctx_t *x, tes_entity_t h) {
     dent_t *d = dfind(x, h);
     return d && !d->fut_alive && (dplaced(x, h) || dpending(x, h));
@@ -201,6 +209,7 @@ static void dnew_entity(dctx_t *x, tes_entity_t h, uint32_t mask) {
     d->pending = x->deferring;
     d->fut_alive = true;
     d->fut = mask;
+    d->readd = 0;
 }
 
 static uint32_t dmask_of(dctx_t *x, const tes_component_t *c, uint32_t n) {
@@ -236,6 +245,7 @@ static void dapply_model(dctx_t *x, dcmd_t *c) {
         for (uint32_t i = 0; i < (c->kind == K_DESPAWN ? 1 : c->n); i++) {
             dent_t *d = dfind(x, c->e[i]);
             if (d) d->fut_alive = false;
+            if (d) d->readd = 0;
         }
         break;
     case K_ADD:
@@ -247,6 +257,10 @@ static void dapply_model(dctx_t *x, dcmd_t *c) {
                 d->fut |= 1u << l;
             else
                 d->fut &= ~(1u << l);
+            if (x->deferring && c->kind == K_ADD)
+                d->readd |= 1u << l;
+            else
+                d->readd &= ~(1u << l);
         }
         break;
     }
@@ -262,6 +276,10 @@ static void dapply_model(dctx_t *x, dcmd_t *c) {
                     d->fut |= m;
                 else
                     d->fut &= ~m;
+                if (x->deferring && c->kind == K_ADD_ITEMS)
+                    d->readd |= m;
+                else
+                    d->readd &= ~m;
             }
         }
         break;
@@ -567,8 +585,10 @@ static void dflushed(dctx_t *x) {
                      "seed %llu, flush %u: commands_skipped grew by %u, expected %u..%u",
                      (unsigned long long)x->seed, x->flushes, skipped, lo, hi);
     }
-    for (uint32_t i = 0; i < x->nent; i++)
+    for (uint32_t i = 0; i < x->nent; i++) {
         x->ent[i].pending = false;
+        x->ent[i].readd = 0;
+    }
     dcompare(x);
 }
 
@@ -689,8 +709,10 @@ static int dstep(dctx_t *x, fx_rng_t *rng) {
         bad = dpick_field(x, rng, &c, bad);
         if (c.kind == K_SET || c.kind == K_INIT) bad = false;
         bool init = c.kind == K_INIT || c.kind == K_INIT_NUM;
-        /* "A write to a placed entity happens at once when the entity has the component now" */
-        if (ddead(x, e) || !def || dhas_now(x, e, c.c)) return drecord_or_run(x, &c, true, 0);
+        /* "A write to a placed entity happens at once when the entity has the component now,
+         * unless the last recorded command that adds or removes it adds it" */
+        if (ddead(x, e) || !def || (dhas_now(x, e, c.c) && (init || !dreadded(x, e, c.c))))
+            return drecord_or_run(x, &c, true, 0);
         if (bad && !init && (dfut_has(x, e, c.c) || ddoomed(x, e)))
             return drecord_or_run(x, &c, false,
                                   RBIT(TES_ERR_BAD_VALUE) | RBIT(TES_ERR_MISSING_COMPONENT) |
@@ -796,7 +818,7 @@ static int dstep(dctx_t *x, fx_rng_t *rng) {
             c.item_count = 1;
             int now = 0, later = 0;
             for (uint32_t i = 0; i < c.n; i++) {
-                if (dhas_now(x, c.e[i], comp))
+                if (dhas_now(x, c.e[i], comp) && !dreadded(x, c.e[i], comp))
                     now++;
                 else
                     later++;
@@ -809,7 +831,8 @@ static int dstep(dctx_t *x, fx_rng_t *rng) {
                 if (pend) return 0;
                 return drecord_or_run(x, &c, true, 0);
             }
-            if (!def || dhas_now(x, c.e[0], comp)) return drecord_or_run(x, &c, true, 0);
+            if (!def || (dhas_now(x, c.e[0], comp) && !dreadded(x, c.e[0], comp)))
+                return drecord_or_run(x, &c, true, 0);
             if (doomed) return 0;
             /* "a pending entity (while deferring) must be going to have it once its recorded
              * commands apply, as for tes_set" */

@@ -288,6 +288,21 @@ static void sparse_and_relations(oom_run_t *run, tes_component_t p, tes_entity_t
     STEP(tes_query_collect(w, events, &collected));
     /* 30 spawned; gone: 5 of the batch, e0 and the 30 of its tree. */
     CHECK_EQ(fx_stats(w).entity_count, entities_before + 30 - 36);
+    /* Runs of recorded sparse adds and removes: the flush reserves each run's room once, and
+     * out of memory skips what cannot be applied. */
+    CHECK_OK(tes_defer_begin(w));
+    for (int i = 0; i < 12 && !run->stopped; i++) {
+        for (int tries = 0; tries < 2; tries++) {
+            tes_result_t rec =
+                i < 7 ? tes_add(w, batch[50 + i], mk) : tes_remove(w, batch[i - 3], mk);
+            if (rec == TES_OK) break;
+            CHECK_EQ(rec, TES_ERR_OUT_OF_MEMORY); /* the recording: refused whole */
+            run->failed++;
+            run->stopped = run->sticky;
+            if (run->stopped) break;
+        }
+    }
+    CHECK_OK(tes_defer_end(w));
     CHECK_OK(tes_world_validate(w));
 
     /* Replication: a replicator (its consumer queries, the index stamps), a keyframe, a delta

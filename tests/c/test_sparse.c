@@ -1126,6 +1126,52 @@ TEST(sparse_commands_on_an_entity_gone_by_the_flush_are_skipped) {
     validate(&s);
 }
 
+/* The flush applies a run of recorded adds (or removes) of one sparse component together, its
+ * room reserved once: each command must still end as it would alone, in order (a dead entity's
+ * is skipped, a second add and the remove of a non-member do nothing), and runs of the other
+ * kind or of another component in between keep their place. */
+TEST(runs_of_recorded_sparse_adds_and_removes_end_as_each_call_alone) {
+    scene_t s = make_scene(NULL);
+    tes_query_t *removed = fx_query(s.world, &(tes_query_desc_t){.removed = FX_IDS(s.m)});
+    tes_entity_t host = fx_spawn(s.world, FX_IDS(s.b));
+    tes_entity_t e[8];
+    CHECK_OK(tes_spawn_batch(s.world, FX_IDS(s.a), 8, e));
+    CHECK_OK(tes_add(s.world, e[2], s.m));
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.b)});
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    /* Dead by the time their commands apply (a handle already stale is refused when recorded). */
+    CHECK_OK(tes_despawn(s.world, e[5]));
+    CHECK_OK(tes_despawn(s.world, e[6]));
+    const tes_entity_t adds[] = {e[0], e[1], e[2],
+                                 e[5], e[0], e[3]}; /* a member, a dead one, twice */
+    for (uint32_t i = 0; i < 6; i++)
+        CHECK_OK(tes_add(s.world, adds[i], s.m));
+    const tes_entity_t removes[] = {e[2], e[4], e[6], e[1]}; /* a non-member, a dead one */
+    for (uint32_t i = 0; i < 4; i++)
+        CHECK_OK(tes_remove(s.world, removes[i], s.m));
+    CHECK_OK(tes_add(s.world, e[7], s.s)); /* another component between runs */
+    CHECK_OK(tes_add(s.world, e[7], s.s));
+    CHECK_OK(tes_remove(s.world, e[3], s.m));
+    CHECK_OK(tes_add(s.world, e[4], s.m));
+    CHECK(!fx_has(s.world, e[0], s.m)); /* nothing applied before the run ends */
+    tes_iter_fini(&it);
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 2);
+    const bool has_m[8] = {true, false, false, false, true, false, false, false};
+    CHECK(!tes_is_alive(s.world, e[5]) && !tes_is_alive(s.world, e[6]));
+    for (uint32_t i = 0; i < 8; i++) {
+        if (i == 5 || i == 6) continue;
+        CHECK_EQ(fx_has(s.world, e[i], s.m), has_m[i]);
+        CHECK_EQ(fx_has(s.world, e[i], s.s), i == 7);
+    }
+    /* Each removal logged once, in the order made: e[2], e[1], e[3]. */
+    fx_entities_t *got = run_removed(&s, removed, s.m);
+    FX_CHECK_ORDER(got, e[2], e[1], e[3]);
+    CHECK(tes_is_alive(s.world, host));
+    validate(&s);
+}
+
 typedef struct system_ctx_t {
     scene_t *s;
     uint32_t seen;

@@ -180,6 +180,15 @@ class Model {
         return this.entities.get(e)?.has(name) ?? false;
     }
 
+    /** Whether the last call recorded in this loop that adds or removes the entity's component adds it. */
+    addedAgain(e: Entity, name: Name): boolean {
+        for (let i = this.recorded.length - 1; i >= 0; i--) {
+            const call = this.recorded[i]!;
+            if (call.e === e && (call.kind === 'add' || call.kind === 'remove') && call.name === name) return call.kind === 'add';
+        }
+        return false;
+    }
+
     /** The loop ended: the recorded calls apply in order, each as what it is then. */
     flush(): void {
         for (const call of this.recorded.splice(0)) {
@@ -498,11 +507,13 @@ function step({ world, model, subs }: Run, c: Command): void {
                         world.remove(e, component);
                         model.recorded.push({ kind: 'remove', e, name: call.name });
                     } else if (call.name !== 'T' && values !== undefined && Object.keys(values).length > 0) {
-                        if (model.entities.get(e)?.has(call.name)) {
+                        if (model.entities.get(e)?.has(call.name) && !model.addedAgain(e, call.name)) {
                             world.set(e, component, values); // a placed component: at once
                             model.change(e, call.name, values);
                         } else if (model.willHave(e, call.name)) {
-                            world.set(e, component, values); // after the add that brings it
+                            // After the recorded add that brings or rewrites it (a held one's
+                            // values would otherwise land over this later write).
+                            world.set(e, component, values);
                             model.recorded.push({ kind: 'set', e, name: call.name, values });
                         } else {
                             expectError(() => world.set(e, component, values), 'MISSING_COMPONENT', { entity: e });

@@ -131,6 +131,33 @@ describe('commands recorded by JS inside a run', () => {
         world.validate();
     });
 
+    // A recorded remove and add of a component the entity holds re-add it zeroed when the run
+    // ends; a set made after them (by world.set or a field handle, which write placed cells
+    // themselves) must land after that add, not before it (until 2026-11-28 it was written at
+    // once and the re-add zeroed it). The recorder notes each add on the entity's record, so the
+    // JS write sees it and asks the core, which records the write; the notes, listed as the
+    // command list grows, are gone once the run ends (validate checks both).
+    test('a set after recorded removes and adds of a held component lands after them, however long the list', async () => {
+        const world = await newWorld();
+        const entities = Array.from(world.spawnMany(5000, Position, Health));
+        const hp = world.field(Health, 'value');
+        const calls = insideRun(world, () => {
+            entities.forEach((e, i) => {
+                world.remove(e, Health);
+                world.add(e, Health);
+                if (i % 2) world.set(e, Health, 'value', i);
+                else hp.set(e, i);
+                world.set(e, Position, 'x', i); // nothing recorded names Position: at once
+                expect(world.get(e, Position, 'x')).toBe(i);
+            });
+            world.validate();
+        });
+        expect(calls.filter((name) => name === 'tes_add' || name === 'tes_remove').length).toBeLessThan(20);
+        entities.forEach((e, i) => expect(world.get(e, Health, 'value')).toBe(i));
+        world.validate();
+        expect(hp.get(entities[7]!)).toBe(7); // the handle's own lookup works again after the run
+    });
+
     test('after memory grew between runs, recording reads the new memory', async () => {
         const { world, entities } = await worldWith(1);
         const a = entities[0]!;

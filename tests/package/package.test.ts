@@ -76,8 +76,11 @@ describe('the tarball', () => {
         // 106.0 -> 107.8 KB gzipped: value images, the moved bitmap, the rewind's sort by index),
         // 264.7 KB with the imported memory, 267.7 KB with whole-component get and set and
         // placed spawns in JS and recorded spawns placed as a batch (access.ts and entities.ts
-        // +2.7 KB gzipped, the wasm +1.1 KB; SpawnPlan's declaration marked internal, -1.5 KB).
-        expect(install.size).toBeLessThan(270_000);
+        // +2.7 KB gzipped, the wasm +1.1 KB; SpawnPlan's declaration marked internal, -1.5 KB),
+        // 270.0 KB with two defects fixed (a set after a recorded add of a held component is
+        // ordered after it; a keyframe's pairs applied by state) and sparse runs applied together
+        // at the flush (the wasm 303,958 -> 308,184 bytes, 111.4 -> 112.9 KB gzipped; the text).
+        expect(install.size).toBeLessThan(272_000);
     });
 
     test('installs every target of its exports map, and no install-time scripts', async () => {
