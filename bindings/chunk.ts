@@ -181,8 +181,14 @@ export class Chunk {
         this.alive(operation);
         const world = this.query.world;
         const heap = world.heap;
-        const id = world.idOf(component, operation);
         const meta = fieldOf(component, fieldName(field, operation, component), operation);
+        // A component this world never registered is in no chunk: refused without registering
+        // it (a read never registers); a sparse one has no column at all.
+        const id = world.registry.known(component, operation);
+        if (id === undefined) {
+            if (isSparse(component)) throw world.error('SPARSE_COMPONENT', operation, undefined, component.name);
+            throw missingFromChunk(world, this.archetype, operation, component, field);
+        }
         // A column sits at the same offset from the chunk's start (its entity column) in every
         // chunk of an archetype, so only an archetype's first chunk asks the C core.
         const offsetKey = (this.archetype * LIMITS.max_components + id) * LIMITS.max_fields + meta.index;
@@ -217,7 +223,7 @@ export class Chunk {
     markChanged(component: Component<any>, row?: number): void {
         // The hot path: the same component as the previous call in this chunk, a valid row.
         const marks = this.lastMarks;
-        if (component === this.lastMarked && marks !== undefined && row !== undefined && row >>> 0 === row && row < this.count) {
+        if (component === this.lastMarked && marks !== undefined && typeof row === 'number' && row >>> 0 === row && row < this.count) {
             if (marks.bits[row] === 0) {
                 marks.bits[row] = 1;
                 marks.rows[marks.length++] = row;
@@ -232,11 +238,13 @@ export class Chunk {
         const operation = 'chunk.markChanged';
         this.alive(operation);
         const world = this.query.world;
-        const id = world.idOf(component, operation);
+        // Never registered here (undefined): in no chunk, refused without registering it.
+        const id = world.registry.known(component, operation);
         if (isSparse(component)) {
             // No column to write through: world.set marks as it writes (world.markChanged for one entity).
             throw world.error('SPARSE_COMPONENT', operation, undefined, component.name);
         }
+        if (id === undefined) throw missingFromChunk(world, this.archetype, operation, component, undefined);
         if (!this.query.required.has(component) && !archetypeComponents(world, this.archetype).includes(id)) {
             throw missingFromChunk(world, this.archetype, operation, component, undefined);
         }
@@ -252,8 +260,8 @@ export class Chunk {
             marks.whole = true;
             return;
         }
-        if (row >>> 0 !== row || row >= this.count) {
-            throw new TesseraError('INVALID_ARGUMENT', operation, `row ${String(row)} is not in 0..${this.count - 1}`, {
+        if (typeof row !== 'number' || row >>> 0 !== row || row >= this.count) {
+            throw new TesseraError('INVALID_ARGUMENT', operation, `row ${describeValue(row)} is not in 0..${this.count - 1}`, {
                 component: component.name,
             });
         }

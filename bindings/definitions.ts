@@ -356,8 +356,12 @@ export function fieldOf(component: Definition, field: string, operation: string,
         throw new TesseraError(
             component.isTag ? 'TAG_HAS_NO_DATA' : 'UNKNOWN_FIELD',
             operation,
-            `${component.name} has no field ${JSON.stringify(field)} (fields: ${known})`,
-            { ...(entity === undefined ? {} : { entity }), component: component.name, field: String(field) },
+            `${component.name} has no field ${describeValue(field)} (fields: ${known})`,
+            {
+                ...(entity === undefined ? {} : { entity }),
+                component: component.name,
+                field: typeof field === 'string' ? field : describeValue(field),
+            },
         );
     }
     lastComponent = component;

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { CHUNK, COMPONENT_FLAGS as FLAGS, RECORD, WORLD } from './abi.js';
+import { CHUNK, COMPONENT_FLAGS as FLAGS, LIMITS, RECORD, WORLD } from './abi.js';
 import { addressed, columnOffset, type Field } from './access.js';
 import { TesseraError, describeValue } from './errors.js';
 import { ItemList } from './items.js';
@@ -69,8 +69,18 @@ export function despawnMany(world: World, entities: ArrayLike<Entity>): void {
     if (typeof entities !== 'object' || entities === null || typeof entities.length !== 'number') {
         throw new TesseraError('INVALID_ARGUMENT', operation, `expected an array of entity handles, got ${describeValue(entities)}`);
     }
+    // Sized by the caller's length: checked first. More handles than a world can hold cannot
+    // all be live and distinct.
+    const count = checkCount(entities.length, operation, 'entities.length');
+    if (count > LIMITS.max_entities) {
+        throw new TesseraError(
+            'INVALID_ARGUMENT',
+            operation,
+            `${count} handles are more than a world can hold (at most ${LIMITS.max_entities} live entities): one is stale or listed twice`,
+        );
+    }
     // Each handle is read once, into a copy that nothing else can change.
-    const copy = new Uint32Array(entities.length);
+    const copy = new Uint32Array(count);
     for (let i = 0; i < copy.length; i++) copy[i] = handle(entities[i], operation);
     const list = world.heap.tempU32(copy, operation);
     const result = world.heap.exports.tes_despawn_batch(pointer, list, copy.length);

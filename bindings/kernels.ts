@@ -59,74 +59,89 @@ export function runKernel(
         throw new TesseraError('QUERY_IN_USE', operation, 'an iteration of this query is live');
     }
     const heap = query.world.heap;
-    // The field before the id: a misspelt field must not register the component.
+    // The fields before the ids: a misspelt field must not register the component. A component
+    // met here for the first time is registered, and taken back when the call fails (README:
+    // a call that registered it and then failed takes the registration back).
     const meta = fieldOf(component, fieldName(field, operation, component), operation);
-    const id = query.world.idOf(component, operation);
-    let sourceId = 0;
     let sourceIndex = 0;
     if (source !== undefined) {
         sourceIndex = fieldOf(source.source, fieldName(source.sourceField, operation, source.source), operation).index;
-        sourceId = query.world.idOf(source.source, operation);
     }
-    const numbers: [string, unknown][] = [];
-    if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
-    if (range !== undefined) numbers.push(['min', range[0]], ['max', range[1]]);
-    for (const [name, value] of numbers) {
-        if (typeof value !== 'number') {
-            throw new TesseraError('BAD_VALUE', operation, `${name} must be a number, got ${describeValue(value)}`, {
-                component: component.name,
-                field,
-            });
+    const definitions = source !== undefined ? [component, source.source] : [component];
+    const fresh: number[] = [];
+    const ids: number[] = [];
+    query.world.registry.resolve(definitions, definitions.length, operation, fresh, ids);
+    const id = ids[0]!;
+    const sourceId = source !== undefined ? ids[1]! : 0;
+    try {
+        return apply();
+    } catch (error) {
+        query.world.registry.takeBack(fresh);
+        throw error;
+    }
+
+    function apply(): Uint32Array {
+        const numbers: [string, unknown][] = [];
+        if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
+        if (range !== undefined) numbers.push(['min', range[0]], ['max', range[1]]);
+        for (const [name, value] of numbers) {
+            if (typeof value !== 'number') {
+                throw new TesseraError('BAD_VALUE', operation, `${name} must be a number, got ${describeValue(value)}`, {
+                    component: component.name,
+                    field,
+                });
+            }
         }
+        const op = heap.tempBlock(OP.size, operation);
+        const f64 = heap.f64;
+        f64[(op + OP.k) >>> 3] = scalar?.[1] ?? 0;
+        f64[(op + OP.lo) >>> 3] = range?.[0] ?? 0;
+        f64[(op + OP.hi) >>> 3] = range?.[1] ?? 0;
+        const u32 = heap.u32;
+        u32[(op + OP.kind) >>> 2] = kind;
+        u32[(op + OP.component) >>> 2] = id;
+        u32[(op + OP.field) >>> 2] = meta.index;
+        u32[(op + OP.src_component) >>> 2] = sourceId;
+        u32[(op + OP.src_field) >>> 2] = sourceIndex;
+        const out = heap.scratch;
+        const result = heap.exports.tes_query_apply(world, query.pointer, op, out, out + 4);
+        if (result === heap.results.BAD_VALUE) {
+            // The operands the core refused, named: only C says what a type may hold.
+            const given = numbers.map(([name, value]) => `${name} ${String(value)}`).join(', ');
+            throw new TesseraError(
+                'BAD_VALUE',
+                operation,
+                `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`,
+                {
+                    component: component.name,
+                    field,
+                },
+            );
+        }
+        if (result === heap.results.MISSING_COMPONENT) {
+            // Some archetype the query matches may lack it: the core only runs what the query requires.
+            const names =
+                source !== undefined && source.source !== component ? `${component.name} and ${source.source.name}` : component.name;
+            throw new TesseraError(
+                'MISSING_COMPONENT',
+                operation,
+                `a kernel visits every entity the query matches, so ${names} must be among the query's all terms`,
+                { component: component.name, field },
+            );
+        }
+        if (result === heap.results.BAD_FIELD_TYPE && source !== undefined) {
+            const sourceMeta = fieldOf(source.source, source.sourceField, operation);
+            throw new TesseraError(
+                'BAD_FIELD_TYPE',
+                operation,
+                `${source.source.name}.${source.sourceField} is ${sourceMeta.type} and ${component.name}.${field} is ${meta.type}: ` +
+                    "addScaled takes a source field of the target field's type",
+                { component: component.name, field },
+            );
+        }
+        query.world.check(result, operation, undefined, component.name, field);
+        const count = heap.u32At(out + 4);
+        const entities = heap.u32At(out);
+        return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
     }
-    const op = heap.tempBlock(OP.size, operation);
-    const f64 = heap.f64;
-    f64[(op + OP.k) >>> 3] = scalar?.[1] ?? 0;
-    f64[(op + OP.lo) >>> 3] = range?.[0] ?? 0;
-    f64[(op + OP.hi) >>> 3] = range?.[1] ?? 0;
-    const u32 = heap.u32;
-    u32[(op + OP.kind) >>> 2] = kind;
-    u32[(op + OP.component) >>> 2] = id;
-    u32[(op + OP.field) >>> 2] = meta.index;
-    u32[(op + OP.src_component) >>> 2] = sourceId;
-    u32[(op + OP.src_field) >>> 2] = sourceIndex;
-    const out = heap.scratch;
-    const result = heap.exports.tes_query_apply(world, query.pointer, op, out, out + 4);
-    if (result === heap.results.BAD_VALUE) {
-        // The operands the core refused, named: only C says what a type may hold.
-        const given = numbers.map(([name, value]) => `${name} ${String(value)}`).join(', ');
-        throw new TesseraError(
-            'BAD_VALUE',
-            operation,
-            `${given}: not a value of ${meta.type} (integer fields take whole numbers in their range)`,
-            {
-                component: component.name,
-                field,
-            },
-        );
-    }
-    if (result === heap.results.MISSING_COMPONENT) {
-        // Some archetype the query matches may lack it: the core only runs what the query requires.
-        const names = source !== undefined && source.source !== component ? `${component.name} and ${source.source.name}` : component.name;
-        throw new TesseraError(
-            'MISSING_COMPONENT',
-            operation,
-            `a kernel visits every entity the query matches, so ${names} must be among the query's all terms`,
-            { component: component.name, field },
-        );
-    }
-    if (result === heap.results.BAD_FIELD_TYPE && source !== undefined) {
-        const sourceMeta = fieldOf(source.source, source.sourceField, operation);
-        throw new TesseraError(
-            'BAD_FIELD_TYPE',
-            operation,
-            `${source.source.name}.${source.sourceField} is ${sourceMeta.type} and ${component.name}.${field} is ${meta.type}: ` +
-                "addScaled takes a source field of the target field's type",
-            { component: component.name, field },
-        );
-    }
-    query.world.check(result, operation, undefined, component.name, field);
-    const count = heap.u32At(out + 4);
-    const entities = heap.u32At(out);
-    return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
 }

@@ -131,7 +131,10 @@ export class World extends WorldState {
         return checkpoints(this);
     }
 
-    /** The source tick of the last delta applied here (0: none, or after a failed one). */
+    /**
+     * The source tick of the last delta applied here: 0 for none, or after an apply that ran out
+     * of memory partway (a refused delta changes nothing, this tick included).
+     */
     get replicaTick(): number {
         return Number(this.heap.exports.tes_replica_tick(this.live('world.replicaTick')));
     }
@@ -552,11 +555,13 @@ export class World extends WorldState {
 
     /** `tick()` calls so far (a rewind does not take them back: systems' intervals count on). */
     get frame(): number {
+        this.live('world.frame');
         return this.scheduler.frame;
     }
 
     /** The component or relation registered under a C id in this world, if any. */
     componentById(id: number): Component<any> | Relation<any> | undefined {
+        this.live('world.componentById');
         return this.registry.definition(id);
     }
 
