@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 
 import { component, createWorld, init, tag, TesseraError, type Component, type Entity, type World } from '../../dist/index.js';
-import { EDGE_NUMBERS, expectError, FIELD_TYPES, INT_RANGE, rng, storedAs, worldPerTest, type FieldTypeName } from './support.js';
+import { caught, EDGE_NUMBERS, expectError, FIELD_TYPES, INT_RANGE, rng, storedAs, type FieldTypeName, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
@@ -34,16 +34,6 @@ function refusedUnchanged(world: World, fn: () => unknown, code: string, expecte
     expect(same(world.snapshot(), before), `${error.message}: the snapshot changed`).toBe(true);
     world.validate();
     return error;
-}
-
-/** What `fn` throws (undefined when it returns). */
-function caught(fn: () => unknown): unknown {
-    try {
-        fn();
-    } catch (error) {
-        return error;
-    }
-    return undefined;
 }
 
 /** `fn` must throw some TesseraError (no RangeError, no trap) and leave the world as it was. */

@@ -4,21 +4,11 @@
 import { describe, expect, test } from 'vitest';
 
 import { component, createWorld, init, relation, tag, TesseraError, type World } from '../../dist/index.js';
-import { expectError, worldPerTest } from './support.js';
+import { caught, expectError, worldPerTest } from './support.js';
 
 const newWorld = worldPerTest();
 
 const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && Buffer.compare(a, b) === 0;
-
-/** What `fn` throws (undefined when it returns). */
-function caught(fn: () => unknown): unknown {
-    try {
-        fn();
-    } catch (error) {
-        return error;
-    }
-    return undefined;
-}
 
 function describeValue(value: unknown): string {
     if (typeof value === 'symbol') return 'Symbol()';

@@ -66,6 +66,16 @@ export function expectError(fn: () => unknown, code: ErrorCode, expected: Expect
 }
 
 /** The same for a promise. */
+/** What `fn` throws (undefined when it returns). */
+export function caught(fn: () => unknown): unknown {
+    try {
+        fn();
+    } catch (error) {
+        return error;
+    }
+    return undefined;
+}
+
 export async function expectRejection(promise: Promise<unknown>, code: ErrorCode, expected: Expected = {}): Promise<TesseraError> {
     let thrown: unknown;
     try {
