@@ -226,6 +226,8 @@ static tes_result_t apply(tes_world_t *world, const tesi_command_t *cmd) {
         return tes_pair_add(world, cmd->entity, cmd->a, cmd->b);
     case TESI_CMD_PAIR_REMOVE:
         return tes_pair_remove(world, cmd->entity, cmd->a, cmd->b);
+    case TESI_CMD_PAIR_PLACE:
+        return tes_pair_place(world, cmd->entity, cmd->a, cmd->b, cmd->c);
     case TESI_CMD_PAIR_INIT_NUMBER:
         return tes_pair_init_number(world, cmd->entity, cmd->a, cmd->b, cmd->c, cmd->d, cmd->value);
     case TESI_CMD_ITEMS: {

@@ -442,9 +442,22 @@ static tes_result_t put_order(tesi_writer_t *w, tes_replicator_t *rep, tes_compo
     return result;
 }
 
+/* Lists a live target whose sources' order the section sends after its events, once (the
+ * ORDERED mark, cleared when it is sent). */
+static tes_result_t order_later(tes_replicator_t *rep, tes_entity_t target, uint32_t *ordered) {
+    uint8_t *mark = &rep->marks[target & TESI_INDEX_MASK];
+    if ((*mark & ORDERED) || !tesi_record_of(rep->world, target)) return TES_OK;
+    tes_result_t result = tesi_reserve(rep->world, (void **)&rep->ordered, &rep->ordered_slots,
+                                       *ordered + 1, sizeof *rep->ordered, 16);
+    if (result != TES_OK) return result;
+    *mark |= ORDERED;
+    rep->ordered[(*ordered)++] = target;
+    return TES_OK;
+}
+
 /* A relation's section: its events since the baseline, then the order of the targets whose
- * sources were moved; or (keyframe) every pair in scope as an added event, then the order of
- * every target with several sources. */
+ * sources were moved (or gained a source that entered the replica's view); or (keyframe) every pair
+ * in scope as an added event, then the order of every target with several sources. */
 static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_component_t relation,
                                  uint64_t baseline, uint64_t now, bool keyframe, uint32_t *events) {
     const tesi_component_t *c = &rep->world->components[relation];
@@ -462,21 +475,12 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
                                    (uint32_t)(now - r->event_ticks[i]), &count);
                 continue;
             }
-            uint8_t *mark = &rep->marks[e->target & TESI_INDEX_MASK];
-            if ((*mark & ORDERED) || !tesi_record_of(rep->world, e->target)) continue;
-            result = tesi_reserve(rep->world, (void **)&rep->ordered, &rep->ordered_slots,
-                                  ordered + 1, sizeof *rep->ordered, 16);
-            if (result != TES_OK) break;
-            *mark |= ORDERED;
-            rep->ordered[ordered++] = e->target;
-        }
-        for (uint32_t i = 0; i < ordered; i++) {
-            if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
-            rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
+            result = order_later(rep, e->target, &ordered);
         }
         /* An entity that may have entered the scope or the peer's view, or that was owed, brings
          * its pairs from before the baseline (those of the window came above; adding one the
-         * replica has only writes its data). */
+         * replica has only writes its data). A pair it brings as a source lands last among its
+         * target's sources there: the target's order follows, when it has several. */
         for (uint32_t i = 0;
              (rep->scope || rep->peer) && i < rep->touched_count && result == TES_OK; i++) {
             uint32_t index = rep->touched[i];
@@ -489,8 +493,16 @@ static tes_result_t put_relation(tesi_writer_t *w, tes_replicator_t *rep, tes_co
                     const tesi_pair_t *p = &r->pairs[id - 1];
                     result = put_event(w, rep, relation, TES_PAIR_ADDED, p->source, p->target, 0,
                                        &count);
+                    if (result == TES_OK && side == TESI_OUT &&
+                        tesi_list_of(r, TESI_IN, p->target)->count > 1) {
+                        result = order_later(rep, p->target, &ordered);
+                    }
                 }
             }
+        }
+        for (uint32_t i = 0; i < ordered; i++) {
+            if (result == TES_OK) result = put_order(w, rep, relation, rep->ordered[i], &count);
+            rep->marks[rep->ordered[i] & TESI_INDEX_MASK] &= (uint8_t)~ORDERED;
         }
     } else {
         for (uint32_t m = 0; m < c->sparse.count && result == TES_OK; m++) {

@@ -1130,6 +1130,7 @@ enum tesi_command_kind {
     TESI_CMD_PAIR_REMOVE,      /* entity = source, a = relation, b = target */
     TESI_CMD_PAIR_INIT_NUMBER, /* as PAIR_ADD, c = field, d = element, value */
     TESI_CMD_ITEMS,            /* entity, a = the call's kind (items.c), data = its items */
+    TESI_CMD_PAIR_PLACE,       /* entity = source, a = relation, b = target, c = before (0: last) */
 };
 
 /* 32 bytes: a command carries a number or bytes (SET, INIT, ITEMS), never both. A run's

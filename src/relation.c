@@ -439,9 +439,19 @@ tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_t relati
 tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source, tes_component_t relation,
                             tes_entity_t target, tes_entity_t before) {
     tesi_component_t *c;
-    tes_result_t result = check_pair(world, source, relation, target, false, &c);
+    bool deferring = world && tesi_deferring(world);
+    tes_result_t result = check_pair(world, source, relation, target, deferring, &c);
     if (result != TES_OK) return result;
-    if (before && !tesi_record_of(world, before)) return tesi_not_alive(world, before);
+    bool before_pending = before && deferring && pending(world, before);
+    if (before && !before_pending && !tesi_record_of(world, before)) {
+        return tesi_not_alive(world, before);
+    }
+    /* With a pending end (its pair is recorded too), the place is recorded after it and applied
+     * in order at the flush, as tes_pair_add is; the pairs it needs are checked then (a place
+     * that cannot apply is skipped and counted). */
+    if (before_pending || (deferring && (pending(world, source) || pending(world, target)))) {
+        return tesi_defer(world, TESI_CMD_PAIR_PLACE, source, relation, target, before, 0, NULL, 0);
+    }
     uint32_t id = tesi_pair_find(world, relation, source, target);
     uint32_t next = before ? tesi_pair_find(world, relation, before, target) : 0;
     if (!id || (before && !next)) return TES_ERR_MISSING_COMPONENT;

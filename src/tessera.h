@@ -690,7 +690,9 @@ TES_API tes_result_t tes_relation_pairs(const tes_world_t *world, tes_component_
  * pair of `before` (another source of the same target), or to the end when before is 0; a pair
  * there already does not move (no TES_PAIR_MOVED event).
  * TES_ERR_STALE_ENTITY when source, target or before is not alive (checked in that order),
- * TES_ERR_MISSING_COMPONENT when either pair does not exist. */
+ * TES_ERR_MISSING_COMPONENT when either pair does not exist. While an iteration is live, a
+ * place with a pending source, target or before is recorded (after the pair add it follows)
+ * and applied in order when the run ends, skipped and counted when it cannot apply then. */
 TES_API tes_result_t tes_pair_place(tes_world_t *world, tes_entity_t source,
                                     tes_component_t relation, tes_entity_t target,
                                     tes_entity_t before);

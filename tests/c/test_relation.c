@@ -900,6 +900,34 @@ TEST(pair_call_errors_name_the_source_then_the_relation_then_the_target) {
 /* tes_pair_place, tes_relation_walk, tes_relation_pairs                                     */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Inside a run, a place whose source, target or `before` is pending is recorded after the pair
+ * add it follows and applied in order at the flush (it used to be refused: PENDING_ENTITY); one
+ * that cannot apply then is skipped and counted; a stale `before` is refused at once. */
+TEST(pair_place_with_a_pending_end_is_recorded_and_applied_in_order) {
+    scene_t s = make_scene(NULL);
+    tes_entity_t *e = spawn_n(&s, FX_IDS(s.a), 4);
+    tes_entity_t t = e[0], a = e[1], b = e[2], gone = e[3];
+    pair_add(&s, a, s.child_of, t);
+    pair_add(&s, b, s.child_of, t);
+    CHECK_OK(tes_despawn(s.world, gone));
+    tes_query_t *q = fx_query(s.world, &(tes_query_desc_t){.all = FX_IDS(s.a)});
+    tes_iter_t it;
+    CHECK_OK(tes_query_iter(s.world, q, &it));
+    CHECK(tes_iter_next(&it));
+    tes_entity_t kid = 0, late = 0;
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &kid));
+    CHECK_OK(tes_spawn(s.world, FX_IDS(s.a), &late));
+    CHECK_OK(tes_pair_add(s.world, kid, s.child_of, t));
+    CHECK_OK(tes_pair_place(s.world, kid, s.child_of, t, b)); /* recorded */
+    CHECK_ERR(tes_pair_place(s.world, kid, s.child_of, t, gone), TES_ERR_STALE_ENTITY);
+    CHECK_OK(tes_pair_place(s.world, late, s.child_of, t, 0)); /* no pair then: skipped */
+    FX_CHECK_ORDER(fx_sources(s.world, s.child_of, t), a, b); /* nothing applied yet */
+    tes_iter_fini(&it);
+    FX_CHECK_ORDER(fx_sources(s.world, s.child_of, t), a, kid, b);
+    CHECK_EQ(fx_stats(s.world).commands_skipped, 1);
+    CHECK_OK(tes_world_validate(s.world));
+}
+
 TEST(pair_place_reorders_the_sources_of_a_target) {
     scene_t s = make_scene(NULL);
     tes_entity_t *e = spawn_n(&s, FX_IDS(s.a), 7);
