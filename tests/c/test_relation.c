@@ -921,7 +921,7 @@ TEST(pair_place_with_a_pending_end_is_recorded_and_applied_in_order) {
     CHECK_OK(tes_pair_place(s.world, kid, s.child_of, t, b)); /* recorded */
     CHECK_ERR(tes_pair_place(s.world, kid, s.child_of, t, gone), TES_ERR_STALE_ENTITY);
     CHECK_OK(tes_pair_place(s.world, late, s.child_of, t, 0)); /* no pair then: skipped */
-    FX_CHECK_ORDER(fx_sources(s.world, s.child_of, t), a, b); /* nothing applied yet */
+    FX_CHECK_ORDER(fx_sources(s.world, s.child_of, t), a, b);  /* nothing applied yet */
     tes_iter_fini(&it);
     FX_CHECK_ORDER(fx_sources(s.world, s.child_of, t), a, kid, b);
     CHECK_EQ(fx_stats(s.world).commands_skipped, 1);
