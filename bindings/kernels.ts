@@ -73,13 +73,7 @@ export function runKernel(
     query.world.registry.resolve(definitions, definitions.length, operation, fresh, ids);
     const id = ids[0]!;
     const sourceId = source !== undefined ? ids[1]! : 0;
-    try {
-        return apply();
-    } catch (error) {
-        query.world.registry.takeBack(fresh);
-        throw error;
-    }
-
+    /** The kernel's run once its ids are known: anything it throws takes them back (below). */
     function apply(): Uint32Array {
         const numbers: [string, unknown][] = [];
         if (scalar !== undefined) numbers.push([scalar[0], scalar[1]]);
@@ -143,5 +137,12 @@ export function runKernel(
         const count = heap.u32At(out + 4);
         const entities = heap.u32At(out);
         return count ? heap.u32.slice(entities >>> 2, (entities >>> 2) + count) : new Uint32Array(0);
+    }
+
+    try {
+        return apply();
+    } catch (error) {
+        query.world.registry.takeBack(fresh);
+        throw error;
     }
 }

@@ -775,12 +775,8 @@ static inline void tesi_note_add_record(tes_world_t *world, tesi_record_t *recor
     world->noted_records[world->noted++] = record;
 }
 static inline void tesi_note_add_at(tes_world_t *world, tes_entity_t entity, uint32_t i) {
-    tesi_record_t *record = entity ? tesi_record_of(world, entity) : NULL;
+    tesi_record_t *record = tesi_record_of(world, entity);
     if (record) tesi_note_add_record(world, record, i);
-}
-/* The same for the command just recorded (none: entity 0). */
-static inline void tesi_note_add(tes_world_t *world, tes_entity_t entity) {
-    if (entity) tesi_note_add_at(world, entity, world->command_count - 1);
 }
 /* Whether an index below record_count is skipped (see skipped_count). */
 static inline bool tesi_index_skipped(const tes_world_t *world, uint32_t index) {
@@ -1294,6 +1290,7 @@ void tesi_put_row(tesi_writer_t *w, const tesi_component_t *c, const uint8_t *ro
 bool tesi_get_row(tesi_reader_t *r, const tesi_component_t *c, uint8_t *row);
 
 void tesi_snapshot_fini(tes_world_t *world);
+/* CRC-32 of n bytes (crc32.c). */
 uint32_t tesi_crc32(const uint8_t *bytes, size_t n);
 /* A component's schema as the formats write it (flags, name, fields), and read back into a
  * registration description. */

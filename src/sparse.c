@@ -163,7 +163,8 @@ tes_result_t tesi_sparse_step(tes_world_t *world, tes_entity_t entity, tes_compo
         }
         tes_result_t result = tesi_defer(world, removing ? TESI_CMD_REMOVE : TESI_CMD_ADD, entity,
                                          component, 0, 0, 0, NULL, 0);
-        tesi_note_add(world, result == TES_OK && !removing ? entity : 0);
+        if (result == TES_OK && !removing)
+            tesi_note_add_at(world, entity, world->command_count - 1);
         return result;
     }
     if (!tesi_record_of(world, entity)) return TES_ERR_STALE_ENTITY;

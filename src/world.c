@@ -335,10 +335,10 @@ tes_result_t tes_world_validate(const tes_world_t *world) {
         if (note) {
             CHECK(tesi_deferring(world) && record->chunk && note - 1 < world->command_count);
             noted++;
-            const tesi_command_t *noted = &world->commands[note - 1];
+            const tesi_command_t *add = &world->commands[note - 1];
             CHECK(note == TESI_RECORDED_MAX ||
-                  ((noted->entity & TESI_INDEX_MASK) == i &&
-                   (noted->kind == TESI_CMD_ADD || noted->kind == TESI_CMD_ITEMS)));
+                  ((add->entity & TESI_INDEX_MASK) == i &&
+                   (add->kind == TESI_CMD_ADD || add->kind == TESI_CMD_ITEMS)));
         }
     }
     CHECK(skipped == world->skipped_count);
